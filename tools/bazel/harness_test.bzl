@@ -1,0 +1,53 @@
+"""harness_family_test: one Bazel py_test per op family, running pytest."""
+
+DEFAULT_PLATFORMS = "cpu,cuda,rocm,tpu"
+
+# Source trees every harness test depends on (see //:BUILD.bazel, //harnesses:BUILD.bazel).
+# Changing any of them, or the pinned requirements, re-runs the tests.
+_PROJECT_DATA = [
+    "//:project_srcs",
+    "//:requirements.txt",
+    "//harnesses:harness_srcs",
+]
+
+def harness_family_test(
+        name,
+        family,
+        shard_count = None,
+        platforms = DEFAULT_PLATFORMS,
+        test_file = "//harnesses:test_family.py",
+        env = {},
+        data = [],
+        tags = [],
+        **kwargs):
+    """A py_test running `pytest <test_file>` for one op family.
+
+    Args:
+      name: target name.
+      family: op family, exported to the test as FARM_FAMILY.
+      shard_count: Bazel shards (tests are split by collection index % shards).
+      platforms: comma-separated target platforms, exported as FARM_PLATFORMS.
+      test_file: the pytest file to run (label of a .py file).
+      env: extra environment variables for the test.
+      data: extra runtime files.
+      tags: extra tags (the family name is added as a tag).
+      **kwargs: passed through to py_test (size, timeout, flaky, ...).
+    """
+    test_env = {
+        "FARM_FAMILY": family,
+        "FARM_PLATFORMS": platforms,
+    }
+    test_env.update(env)
+    native.py_test(
+        name = name,
+        srcs = ["//tools/bazel:pytest_main.py"],
+        main = "//tools/bazel:pytest_main.py",
+        python_version = "PY3",
+        srcs_version = "PY3",
+        args = ["$(rootpath %s)" % test_file],
+        data = _PROJECT_DATA + [test_file] + data,
+        env = test_env,
+        shard_count = shard_count,
+        tags = tags + ["harness", "family:" + family],
+        **kwargs
+    )
