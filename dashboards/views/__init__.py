@@ -1,0 +1,1 @@
+"""One module per page; each registers an HTML route and its .json twin."""

@@ -1,0 +1,64 @@
+"""Results bundles: what a standalone worker writes and ``farm import`` loads.
+
+A gzip'd JSON document with a format name and version; bytes are base64. A bundle of
+an unknown version is refused with a clear error.
+"""
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+from typing import Any
+
+from farm.errors import FarmError, UnknownFormatVersion
+from farm.pipeline import Outcome
+
+FORMAT = "lowering-farm-bundle"
+VERSION = 1
+
+
+def write(path: str, *, environment: dict[str, Any], run: dict[str, Any], harnesses: list[dict[str, Any]],
+          outcomes: list[Outcome]) -> None:
+    def enc(o: Outcome) -> dict[str, Any]:
+        d = o.to_dict()
+        for a in d["artifacts"]:
+            a["data"] = base64.b64encode(a["data"]).decode()
+        return d
+
+    doc = {"format": FORMAT, "version": VERSION, "environment": environment, "run": run,
+           "harnesses": harnesses, "outcomes": [enc(o) for o in outcomes]}
+    with gzip.open(path, "wt") as f:
+        json.dump(doc, f, default=str)
+
+
+def read(path: str) -> dict[str, Any]:
+    try:
+        with gzip.open(path, "rt") as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        raise FarmError(f"cannot read bundle {path!r}: {e}") from None
+    if doc.get("format") != FORMAT:
+        raise FarmError(f"{path!r} is not a Lowering Farm results bundle")
+    if doc.get("version") != VERSION:
+        raise UnknownFormatVersion(f"bundle {path!r} has version {doc.get('version')}; this farm reads {VERSION}")
+    for o in doc["outcomes"]:
+        for a in o["artifacts"]:
+            a["data"] = base64.b64decode(a["data"])
+    return doc
+
+
+def import_bundle(store: Any, path: str, name: str | None = None) -> tuple[int, str, int]:
+    from farm.store import writes
+
+    doc = read(path)
+    outcomes = [Outcome.from_dict(o) for o in doc["outcomes"]]
+    r = doc["run"]
+    with store.session() as s:
+        run = writes.create_run(s, env=doc["environment"], name=name or r.get("name"), kind="import",
+                                catalog=r.get("catalog", "farm"), filters=r.get("filters", {}),
+                                platforms=r.get("platforms", []), run_on=r.get("run_on", []),
+                                total=len(doc["harnesses"]))
+        hids = writes.harness_ids(s, doc["harnesses"])
+        writes.Writer(s, run, hids).write(outcomes, worker="bundle")
+        writes.finish_run(s, run, "finished", {"imported_from": path})
+        return run.id, run.name, len(outcomes)

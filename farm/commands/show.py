@@ -1,0 +1,112 @@
+"""farm show / farm runs: a run's matrix (harness x platform x stage), the list of runs."""
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter, defaultdict
+
+from farm.commands import add_db, store_from
+from farm.stages.record import SEVERITY
+
+ABBREV = {"ok": ".", "fail": "F", "error": "E", "expected_fail": "x", "unexpected_pass": "U", "skipped": "-",
+          "not_runnable_here": "n", "crashed": "C", "timeout": "T"}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("show", help="print a run's matrix of harness x platform x stage status")
+    p.add_argument("run", nargs="?", default="latest", help="run id, name, latest or previous")
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.add_argument("--status", help="only harnesses with a result of these statuses (comma list)")
+    add_db(p)
+    p.set_defaults(func=lambda a: print_run(store_from(a), a.run, a.format, a.status))
+    p = sub.add_parser("runs", help="list runs with their environment and totals")
+    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    add_db(p)
+    p.set_defaults(func=list_runs)
+
+
+def run_json(store, ref: str) -> dict:  # noqa: ANN001
+    from farm.store import queries
+
+    with store.session() as s:
+        run = queries.resolve_run(s, ref)
+        rows = queries.results(s, run.id)
+        info = queries.run_dict(s, run)
+    harnesses: dict[str, dict] = {}
+    for r in rows:
+        h = harnesses.setdefault(r["harness"], {"harness": r["harness"], "fingerprint": r["fingerprint"],
+                                                "primitive": r["primitive"], "dtype": r["dtype"], "platforms": {}})
+        h["platforms"].setdefault(r["platform"], {})[r["stage"]] = {
+            "status": r["status"], "seconds": r["seconds"], "error_type": r["error_type"], "error": r["error"],
+            "metrics": r["metrics"]}
+    return {"run": info, "harnesses": list(harnesses.values())}
+
+
+def print_run(store, ref: str, fmt: str = "table", status: str | None = None) -> int:  # noqa: ANN001
+    data = run_json(store, ref)
+    if status:
+        wanted = set(status.split(","))
+        data["harnesses"] = [h for h in data["harnesses"]
+                             if any(st["status"] in wanted for p in h["platforms"].values() for st in p.values())]
+    if fmt == "json":
+        print(json.dumps(data, indent=1, default=str))
+        return 0
+    run = data["run"]
+    platforms = []
+    for h in data["harnesses"]:
+        for p in h["platforms"]:
+            if p not in platforms:
+                platforms.append(p)
+    order = ["any", "cpu", "cuda", "rocm", "tpu", "export"]
+    platforms.sort(key=lambda p: (order.index(p) if p in order else 99, p))
+    stages_of: dict[str, list[str]] = defaultdict(list)
+    for h in data["harnesses"]:
+        for p, st in h["platforms"].items():
+            for s in st:
+                if s not in stages_of[p]:
+                    stages_of[p].append(s)
+    width = max([len(h["harness"]) for h in data["harnesses"]] + [7])
+    head = f"{'harness':<{width}}  " + "  ".join(f"{p:<{max(len(stages_of[p]), len(p))}}" for p in platforms)
+    print(f"run {run['name']} (id {run['id']}, {run['status']}, {run['done']}/{run['total']} harnesses, "
+          f"jax {run['environment'].get('jax_version')})")
+    print(head)
+    for h in data["harnesses"]:
+        cells = []
+        for p in platforms:
+            st = h["platforms"].get(p, {})
+            cell = "".join(ABBREV[st[s]["status"]] if s in st else " " for s in stages_of[p])
+            cells.append(f"{cell:<{max(len(stages_of[p]), len(p))}}")
+        print(f"{h['harness']:<{width}}  " + "  ".join(cells))
+    print("stages per platform: " + "; ".join(f"{p}: {' '.join(stages_of[p])}" for p in platforms))
+    print("legend: " + "  ".join(f"{v}={k}" for k, v in ABBREV.items()))
+    totals: Counter = Counter()
+    for h in data["harnesses"]:
+        for st in h["platforms"].values():
+            for v in st.values():
+                totals[v["status"]] += 1
+    print("totals: " + ", ".join(f"{k} {v}" for k, v in sorted(totals.items(), key=lambda kv: SEVERITY[kv[0]])))
+    bad = [(h["harness"], p, s, v) for h in data["harnesses"] for p, st in h["platforms"].items()
+           for s, v in st.items() if v["status"] in ("fail", "error", "crashed", "timeout", "unexpected_pass")]
+    for name, p, s, v in bad[:25]:
+        print(f"  {v['status']:<15} {name} {p}/{s}: {v['error'] or ''}"[:200])
+    if len(bad) > 25:
+        print(f"  ... and {len(bad) - 25} more (farm show {run['id']} --status fail,error)")
+    return 0
+
+
+def list_runs(args: argparse.Namespace) -> int:
+    from farm.store import queries
+
+    store = store_from(args)
+    with store.session() as s:
+        runs = queries.list_runs(s, args.limit)
+    if args.format == "json":
+        print(json.dumps(runs, indent=1, default=str))
+        return 0
+    print(f"{'id':>4}  {'name':<28} {'kind':<7} {'status':<11} {'done':>6} {'bad':>5}  {'jax':<8} started")
+    for r in runs:
+        bad = sum(v for k, v in r["status_counts"].items() if k in ("fail", "error", "crashed", "timeout"))
+        print(f"{r['id']:>4}  {r['name']:<28} {r['kind']:<7} {r['status']:<11} {r['done']:>6} {bad:>5}  "
+              f"{r['environment'].get('jax_version', ''):<8} {r['started_at']}")
+    return 0

@@ -1,0 +1,70 @@
+"""farm worker / farm jobs: standalone workers (no Ray) and cluster nodes."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+from farm.commands import add_filters, filters_from
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("worker", help="run a worker: standalone (jobs file → bundle) or as a Ray cluster node",
+                       description="--standalone runs a jobs file without Ray and writes a results bundle for "
+                                   "`farm import`. --address joins a Ray cluster as a node advertising its "
+                                   "device kinds as cpu_slot/gpu_slot/tpu_slot resources.")
+    p.add_argument("--standalone", action="store_true")
+    p.add_argument("--jobs", help="jobs file (from `farm jobs`)")
+    p.add_argument("--out", help="results bundle to write (.json.gz)")
+    p.add_argument("--address", help="Ray head address to join (cluster node mode)")
+    p.add_argument("--slots", type=int, help="worker slots to advertise (default: cores)")
+    p.add_argument("--tag", action="append", default=[],
+                   help="extra device tag to advertise without the device (tests only), e.g. tpu")
+    p.set_defaults(func=run)
+    j = sub.add_parser("jobs", help="write a jobs file for a standalone worker")
+    add_filters(j)
+    j.add_argument("--platforms", default="cpu,cuda,rocm,tpu")
+    j.add_argument("--run-on", default="cpu")
+    j.add_argument("--timeout", type=float, default=120.0)
+    j.add_argument("--out", required=True)
+    j.set_defaults(func=make_jobs)
+
+
+def make_jobs(args: argparse.Namespace) -> int:
+    from farm import catalog
+    from farm.platforms import DEVICE_KINDS, LOWERING_PLATFORMS, parse_list
+
+    f = filters_from(args)
+    hs = catalog.select(f)
+    doc = {"catalog": f.catalog, "modules": list(f.modules), "filters": f.to_dict(),
+           "fingerprints": [h.fingerprint for h in hs], "timeout_s": args.timeout,
+           "options": {"platforms": list(parse_list(args.platforms, LOWERING_PLATFORMS, "platform")),
+                       "run_on": list(parse_list(args.run_on, DEVICE_KINDS, "device kind"))}}
+    with open(args.out, "w") as fh:
+        json.dump(doc, fh, indent=1)
+    print(f"farm: wrote {len(hs)} jobs to {args.out}")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    from farm.errors import ConfigError
+
+    if args.standalone:
+        if not (args.jobs and args.out):
+            raise ConfigError("--standalone needs --jobs FILE and --out BUNDLE")
+        from workers.standalone import run_jobs
+
+        counts = run_jobs(args.jobs, args.out)
+        print(f"farm: ran {counts['run']} harnesses ({counts['missing']} unknown here); bundle {args.out}")
+        return 0
+    if args.address:
+        from workers.node import node_command
+
+        cmd = node_command(args.address, args.slots, args.tag)
+        print("farm: " + " ".join(cmd), file=sys.stderr)
+        ray = shutil.which("ray") or os.path.join(os.path.dirname(sys.executable), "ray")
+        return subprocess.call([ray] + cmd[1:])
+    raise ConfigError("say --standalone (with --jobs/--out) or --address HEAD")

@@ -1,0 +1,106 @@
+"""Planted faults, for proving the farm's checks can fail (tests, `farm sweep` self-checks).
+
+Activated in a worker process by ``FARM_PLANT`` (comma list), before any harness runs:
+  wrong_lowering:PRIM:PLATFORM   the primitive lowers as its "twin" (sin→cos, exp→expm1, add→sub...)
+  drop_dtype:PRIM:DTYPE           the primitive no longer lowers for that dtype
+  chlo_leak:PRIM:PLATFORM         the primitive lowers through a chlo op
+  slow:PRIM:SECONDS               executing the primitive sleeps (a host callback)
+  abort:PRIM                      running the primitive aborts the process
+  hang:PRIM                       running the primitive never returns
+"""
+from __future__ import annotations
+
+import os
+import time
+
+TWINS = {"sin": "cos", "cos": "sin", "exp": "expm1", "tanh": "sin", "add": "sub", "mul": "add",
+         "log1p": "log", "max": "min"}
+
+
+def plant_from_env() -> list[str]:
+    spec = os.environ.get("FARM_PLANT", "")
+    planted = []
+    for item in filter(None, (s.strip() for s in spec.split(","))):
+        kind, _, rest = item.partition(":")
+        args = rest.split(":") if rest else []
+        PLANTERS[kind](*args)
+        planted.append(item)
+    return planted
+
+
+def _prim(name: str):  # noqa: ANN202
+    from jax import lax
+
+    return getattr(lax, f"{name}_p")
+
+
+def wrong_lowering(prim: str, platform: str) -> None:
+    from jax import lax
+    from jax._src.interpreters import mlir
+
+    twin = getattr(lax, TWINS[prim])
+    mlir.register_lowering(_prim(prim), mlir.lower_fun(lambda *a, **kw: twin(*a), multiple_results=False),
+                           platform=platform)
+
+
+def _original_rule(p, platform: str):  # noqa: ANN001, ANN202
+    from jax._src.interpreters import mlir
+
+    entry = mlir._platform_specific_lowerings[platform].get(p) or mlir._lowerings[p]
+    return getattr(entry, "rule", entry)
+
+
+def drop_dtype(prim: str, dtype: str) -> None:
+    """The primitive no longer lowers for one dtype (on every platform)."""
+    from jax._src.interpreters import mlir
+
+    p = _prim(prim)
+    for platform in ("cpu", "cuda", "rocm", "tpu"):
+        orig = _original_rule(p, platform)
+
+        def rule(ctx, *args, _orig=orig, **kw):  # noqa: ANN001, ANN202
+            if str(ctx.avals_in[0].dtype) == dtype:
+                raise NotImplementedError(f"{prim} has no lowering for {dtype} (planted fault)")
+            return _orig(ctx, *args, **kw)
+
+        mlir.register_lowering(p, rule, platform=platform)
+
+
+def chlo_leak(prim: str, platform: str) -> None:
+    from jax._src.interpreters import mlir
+    from jax._src.lib.mlir.dialects import chlo
+
+    def rule(ctx, x, **kw):  # noqa: ANN001, ANN202
+        return [chlo.sinh(x)]
+
+    mlir.register_lowering(_prim(prim), rule, platform=platform)
+
+
+def _callback_wrap(prim: str, effect) -> None:  # noqa: ANN001
+    import jax
+    from jax import lax
+    from jax._src.interpreters import mlir
+
+    fn = getattr(lax, prim)
+
+    def impl(*a, **kw):  # noqa: ANN002, ANN003, ANN202
+        out = fn(*a)
+        return jax.pure_callback(lambda y: (effect(), y)[1], jax.ShapeDtypeStruct(out.shape, out.dtype), out)
+
+    mlir.register_lowering(_prim(prim), mlir.lower_fun(impl, multiple_results=False), platform="cpu")
+
+
+def slow(prim: str, seconds: str) -> None:
+    _callback_wrap(prim, lambda: time.sleep(float(seconds)))
+
+
+def abort(prim: str) -> None:
+    _callback_wrap(prim, os.abort)
+
+
+def hang(prim: str) -> None:
+    _callback_wrap(prim, lambda: time.sleep(10**6))
+
+
+PLANTERS = {"wrong_lowering": wrong_lowering, "drop_dtype": drop_dtype, "chlo_leak": chlo_leak, "slow": slow,
+            "abort": abort, "hang": hang}

@@ -1,0 +1,335 @@
+"""Runs the stages for one job: trace → lower (per platform) → census → export →
+serialize → compile → execute → compare → crossexec, applying limitations as data.
+
+This is the one code path every runner uses (Ray actors, standalone workers, the
+Bazel/pytest family tests). Isolation from crashes and hangs is the runner's job:
+this module runs in whatever process it is given.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import zlib
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from farm.catalog import Harness
+from farm.platforms import LOWERING_PLATFORMS, NATIVE_PLATFORM
+from farm.references import reference_outputs
+from farm.stages import census, compare, compile as compile_stage, execute, export, lower, trace
+from farm.stages.record import Record
+
+#: Which Limitation stage judges a record of each pipeline stage.
+_LIMIT_STAGE = {"trace": "trace", "lower": "lower", "census": "census", "compile": "compile",
+                "execute": "execute", "compare": "compare"}
+_PLATFORM_OF_KIND = {"gpu": ("cuda", "rocm")}
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """What to run for each harness."""
+
+    platforms: tuple[str, ...] = LOWERING_PLATFORMS
+    run_on: tuple[str, ...] = ("cpu",)
+    warmup: int = 1
+    repeats: int = 3
+    crossexec: bool = True
+    roundtrip: bool = True
+    keep_modules: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Artifact:
+    """A content-addressed blob produced by a stage (bytes are zlib-compressed on store)."""
+
+    sha256: str
+    kind: str  # export | module | io
+    data: bytes
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Outcome:
+    """Everything one harness produced: its records and artifacts."""
+
+    fingerprint: str
+    name: str
+    records: list[Record]
+    artifacts: list[Artifact] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"fingerprint": self.fingerprint, "name": self.name, "seconds": self.seconds,
+                "records": [r.to_dict() for r in self.records],
+                "artifacts": [{"sha256": a.sha256, "kind": a.kind, "data": a.data, "meta": a.meta}
+                              for a in self.artifacts]}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Outcome":
+        return cls(d["fingerprint"], d["name"], [Record.from_dict(r) for r in d["records"]],
+                   [Artifact(a["sha256"], a["kind"], a["data"], a.get("meta") or {}) for a in d["artifacts"]],
+                   d.get("seconds", 0.0))
+
+    @property
+    def worst(self) -> str:
+        from farm.stages.record import SEVERITY
+
+        return max((r.status for r in self.records), key=SEVERITY.__getitem__, default="ok")
+
+
+def _judge(h: Harness, rec: Record) -> Record:
+    """Apply the harness's limitations: expected failures and stale limitations."""
+    stage = _LIMIT_STAGE.get(rec.stage)
+    if stage is None:
+        return rec
+    lim = None
+    for platform in (rec.platform,) + _PLATFORM_OF_KIND.get(rec.platform, ()):
+        lim = h.limitation(platform, stage)
+        if lim:
+            break
+    if lim is None:
+        return rec
+    facts = {**rec.facts, "limitation": lim.description}
+    if rec.status in ("fail", "error", "not_runnable_here"):
+        return rec.with_status("expected_fail", facts=facts)
+    if rec.status == "ok":
+        return rec.with_status("unexpected_pass", facts=facts,
+                               error=f"limitation no longer holds: {lim.description}")
+    return rec
+
+
+def _inputs_sha(dyn: list[Any]) -> str:
+    h = hashlib.sha256()
+    for a in dyn:
+        arr = np.asarray(a)
+        h.update(str(arr.dtype).encode() + repr(arr.shape).encode())
+        h.update(arr.tobytes())
+    return h.hexdigest()
+
+
+def _io_artifact(dyn: list[Any], outputs: list[np.ndarray] | None) -> Artifact:
+    buf = io.BytesIO()
+    arrays = {f"in{i}": np.asarray(a) for i, a in enumerate(dyn)}
+    for i, o in enumerate(outputs or []):
+        arrays[f"out{i}"] = o
+    np.savez(buf, **arrays)
+    data = buf.getvalue()
+    return Artifact(hashlib.sha256(data).hexdigest(), "io", data,
+                    {"inputs": len(dyn), "outputs": len(outputs or [])})
+
+
+class ExecCache:
+    """Per-worker dedup of compile+execute by (module sha, inputs sha).
+
+    Many harnesses (and many platforms) produce byte-identical modules; compiling and
+    running each distinct (module, inputs) once is the biggest saving of a sweep.
+    Bounded so memory stays flat.
+    """
+
+    def __init__(self, size: int = 512) -> None:
+        self.size = size
+        self._d: OrderedDict[tuple[str, str], tuple[Record, Record]] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: tuple[str, str]) -> tuple[Record, Record] | None:
+        v = self._d.get(key)
+        if v is not None:
+            self._d.move_to_end(key)
+            self.hits += 1
+        else:
+            self.misses += 1
+        return v
+
+    def put(self, key: tuple[str, str], value: tuple[Record, Record]) -> None:
+        self._d[key] = value
+        while len(self._d) > self.size:
+            self._d.popitem(last=False)
+
+    def clear(self) -> None:
+        self._d.clear()
+
+
+_CACHE = ExecCache()
+
+
+def _compile_execute(lowered: lower.Lowered, dyn: list[Any], opts: Options, stage: str,
+                     ins: str) -> tuple[Record, Record]:
+    key = (lowered.facts["module_sha256"], ins) if lowered.ok else None
+    if key is not None:
+        hit = _CACHE.get(key)
+        if hit is not None:
+            c, e = hit
+            return (c.with_status(c.status, stage=stage, platform=lowered.platform, facts={**c.facts, "dedup": True}),
+                    e.with_status(e.status, stage="execute" if stage == "compile" else stage + "_run",
+                                  platform=lowered.platform, facts={**e.facts, "dedup": True}))
+    c = compile_stage.run(lowered, stage=stage)
+    e = execute.run(c, dyn, warmup=opts.warmup, repeats=opts.repeats,
+                    stage="execute" if stage == "compile" else stage + "_run")
+    c = c.with_status(c.status, handle=None)
+    if key is not None and c.status in ("ok", "not_runnable_here", "error"):
+        _CACHE.put(key, (c, e))
+    return c, e
+
+
+def run_harness(h: Harness, opts: Options = Options()) -> Outcome:
+    """Run every stage for one harness; exceptions inside stages become records."""
+    import time
+
+    import jax
+
+    t0 = time.perf_counter()
+    with jax.enable_x64(h.needs_x64):
+        records, artifacts = _run(h, opts)
+    records = [_judge(h, r) for r in records]
+    return Outcome(h.fingerprint, h.name, records, artifacts, time.perf_counter() - t0)
+
+
+def _run(h: Harness, opts: Options) -> tuple[list[Record], list[Artifact]]:
+    recs: list[Record] = []
+    arts: list[Artifact] = []
+    args = h.make_args()
+    tr = trace.run(h, args)
+    recs.append(tr.with_status(tr.status, handle=None))
+    if not tr.ok:
+        return recs, arts
+    _, _, dyn = tr.handle
+    promised = tr.facts.get("outputs")
+    ins = _inputs_sha(dyn)
+
+    lowered: dict[str, lower.Lowered] = {}
+    for p in opts.platforms:
+        lo = lower.run(tr, p)
+        lowered[p] = lo
+        recs.append(lo.with_status(lo.status, handle=None))
+        if lo.ok:
+            recs.append(census.run(lo.handle[1], p))
+            if opts.keep_modules:
+                text = lo.handle[2].encode()
+                arts.append(Artifact(lo.facts["module_sha256"], "module", text, {"platform": p, "stage": "lower"}))
+
+    good = tuple(p for p in opts.platforms if lowered[p].ok)
+    if good:
+        ex = export.run(tr, good)
+        recs.append(ex.with_status(ex.status, handle=None))
+        se = export.serialize(ex)
+        recs.append(se.with_status(se.status, handle=None))
+        if se.status == "ok":
+            blob, back = se.handle
+            arts.append(Artifact(se.artifact, "export", blob, {
+                "platforms": list(good), "calling_convention_version": ex.facts["calling_convention_version"],
+                "jax_version": jax_version(), "format": "jax.export.serialize"}))
+            text = export.module_text(ex)
+            recs.append(census.run(census.parse(text), "export", exported=True))
+
+    ref = None
+    for kind in opts.run_on:
+        native = NATIVE_PLATFORM[kind]
+        lo = lowered.get(native)
+        if lo is None:
+            continue
+        c, e = _compile_execute(lo, dyn, opts, "compile", ins)
+        recs += [c, e]
+        actual = e.handle if e.ok else None
+        if ref is None and h.reference is not None:
+            try:
+                ref = reference_outputs(h, args)
+            except Exception as exc:  # a broken reference is the farm's bug: say so
+                recs.append(Record("compare", native, "error", error_type=type(exc).__name__,
+                                   error=f"reference raised: {exc}"[:500]))
+        rtol, atol = h.tolerance(native, promised[0]["dtype"] if promised else None)
+        exact = h.compare == "exact"
+        if h.invariant is not None and actual is not None:
+            recs.append(_invariant(h, args, actual, native))
+        elif h.compare != "none" or actual is None:
+            recs.append(compare.run(actual, ref, platform=native, against="reference", rtol=rtol, atol=atol,
+                                    exact=exact, promised=promised))
+        if actual is not None and kind == "cpu":
+            arts.append(_io_artifact(dyn, actual))
+            if opts.roundtrip and good and recs and any(r.stage == "serialize" and r.status == "ok" for r in recs):
+                recs.append(_roundtrip(se, dyn, actual))
+            if opts.crossexec:
+                for p in opts.platforms:
+                    if p == native or not lowered[p].ok:
+                        continue
+                    recs += _crossexec(lowered[p], lo, dyn, actual, opts, ins, rtol, atol, exact)
+    return recs, arts
+
+
+def _roundtrip(se: export.Serialized, dyn: list[Any], native: list[np.ndarray]) -> Record:
+    """The deserialized artifact, called here, must equal the native run bit for bit."""
+    try:
+        out = execute.to_numpy(export.call(se, dyn))
+    except Exception as e:
+        from farm.stages.record import failure
+
+        return failure(compare.Compared, "compare", "export", e, 0.0, facts={"against": "native"})
+    return compare.run(out, native, platform="export", against="native", rtol=0.0, atol=0.0, exact=True)
+
+
+def _crossexec(lo: lower.Lowered, native_lo: lower.Lowered, dyn: list[Any], native: list[np.ndarray],
+               opts: Options, ins: str, rtol: float, atol: float, exact: bool) -> list[Record]:
+    """Run another platform's module on this backend and compare with the native result."""
+    if lo.facts["module_sha256"] == native_lo.facts["module_sha256"]:
+        return [Record("crossexec", lo.platform, "ok", facts={"identical_to": native_lo.platform})]
+    c, e = _compile_execute(lo, dyn, opts, "crossexec", ins)
+    if c.status != "ok":
+        return [c]
+    if not e.ok:
+        return [e.with_status(e.status, stage="crossexec")]
+    cmp = compare.run(e.handle, native, platform=lo.platform, against=native_lo.platform,
+                      rtol=rtol, atol=atol, exact=exact, stage="crossexec")
+    return [cmp.with_status(cmp.status, seconds=c.seconds + e.seconds,
+                            metrics={**cmp.metrics, "compile_s": c.metrics.get("compile_s", 0.0),
+                                     "execute_s": e.metrics.get("execute_s", 0.0)})]
+
+
+def _invariant(h: Harness, args: list[Any], actual: list[np.ndarray], platform: str) -> Record:
+    """Non-unique results (eig, svd signs, sort ties): check invariants instead."""
+    from farm.references import upcast
+
+    try:
+        with np.errstate(all="ignore"):
+            err = float(h.invariant(*[upcast(a) for a in args], *actual))
+        rtol, atol = h.tolerance(platform)
+        ok = err <= max(rtol, atol) * 10
+        return compare.Compared("compare", platform, "ok" if ok else "fail",
+                                error=None if ok else f"invariant error {err:.3g}",
+                                metrics={"invariant_err": err}, facts={"against": "invariant"})
+    except Exception as e:
+        from farm.stages.record import failure
+
+        return failure(compare.Compared, "compare", platform, e, 0.0)
+
+
+def jax_version() -> str:
+    import jax
+
+    return jax.__version__
+
+
+def clear_caches() -> None:
+    """Drop JAX's and our caches so a long-lived worker keeps bounded memory."""
+    import jax
+
+    _CACHE.clear()
+    jax.clear_caches()
+
+
+def rss_bytes() -> int:
+    try:
+        with open(f"/proc/{os.getpid()}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def compress(data: bytes) -> bytes:
+    return zlib.compress(data, 3)

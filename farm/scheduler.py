@@ -1,0 +1,370 @@
+"""The sweep: selection → jobs → Ray workers → results streamed to the store.
+
+One driver, one writer. Workers are long-lived Ray actors (one per slot) that stream
+one outcome per harness; the driver watches every in-flight harness so that a worker
+that dies is replaced (its harness retried once alone, then recorded ``crashed``) and a
+worker that hangs past the time limit is killed (``timeout``). Results are committed in
+batches as they arrive, so an interrupted sweep resumes without redoing anything.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from farm.catalog import Harness
+from farm.errors import ClusterError, Infeasible
+from farm.pipeline import Options, Outcome
+from farm.platforms import DEVICE_KINDS, SLOT_RESOURCE
+from farm.stages.record import Record
+
+
+@dataclass
+class SweepConfig:
+    workers: int | None = None  # None: every core (local) / every cpu_slot (cluster)
+    address: str | None = None
+    batch: int = 8
+    timeout_s: float = 120.0
+    startup_s: float = 120.0
+    recycle_after: int = 1500  # harnesses per worker process before it is replaced
+    rss_budget: int = 2_000_000_000  # bytes; a worker above this is replaced
+    commit_every_s: float = 1.0
+    modules: tuple[str, ...] = ()
+    progress: bool | None = None  # None: a bar on a TTY, periodic lines otherwise
+    env: dict[str, str] = field(default_factory=dict)  # extra environment for worker processes
+
+
+@dataclass
+class SweepStats:
+    done: int = 0
+    cached: int = 0
+    crashed: int = 0
+    timeouts: int = 0
+    workers_replaced: int = 0
+    peak_rss: dict[int, int] = field(default_factory=dict)
+    bad: int = 0
+    wall_s: float = 0.0
+    dedup_hits: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"done": self.done, "cached": self.cached, "crashed": self.crashed, "timeouts": self.timeouts,
+                "workers_replaced": self.workers_replaced, "bad": self.bad, "wall_s": round(self.wall_s, 3),
+                "peak_rss_per_worker": max(self.peak_rss.values(), default=0),
+                "workers_seen": len(self.peak_rss)}
+
+
+def _outcome_for(h: Harness, status: str, message: str) -> Outcome:
+    return Outcome(h.fingerprint, h.name, [Record("execute", "any", status, error_type=status.capitalize(),
+                                                  error=message)])
+
+
+class Progress:
+    """A tqdm bar on a TTY; a plain line every few seconds otherwise (CI logs)."""
+
+    def __init__(self, total: int, enabled: bool | None = None, every_s: float = 10.0) -> None:
+        self.total, self.n, self.bad = total, 0, 0
+        self.t0 = time.monotonic()
+        self.last = self.t0
+        self.every_s = every_s
+        tty = sys.stderr.isatty() if enabled is None else enabled
+        self.bar = None
+        if tty:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, unit="harness", dynamic_ncols=True, file=sys.stderr)
+
+    def update(self, n: int, bad: int) -> None:
+        self.n += n
+        self.bad += bad
+        if self.bar is not None:
+            self.bar.update(n)
+            self.bar.set_postfix(failures=self.bad, refresh=False)
+            return
+        now = time.monotonic()
+        if now - self.last >= self.every_s or self.n == self.total:
+            self.last = now
+            el = now - self.t0
+            rate = self.n / el if el else 0.0
+            eta = (self.total - self.n) / rate if rate else float("inf")
+            print(f"[farm] {self.n}/{self.total} harnesses, {rate:.1f}/s, ETA {eta:.0f}s, failures {self.bad}",
+                  file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+class _Slot:
+    """One worker actor and the batch it is running."""
+
+    def __init__(self, actor: Any, fresh: bool = True) -> None:
+        self.actor = actor
+        self.gen: Any = None
+        self.batch: list[Harness] = []
+        self.pos = 0
+        self.since = time.monotonic()
+        self.fresh = fresh
+        self.count = 0
+        self.isolated = False
+
+
+def ray_init(address: str | None, workers: int | None) -> tuple[bool, int]:
+    """Start a local cluster or join one. Returns (started_here, worker slots)."""
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    import ray
+
+    if ray.is_initialized():
+        slots = int(ray.cluster_resources().get("cpu_slot", 0)) or (workers or 1)
+        return False, workers or slots
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
+    if address:
+        try:
+            ray.init(address=address, log_to_driver=False, configure_logging=False)
+        except Exception as e:
+            msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise ClusterError(f"cannot join Ray cluster at {address!r}: {msg}") from None
+        slots = int(ray.cluster_resources().get("cpu_slot", 0))
+        if not slots:
+            slots = int(ray.cluster_resources().get("CPU", 1))
+        return True, workers or slots
+    n = workers or os.cpu_count() or 1
+    ray.init(num_cpus=max(n, os.cpu_count() or 1), include_dashboard=False, log_to_driver=False,
+             configure_logging=False, resources={"cpu_slot": n},
+             runtime_env={"env_vars": {"PYTHONPATH": os.environ["PYTHONPATH"]}})
+    return True, n
+
+
+def check_feasible(run_on: tuple[str, ...]) -> None:
+    """Refuse up front a --run-on device no node has (Ray would wait forever)."""
+    import ray
+
+    have = ray.cluster_resources()
+    kinds = [k for k in DEVICE_KINDS if have.get(SLOT_RESOURCE[k], 0) > 0]
+    missing = [k for k in run_on if k not in kinds]
+    if missing:
+        raise Infeasible(f"--run-on {','.join(missing)} is infeasible: the cluster has "
+                         f"{', '.join(f'{k} ({int(have[SLOT_RESOURCE[k]])} slots)' for k in kinds) or 'no worker slots'}")
+
+
+class Sweep:
+    """Runs harnesses on Ray actors and hands outcomes to ``sink`` as they finish."""
+
+    def __init__(self, harnesses: list[Harness], options: Options, catalog: str, config: SweepConfig,
+                 sink: Callable[[list[Outcome], str], None]) -> None:
+        self.harnesses = harnesses
+        self.options = options
+        self.catalog = catalog
+        self.config = config
+        self.sink = sink
+        self.stats = SweepStats()
+
+    def _new_actor(self, kind: str) -> _Slot:
+        from workers.actor import HarnessWorker
+
+        opts = {"platforms": list(self.options.platforms), "run_on": [kind], "warmup": self.options.warmup,
+                "repeats": self.options.repeats, "crossexec": self.options.crossexec,
+                "roundtrip": self.options.roundtrip, "keep_modules": self.options.keep_modules}
+        extra = {"runtime_env": {"env_vars": dict(self.config.env)}} if self.config.env else {}
+        actor = HarnessWorker.options(num_cpus=0, resources={SLOT_RESOURCE[kind]: 1}, **extra).remote(
+            self.catalog, list(self.config.modules), opts)
+        return _Slot(actor)
+
+    def run(self) -> SweepStats:
+        import ray
+        from ray.exceptions import RayActorError, RayError
+
+        cfg = self.config
+        t0 = time.monotonic()
+        queue: deque[list[Harness]] = deque()
+        hs = sorted(self.harnesses, key=lambda h: (h.family, h.group, h.dtype, h.name))
+        # Small batches at the end keep both workers busy until the last harness.
+        i, n = 0, len(hs)
+        while i < n:
+            size = max(1, min(cfg.batch, (n - i) // (2 * max(1, cfg.workers or 2)) or 1))
+            queue.append(hs[i:i + size])
+            i += size
+        retry_alone: set[str] = set()
+        kind = (self.options.run_on or ("cpu",))[0]
+        n_slots = max(1, cfg.workers or 1)
+        slots = [self._new_actor(kind) for _ in range(min(n_slots, max(1, len(queue))))]
+        progress = Progress(n, cfg.progress)
+        buffer: list[Outcome] = []
+        last_commit = time.monotonic()
+
+        def flush(force: bool = False) -> None:
+            nonlocal buffer, last_commit
+            if buffer and (force or time.monotonic() - last_commit >= cfg.commit_every_s or len(buffer) >= 200):
+                self.sink(buffer, "ray")
+                buffer = []
+                last_commit = time.monotonic()
+
+        def finish(o: Outcome) -> None:
+            buffer.append(o)
+            self.stats.done += 1
+            bad = o.worst in ("crashed", "timeout", "error", "fail", "unexpected_pass")
+            self.stats.bad += bad
+            progress.update(1, int(bad))
+
+        def replace(slot: _Slot, why: str) -> _Slot:
+            try:
+                ray.kill(slot.actor, no_restart=True)
+            except Exception:
+                pass
+            self.stats.workers_replaced += 1
+            return self._new_actor(kind)
+
+        def requeue_rest(slot: _Slot, after: int) -> None:
+            rest = slot.batch[after:]
+            if rest:
+                queue.appendleft(rest)
+
+        try:
+            while True:
+                for j, slot in enumerate(slots):
+                    if slot.gen is None and queue:
+                        batch = queue.popleft()
+                        slot.batch, slot.pos, slot.since = batch, 0, time.monotonic()
+                        slot.isolated = len(batch) == 1 and batch[0].fingerprint in retry_alone
+                        slot.gen = slot.actor.run_batch.options(num_returns="streaming").remote(
+                            [h.fingerprint for h in batch])
+                active = [s for s in slots if s.gen is not None]
+                if not active:
+                    break
+                ready, _ = ray.wait([s.gen for s in active], num_returns=1, timeout=0.2)
+                now = time.monotonic()
+                ready_ids = {id(g) for g in ready}
+                for j, slot in enumerate(slots):
+                    if slot.gen is None:
+                        continue
+                    cur = slot.batch[slot.pos] if slot.pos < len(slot.batch) else None
+                    if id(slot.gen) in ready_ids:
+                        try:
+                            ref = next(slot.gen)
+                            d = ray.get(ref)
+                        except StopIteration:
+                            slot.gen = None
+                            continue
+                        except (RayActorError, RayError) as e:
+                            # The worker process died under this harness.
+                            if cur is None:
+                                slot.gen = None
+                                slots[j] = replace(slot, "died")
+                                continue
+                            if cur.fingerprint in retry_alone or slot.isolated:
+                                self.stats.crashed += 1
+                                finish(_outcome_for(cur, "crashed", f"worker process died: {type(e).__name__}"))
+                                requeue_rest(slot, slot.pos + 1)
+                            else:
+                                retry_alone.add(cur.fingerprint)
+                                queue.appendleft([cur])
+                                requeue_rest(slot, slot.pos + 1)
+                            slots[j] = replace(slot, "crashed")
+                            continue
+                        o = Outcome.from_dict(d)
+                        if d.get("pid"):
+                            self.stats.peak_rss[d["pid"]] = max(self.stats.peak_rss.get(d["pid"], 0), d.get("rss", 0))
+                        finish(o)
+                        slot.pos += 1
+                        slot.count += 1
+                        slot.since = now
+                        slot.fresh = False
+                        if slot.pos >= len(slot.batch):
+                            slot.gen = None
+                            if slot.count >= cfg.recycle_after or d.get("rss", 0) > cfg.rss_budget:
+                                slots[j] = replace(slot, "recycle")
+                        continue
+                    if cur is None:
+                        continue
+                    limit = (cur.timeout_s or cfg.timeout_s) + (cfg.startup_s if slot.fresh else 0.0)
+                    if now - slot.since > limit:
+                        self.stats.timeouts += 1
+                        finish(_outcome_for(cur, "timeout", f"no result after {limit:.0f}s; worker killed"))
+                        requeue_rest(slot, slot.pos + 1)
+                        slots[j] = replace(slot, "timeout")
+                flush()
+        except KeyboardInterrupt:
+            flush(force=True)
+            raise
+        finally:
+            progress.close()
+            for s in slots:
+                try:
+                    ray.kill(s.actor, no_restart=True)
+                except Exception:
+                    pass
+        flush(force=True)
+        self.stats.wall_s = time.monotonic() - t0
+        return self.stats
+
+
+# --------------------------------------------------------------------------- sweep
+def sweep(store: Any, harnesses: list[Harness], *, options: Options, catalog: str, filters: dict[str, Any],
+          config: SweepConfig, name: str | None = None, resume: str | None = None, force: bool = False,
+          log: Callable[[str], None] = lambda s: print(s, file=sys.stderr)) -> tuple[Any, SweepStats]:
+    """Create (or resume) a run, skip what is done or cached, run the rest on Ray."""
+    import ray
+
+    from farm.store import queries, writes
+
+    started, slots = ray_init(config.address, config.workers)
+    config.workers = slots
+    try:
+        check_feasible(options.run_on)
+        env = _cluster_environment(options.run_on)
+        with store.session() as s:
+            if resume:
+                run = queries.resolve_run(s, resume)
+                run.status = "running"
+            else:
+                run = writes.create_run(s, env=env, name=name, catalog=catalog, filters=filters,
+                                        platforms=options.platforms, run_on=options.run_on, total=len(harnesses))
+            hids = writes.harness_ids(s, harnesses)
+            done = writes.finished(s, run.id)
+            todo = [h for h in harnesses if hids[h.fingerprint] not in done]
+            cached: set[int] = set()
+            if not force:
+                cached = writes.copy_cached(s, run, run.environment_id, [hids[h.fingerprint] for h in todo])
+                todo = [h for h in todo if hids[h.fingerprint] not in cached]
+        if resume:
+            log(f"resuming run {run.name}: {len(done)} done, {len(todo)} to go")
+        if cached:
+            log(f"{len(cached)} harnesses unchanged since an earlier run in this environment: results reused "
+                f"(use --force to recompute)")
+        writer_session = store.sessions()
+        writer = writes.Writer(writer_session, writer_session.merge(run), hids)
+
+        def sink(outcomes: list[Outcome], worker: str) -> None:
+            writer.write(outcomes, worker)
+            writer_session.commit()
+
+        sw = Sweep(todo, options, catalog, config, sink)
+        status = "finished"
+        try:
+            stats = sw.run() if todo else sw.stats
+        except KeyboardInterrupt:
+            status = "interrupted"
+            stats = sw.stats
+            raise
+        finally:
+            stats = sw.stats
+            stats.cached = len(cached)
+            with store.session() as s:
+                r = s.get(type(run), run.id)
+                writes.finish_run(s, r, status, {**stats.to_dict(), "resumed": bool(resume)})
+            writer_session.close()
+        return run, stats
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _cluster_environment(run_on: tuple[str, ...]) -> dict[str, Any]:
+    """The environment as a worker sees it (the driver may have no jax devices)."""
+    from farm.store.environment import describe
+
+    env = describe(device_kinds=list(run_on))
+    return env

@@ -1,0 +1,85 @@
+"""census: which dialects, non-StableHLO ops and custom calls cross the plugin boundary.
+
+Walks the module's operations with the MLIR Python bindings that ship in jaxlib
+(JAX issue #15608: only StableHLO should cross the plugin API).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from farm.stages.record import Record, Timer, failure
+
+#: Dialects allowed to cross the plugin boundary.
+STABLE_DIALECTS = frozenset({"stablehlo", "func", "builtin", "sdy", "shardy"})
+
+
+@dataclass(frozen=True, slots=True)
+class Census(Record):
+    """facts: dialects, non_stablehlo ops, composites, custom_calls, unguaranteed."""
+
+
+@lru_cache(maxsize=1)
+def guaranteed_targets() -> frozenset[str]:
+    from jax._src.export import _export
+
+    return frozenset(_export._CUSTOM_CALL_TARGETS_GUARANTEED_STABLE)
+
+
+def walk(module: Any) -> dict[str, Any]:
+    """Census facts of an ``ir.Module`` (pure with respect to the module)."""
+    from jax._src.interpreters.mlir import ir
+
+    ops: dict[str, int] = {}
+    customs: set[str] = set()
+    composites: set[str] = set()
+
+    def visit(op: Any) -> Any:
+        name = op.name
+        ops[name] = ops.get(name, 0) + 1
+        if name == "stablehlo.custom_call":
+            customs.add(ir.StringAttr(op.attributes["call_target_name"]).value)
+        elif name == "stablehlo.composite":
+            composites.add(ir.StringAttr(op.attributes["name"]).value)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    dialects = sorted({n.split(".", 1)[0] for n in ops})
+    foreign = sorted(n for n in ops if n.split(".", 1)[0] not in STABLE_DIALECTS)
+    guaranteed = guaranteed_targets()
+    return {
+        "dialects": dialects,
+        "non_stablehlo": foreign,
+        "composites": sorted(composites),
+        "custom_calls": sorted(customs),
+        "unguaranteed": sorted(c for c in customs if c not in guaranteed),
+        "ops": sum(ops.values()),
+    }
+
+
+def parse(text: str) -> Any:
+    """Parse module text in a context with JAX's dialects registered."""
+    from jax._src.interpreters import mlir
+
+    ctx = mlir.make_ir_context()
+    return mlir.ir.Module.parse(text, context=ctx)
+
+
+def run(module: Any, platform: str, *, exported: bool = False) -> Census:
+    """Census of a module; a non-StableHLO op or unguaranteed custom call is ``fail``.
+
+    For a per-platform lowering only non-StableHLO ops fail (an unguaranteed custom
+    call there is legal for jit); for the exported artifact both do.
+    """
+    timer = Timer()
+    try:
+        with timer():
+            facts = walk(module)
+        bad = facts["non_stablehlo"] + (facts["unguaranteed"] if exported else [])
+        status = "fail" if bad else "ok"
+        err = f"crosses the plugin boundary: {', '.join(bad)}" if bad else None
+        return Census("census", platform, status, timer.seconds, error_type="CensusViolation" if bad else None,
+                      error=err, facts=facts, metrics={"ops": float(facts["ops"])})
+    except Exception as e:
+        return failure(Census, "census", platform, e, timer.seconds)

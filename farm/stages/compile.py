@@ -1,0 +1,57 @@
+"""compile: a lowered module on the local backend; cost and memory analysis."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from farm.stages.lower import Lowered
+from farm.stages.record import Record, Timer, failure
+
+NOT_RUNNABLE_MARKERS = ("custom call", "custom_call", "No registered implementation",
+                        "Unsupported platform", "not supported on this platform")
+
+
+@dataclass(frozen=True, slots=True)
+class Compiled(Record):
+    """metrics: flops, transcendentals, bytes accessed, memory sizes; handle: executable."""
+
+
+def _cost(compiled: Any) -> dict[str, float]:
+    out: dict[str, float] = {}
+    try:
+        cost = compiled.cost_analysis()
+        if isinstance(cost, list):
+            cost = cost[0] if cost else {}
+        for key, name in (("flops", "flops"), ("transcendentals", "transcendentals"),
+                          ("bytes accessed", "bytes_accessed")):
+            if cost and key in cost:
+                out[name] = float(cost[key])
+    except Exception:
+        pass
+    try:
+        mem = compiled.memory_analysis()
+        for attr in ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes",
+                     "generated_code_size_in_bytes", "peak_memory_in_bytes"):
+            v = getattr(mem, attr, None)
+            if v is not None:
+                out[attr.replace("_in_bytes", "_bytes")] = float(v)
+    except Exception:
+        pass
+    return out
+
+
+def run(lowered: Lowered, stage: str = "compile") -> Compiled:
+    """Compile on this process's default backend (stage="crossexec" for foreign modules)."""
+    if not lowered.ok:
+        return Compiled(stage, lowered.platform, "skipped", error="lower did not succeed")
+    timer = Timer()
+    try:
+        with timer():
+            compiled = lowered.handle[0].compile()
+        return Compiled(stage, lowered.platform, "ok", timer.seconds,
+                        metrics={"compile_s": timer.seconds, **_cost(compiled)}, handle=compiled)
+    except Exception as e:
+        rec = failure(Compiled, stage, lowered.platform, e, timer.seconds)
+        if any(m in str(e) for m in NOT_RUNNABLE_MARKERS):
+            return rec.with_status("not_runnable_here")
+        return rec

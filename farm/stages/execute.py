@@ -1,0 +1,54 @@
+"""execute: run a compiled executable with warm-up and repeats (median and spread)."""
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from farm.stages.compile import Compiled
+from farm.stages.record import Record, failure
+
+
+@dataclass(frozen=True, slots=True)
+class Executed(Record):
+    """metrics: median/min/max seconds over repeats; handle: outputs as numpy arrays."""
+
+
+def _block(x: Any) -> Any:
+    import jax
+
+    return jax.block_until_ready(x)
+
+
+def to_numpy(out: Any) -> list[np.ndarray]:
+    import jax
+
+    return [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(out)]
+
+
+def run(compiled: Compiled, dyn: list[Any], *, warmup: int = 1, repeats: int = 3,
+        stage: str = "execute") -> Executed:
+    if not compiled.ok:
+        return Executed(stage, compiled.platform, "skipped", error=f"{compiled.stage} did not succeed")
+    exe = compiled.handle
+    times: list[float] = []
+    t_all = time.perf_counter()
+    try:
+        out = None
+        for _ in range(warmup):
+            out = _block(exe(*dyn))
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            out = _block(exe(*dyn))
+            times.append(time.perf_counter() - t0)
+        arrays = to_numpy(out)
+        med = statistics.median(times) if times else 0.0
+        return Executed(stage, compiled.platform, "ok", time.perf_counter() - t_all,
+                        metrics={"execute_s": med, "execute_min_s": min(times, default=0.0),
+                                 "execute_max_s": max(times, default=0.0), "repeats": float(repeats)},
+                        handle=arrays)
+    except Exception as e:
+        return failure(Executed, stage, compiled.platform, e, time.perf_counter() - t_all)

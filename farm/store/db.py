@@ -1,0 +1,117 @@
+"""Opening a database: URL checks, SQLite pragmas (WAL, busy timeout), migrations."""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from sqlalchemy import create_engine, event, inspect
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import ArgumentError, OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+from farm.errors import BadDatabaseURL
+
+DEFAULT_URL = "sqlite:///farm.db"
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def _engine(url: str) -> Engine:
+    try:
+        u = make_url(url)
+    except ArgumentError:
+        raise BadDatabaseURL(f"cannot parse database URL {url!r} (expected e.g. sqlite:///farm.db "
+                             f"or postgresql+psycopg://user@host/db)") from None
+    if u.drivername.startswith("sqlite"):
+        if u.database and u.database != ":memory:":
+            parent = Path(u.database).expanduser().resolve().parent
+            if not parent.is_dir():
+                raise BadDatabaseURL(f"cannot open {url!r}: directory {parent} does not exist")
+        engine = create_engine(u, connect_args={"timeout": 30})
+
+        @event.listens_for(engine, "connect")
+        def _pragmas(dbapi_conn, _record):  # noqa: ANN001
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA busy_timeout=30000")
+            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.close()
+
+        return engine
+    if u.drivername in ("postgresql", "postgres"):
+        u = u.set(drivername="postgresql+psycopg")
+    try:
+        return create_engine(u, pool_pre_ping=True)
+    except Exception as e:  # unknown dialect / missing driver
+        raise BadDatabaseURL(f"cannot use database URL {url!r}: {e}") from None
+
+
+def alembic_config(url: str):  # noqa: ANN201
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return cfg
+
+
+class Store:
+    """A database handle: engine + session factory. Sessions are committed by callers."""
+
+    def __init__(self, url: str = DEFAULT_URL, *, upgrade: bool = True) -> None:
+        self.url = url
+        self.engine = _engine(url)
+        try:
+            with self.engine.connect() as conn:
+                conn.exec_driver_sql("SELECT 1")
+        except OperationalError as e:
+            first = str(e.orig).strip().splitlines()[0] if e.orig else str(e)
+            raise BadDatabaseURL(f"cannot connect to {self.engine.url.render_as_string()}: {first}") from None
+        self.sessions = sessionmaker(self.engine, expire_on_commit=False)
+        if upgrade:
+            self.upgrade()
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    def upgrade(self, revision: str = "head") -> None:
+        """Create or migrate the schema through Alembic."""
+        from alembic import command
+        from alembic.runtime.migration import MigrationContext
+        from alembic.script import ScriptDirectory
+
+        cfg = alembic_config(self.url)
+        head = ScriptDirectory.from_config(cfg).get_current_head()
+        with self.engine.connect() as conn:
+            current = MigrationContext.configure(conn).get_current_revision()
+        if current == head and revision == "head":
+            return
+        with self.engine.begin() as conn:
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, revision)
+
+    def tables(self) -> list[str]:
+        return inspect(self.engine).get_table_names()
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """A session committed on success, rolled back on error."""
+        s = self.sessions()
+        try:
+            yield s
+            s.commit()
+        except BaseException:
+            s.rollback()
+            raise
+        finally:
+            s.close()
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def open_store(url: str | None = None, *, upgrade: bool = True) -> Store:
+    return Store(url or os.environ.get("FARM_DB", DEFAULT_URL), upgrade=upgrade)

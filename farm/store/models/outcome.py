@@ -1,0 +1,25 @@
+"""harness_outcomes: one row per finished harness in a run (resume and result cache)."""
+from __future__ import annotations
+
+from sqlalchemy import CheckConstraint, ForeignKey, String, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from farm.stages.record import STATUSES
+from farm.store.models.base import Base, in_list
+
+
+class OutcomeRow(Base):
+    __tablename__ = "harness_outcomes"
+    __table_args__ = (
+        UniqueConstraint("run_id", "harness_id", name="natural"),
+        CheckConstraint(in_list("worst", STATUSES), name="worst"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    harness_id: Mapped[int] = mapped_column(ForeignKey("harnesses.id"), index=True)
+    environment_id: Mapped[int] = mapped_column(ForeignKey("environments.id"))
+    worst: Mapped[str] = mapped_column(String(24))
+    seconds: Mapped[float] = mapped_column(default=0.0)
+    worker: Mapped[str] = mapped_column(String(128), default="")
+    cached_from: Mapped[int | None] = mapped_column(default=None)

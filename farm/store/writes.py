@@ -1,0 +1,213 @@
+"""Batched, idempotent writes: runs, harness rows, results and artifacts.
+
+Every write is keyed by a natural key and skips what is already there, so a sweep
+killed at any point and resumed never duplicates or loses a finished result.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, insert, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from farm.catalog import Harness
+from farm.pipeline import Outcome
+from farm.store import artifacts
+from farm.store.environment import fingerprint as env_fingerprint
+from farm.store.environment import get_or_create
+from farm.store.models import Environment, HarnessRow, OutcomeRow, ResultRow, Run
+from farm.store.models.base import utcnow
+
+
+def _insert_ignore(session: Session, model: type, rows: list[dict[str, Any]], keys: list[str]) -> None:
+    if not rows:
+        return
+    dialect = session.get_bind().dialect.name
+    if dialect == "sqlite":
+        stmt = sqlite.insert(model).on_conflict_do_nothing(index_elements=keys)
+    elif dialect == "postgresql":
+        stmt = postgresql.insert(model).on_conflict_do_nothing(index_elements=keys)
+    else:
+        stmt = insert(model)
+    for i in range(0, len(rows), 500):
+        session.execute(stmt, rows[i:i + 500])
+
+
+def unique_name(session: Session, base: str) -> str:
+    taken = set(session.scalars(select(Run.name).where(Run.name.like(f"{base}%"))))
+    if base not in taken:
+        return base
+    n = 2
+    while f"{base}-{n}" in taken:
+        n += 1
+    return f"{base}-{n}"
+
+
+def create_run(session: Session, *, env: dict[str, Any], name: str | None = None, kind: str = "sweep",
+               catalog: str = "farm", filters: dict[str, Any] | None = None, platforms: Iterable[str] = (),
+               run_on: Iterable[str] = (), total: int = 0) -> Run:
+    env_row = get_or_create(session, env)
+    if name and re.fullmatch(r"\d+|latest|previous", name):
+        from farm.errors import ConfigError
+
+        raise ConfigError(f"run name {name!r} is reserved (numbers, 'latest' and 'previous' refer to runs)")
+    if name and session.scalar(select(Run.id).where(Run.name == name)) is not None:
+        from farm.errors import ConfigError
+
+        raise ConfigError(f"a run named {name!r} already exists; use --resume {name} to continue it")
+    run = Run(name=name or unique_name(session, f"{kind}-{datetime.now():%Y%m%d-%H%M%S}"), kind=kind,
+              catalog=catalog, filters=filters or {}, platforms=list(platforms), run_on=list(run_on),
+              total=total, environment_id=env_row.id, status="running")
+    session.add(run)
+    session.flush()
+    return run
+
+
+def harness_ids(session: Session, harnesses: Iterable[Harness | dict[str, Any]]) -> dict[str, int]:
+    """fingerprint -> harnesses.id, inserting rows for new fingerprints.
+
+    Accepts Harness objects or their ``describe()`` dicts (bundles from other hosts)."""
+    descs = [h if isinstance(h, dict) else h.describe() for h in harnesses]
+    hs = {d["fingerprint"]: d for d in descs}
+    fps = list(hs)
+    have: dict[str, int] = {}
+    for i in range(0, len(fps), 500):
+        have.update(session.execute(select(HarnessRow.fingerprint, HarnessRow.id)
+                                    .where(HarnessRow.fingerprint.in_(fps[i:i + 500]))).tuples().all())
+    new = [hs[fp] for fp in fps if fp not in have]
+    if new:
+        rows = []
+        for d in new:
+            rows.append({"fingerprint": d["fingerprint"], "name": d["name"], "catalog": d["catalog"],
+                         "family": d["family"], "primitive": d["primitive"], "grp": d["group"], "dtype": d["dtype"],
+                         "shapes": d["shapes"], "params": d["params"], "definition": d})
+        _insert_ignore(session, HarnessRow, rows, ["fingerprint"])
+        for i in range(0, len(fps), 500):
+            have.update(session.execute(select(HarnessRow.fingerprint, HarnessRow.id)
+                                        .where(HarnessRow.fingerprint.in_(fps[i:i + 500]))).tuples().all())
+    return have
+
+
+def finished(session: Session, run_id: int) -> set[int]:
+    """harness ids that already have a complete outcome in this run."""
+    return set(session.scalars(select(OutcomeRow.harness_id).where(OutcomeRow.run_id == run_id)))
+
+
+def comparable_key(fp: str, platform: str, env_fp: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(f"{fp}|{platform}|{env_fp}".encode()).hexdigest()[:32]
+
+
+class Writer:
+    """Writes outcomes for one run; keeps a cache of known artifact hashes."""
+
+    def __init__(self, session: Session, run: Run, hids: dict[str, int]) -> None:
+        self.session = session
+        self.run = run
+        self.hids = hids
+        env = session.get(Environment, run.environment_id)
+        self.env_fp = env.fingerprint
+        self.env_id = env.id
+        self.jax_version = env.jax_version
+        self.known_artifacts: set[str] = set()
+
+    def write(self, outcomes: list[Outcome], worker: str = "") -> None:
+        """Write a batch (caller commits). Outcomes already in the run are skipped."""
+        if not outcomes:
+            return
+        ids = [self.hids[o.fingerprint] for o in outcomes]
+        done = set(self.session.scalars(select(OutcomeRow.harness_id).where(
+            OutcomeRow.run_id == self.run.id, OutcomeRow.harness_id.in_(ids))))
+        shas = [a.sha256 for o in outcomes for a in o.artifacts if a.sha256 not in self.known_artifacts]
+        if shas:
+            self.known_artifacts |= artifacts.known(self.session, list(dict.fromkeys(shas)))
+        results: list[dict[str, Any]] = []
+        marks: list[dict[str, Any]] = []
+        for o, hid in zip(outcomes, ids):
+            if hid in done:
+                continue
+            done.add(hid)
+            for a in o.artifacts:
+                artifacts.put(self.session, a.sha256, a.kind, a.data, jax_version=a.meta.get("jax_version", self.jax_version),
+                              meta=a.meta, existing=self.known_artifacts)
+            seen: set[tuple[str, str]] = set()
+            for r in o.records:
+                if (r.platform, r.stage) in seen:
+                    continue
+                seen.add((r.platform, r.stage))
+                results.append({"run_id": self.run.id, "harness_id": hid, "platform": r.platform, "stage": r.stage,
+                                "status": r.status, "seconds": max(0.0, float(r.seconds or 0.0)),
+                                "error_type": (r.error_type or None) and r.error_type[:200],
+                                "error": (r.error or None) and r.error[:1000], "detail": r.detail,
+                                "metrics": _finite(r.metrics), "facts": dict(r.facts), "artifact_sha": r.artifact,
+                                "comparable": comparable_key(o.fingerprint, r.platform, self.env_fp)})
+            marks.append({"run_id": self.run.id, "harness_id": hid, "environment_id": self.env_id,
+                          "worst": o.worst, "seconds": o.seconds, "worker": worker})
+        self.session.flush()
+        _insert_ignore(self.session, ResultRow, results, ["run_id", "harness_id", "platform", "stage"])
+        _insert_ignore(self.session, OutcomeRow, marks, ["run_id", "harness_id"])
+
+
+def _finite(metrics: dict[str, float]) -> dict[str, float | str]:
+    """JSON cannot hold inf/nan portably: keep them as strings."""
+    out: dict[str, float | str] = {}
+    for k, v in metrics.items():
+        v = float(v)
+        out[k] = v if v == v and v not in (float("inf"), float("-inf")) else str(v)
+    return out
+
+
+def copy_cached(session: Session, run: Run, env_id: int, harness_ids_: list[int]) -> set[int]:
+    """Result cache: copy complete results of the same harness, environment and settings
+    from the newest earlier run into ``run``. Returns the harness ids copied."""
+    if not harness_ids_:
+        return set()
+    candidates = [r for r in session.scalars(select(Run).where(Run.environment_id == env_id, Run.id != run.id,
+                                                               Run.kind == "sweep").order_by(Run.id.desc()))
+                  if list(r.platforms) == list(run.platforms) and list(r.run_on) == list(run.run_on)]
+    wanted = set(harness_ids_)
+    copied: set[int] = set()
+    for src in candidates:
+        if not wanted:
+            break
+        rows = session.execute(select(OutcomeRow.harness_id, OutcomeRow.worst, OutcomeRow.seconds)
+                               .where(OutcomeRow.run_id == src.id)).all()
+        take = {hid: (worst, secs) for hid, worst, secs in rows if hid in wanted}
+        if not take:
+            continue
+        ids = list(take)
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            res = session.execute(select(ResultRow).where(ResultRow.run_id == src.id,
+                                                          ResultRow.harness_id.in_(chunk))).scalars().all()
+            _insert_ignore(session, ResultRow, [
+                {"run_id": run.id, "harness_id": r.harness_id, "platform": r.platform, "stage": r.stage,
+                 "status": r.status, "seconds": r.seconds, "error_type": r.error_type, "error": r.error,
+                 "detail": r.detail, "metrics": r.metrics, "facts": {**r.facts, "cached_from": src.id},
+                 "artifact_sha": r.artifact_sha, "comparable": r.comparable} for r in res],
+                ["run_id", "harness_id", "platform", "stage"])
+        _insert_ignore(session, OutcomeRow, [
+            {"run_id": run.id, "harness_id": hid, "environment_id": env_id, "worst": w, "seconds": s,
+             "worker": "cache", "cached_from": src.id} for hid, (w, s) in take.items()], ["run_id", "harness_id"])
+        copied |= set(take)
+        wanted -= set(take)
+    return copied
+
+
+def finish_run(session: Session, run: Run, status: str, stats: dict[str, Any] | None = None) -> None:
+    run.status = status
+    run.finished_at = utcnow()
+    if stats:
+        run.stats = {**(run.stats or {}), **stats}
+
+
+def count_outcomes(session: Session, run_id: int) -> int:
+    return session.scalar(select(func.count()).select_from(OutcomeRow).where(OutcomeRow.run_id == run_id)) or 0
+
+
+__all__ = ["Writer", "copy_cached", "create_run", "env_fingerprint", "finish_run", "finished", "harness_ids"]

@@ -1,0 +1,1 @@
+"""The harness catalog: one module per primitive family, define() calls only."""

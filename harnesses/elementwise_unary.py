@@ -1,0 +1,83 @@
+"""Elementwise unary lax primitives with float64 NumPy/SciPy references."""
+import numpy as np
+import scipy.special as sp
+from jax import lax
+
+from farm.catalog import COMPLEX, FLOAT, INEXACT, INTEGER, SIGNED, Limitation, RandArg, chlo_leak, define
+
+FAMILY = "elementwise_unary"
+SHAPES = ((3, 4),)
+
+# primitive: (lax function, numpy reference, dtypes, input domain, tolerance override)
+OPS = {
+    "neg": (lax.neg, np.negative, SIGNED + INEXACT, "normal", None),
+    "abs": (lax.abs, np.abs, SIGNED + INEXACT, "normal", None),
+    "sign": (lax.sign, np.sign, SIGNED + FLOAT, "nonzero", None),
+    "floor": (lax.floor, np.floor, FLOAT, "normal", None),
+    "ceil": (lax.ceil, np.ceil, FLOAT, "normal", None),
+    "round": (lambda x: lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN), np.round, FLOAT, "normal", None),
+    "is_finite": (lax.is_finite, np.isfinite, FLOAT, "normal", None),
+    "exp": (lax.exp, np.exp, INEXACT, "normal", None),
+    "exp2": (lax.exp2, np.exp2, FLOAT, "normal", None),
+    "log": (lax.log, np.log, INEXACT, "positive", None),
+    "log1p": (lax.log1p, np.log1p, INEXACT, "positive", None),
+    "expm1": (lax.expm1, np.expm1, INEXACT, "normal", None),
+    "tanh": (lax.tanh, np.tanh, INEXACT, "normal", None),
+    "logistic": (lax.logistic, sp.expit, FLOAT, "normal", None),
+    "sin": (lax.sin, np.sin, INEXACT, "normal", None),
+    "cos": (lax.cos, np.cos, INEXACT, "normal", None),
+    "tan": (lax.tan, np.tan, INEXACT, "unit", None),
+    "asin": (lax.asin, np.arcsin, INEXACT, "unit", None),
+    "acos": (lax.acos, np.arccos, INEXACT, "unit", None),
+    "atan": (lax.atan, np.arctan, INEXACT, "normal", None),
+    "sinh": (lax.sinh, np.sinh, INEXACT, "unit", None),
+    "cosh": (lax.cosh, np.cosh, INEXACT, "unit", None),
+    "asinh": (lax.asinh, np.arcsinh, INEXACT, "normal", None),
+    "acosh": (lax.acosh, np.arccosh, FLOAT, "positive", None),
+    "atanh": (lax.atanh, np.arctanh, INEXACT, "unit", None),
+    "sqrt": (lax.sqrt, np.sqrt, INEXACT, "positive", None),
+    "rsqrt": (lax.rsqrt, lambda x: 1 / np.sqrt(x), INEXACT, "positive", None),
+    "cbrt": (lax.cbrt, np.cbrt, FLOAT, "normal", None),
+    "square": (lax.square, np.square, SIGNED + INEXACT, "normal", None),
+    "integer_pow": (lambda x: lax.integer_pow(x, 3), lambda x: x ** 3, SIGNED + INEXACT, "normal", None),
+    "real": (lax.real, np.real, COMPLEX, "normal", None),
+    "imag": (lax.imag, np.imag, COMPLEX, "normal", None),
+    "conj": (lax.conj, np.conj, COMPLEX, "normal", None),
+    "population_count": (lax.population_count, None, INTEGER, "bits", None),
+    "clz": (lax.clz, None, INTEGER, "bits", None),
+}
+
+ACOSH_DOMAIN = {"acosh"}
+#: Ops JAX 0.10.2 lowers to chlo for floating dtypes (measured by the census).
+CHLO = {"asin": "asin", "acos": "acos", "atan": "atan", "sinh": "sinh", "cosh": "cosh", "asinh": "asinh",
+        "acosh": "acosh", "atanh": "atanh", "square": "square"}
+LOW_PRECISION = Limitation("bf16/f16 transcendental rounding", dtypes=("bfloat16", "float16"),
+                           stage="compare", tol=(5e-2, 5e-2))
+
+
+def _popcount(x):
+    bits = np.dtype(x.dtype).itemsize * 8
+    u = x.astype(np.dtype(f"uint{bits}"))
+    return np.array([bin(int(v)).count("1") for v in u.ravel()], dtype=x.dtype).reshape(x.shape)
+
+
+def _clz(x):
+    bits = np.dtype(x.dtype).itemsize * 8
+    u = x.astype(np.dtype(f"uint{bits}"))
+    return np.array([bits - int(v).bit_length() for v in u.ravel()], dtype=x.dtype).reshape(x.shape)
+
+
+REFS = {"population_count": _popcount, "clz": _clz}
+
+for prim, (fn, ref, dtypes, domain, tol) in OPS.items():
+    for dt in dtypes:
+        if prim in ACOSH_DOMAIN:
+            fun = lambda x, fn=fn: fn(x + 1.5)
+            reference = lambda x, ref=ref: ref(x + 1.5)
+        else:
+            fun, reference = fn, ref or REFS[prim]
+        lims = [LOW_PRECISION] if dt in ("bfloat16", "float16") else []
+        if prim in CHLO and dt in INEXACT:
+            lims.append(chlo_leak(CHLO[prim]))
+        define(FAMILY, prim, fun, [RandArg(SHAPES[0], dt, domain)], dtype=dt, reference=reference,
+               tol=tol, limitations=lims)

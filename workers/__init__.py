@@ -1,0 +1,1 @@
+"""Worker processes: Ray actors per slot, and a standalone mode without Ray."""

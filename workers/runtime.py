@@ -1,0 +1,68 @@
+"""What every worker process does, with or without Ray: set up jax once, resolve jobs
+to harnesses, run them through the pipeline, and keep memory bounded."""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+#: Forced host devices so multi-device harnesses (shard_map, NamedSharding) can run on CPU.
+HOST_DEVICES = 8
+
+
+def configure_process() -> None:
+    """Environment a worker needs before jax is imported."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "xla_force_host_platform_device_count" not in flags:
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={HOST_DEVICES}".strip()
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+class JobRunner:
+    """Imports jax and the catalog once; runs harnesses by fingerprint."""
+
+    def __init__(self, catalog: str, modules: list[str], options: dict[str, Any],
+                 clear_every: int = 200) -> None:
+        configure_process()
+        from farm import catalog as cat
+        from farm.pipeline import Options
+
+        from farm.faults import plant_from_env
+
+        self.planted = plant_from_env()
+        self.harnesses = cat.by_fingerprint(cat.load(catalog, modules))
+        self.options = Options(**{k: tuple(v) if isinstance(v, list) else v for k, v in options.items()})
+        self.clear_every = clear_every
+        self.count = 0
+        self.peak_rss = 0
+
+    def info(self) -> dict[str, Any]:
+        from farm.platforms import local_device_kinds
+        from farm.store.environment import describe
+
+        return {"pid": os.getpid(), "device_kinds": list(local_device_kinds()), "environment": describe(),
+                "harnesses": len(self.harnesses)}
+
+    def run_one(self, fp: str) -> dict[str, Any]:
+        from farm.pipeline import clear_caches, rss_bytes, run_harness
+
+        h = self.harnesses.get(fp)
+        if h is None:
+            from farm.stages.record import Record
+            from farm.pipeline import Outcome
+
+            return Outcome(fp, fp, [Record("trace", "any", "error", error_type="UnknownHarness",
+                                           error=f"worker has no harness {fp}")]).to_dict()
+        out = run_harness(h, self.options).to_dict()
+        self.count += 1
+        if self.count % self.clear_every == 0:
+            clear_caches()
+        rss = rss_bytes()
+        self.peak_rss = max(self.peak_rss, rss)
+        out["rss"] = rss
+        out["pid"] = os.getpid()
+        return out
+
+    def run_batch(self, fps: list[str]) -> Iterator[dict[str, Any]]:
+        for fp in fps:
+            yield self.run_one(fp)
