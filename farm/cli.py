@@ -8,11 +8,19 @@ import sys
 
 from farm.errors import FarmError
 
-#: Subcommand modules; each defines register(subparsers). Add new commands here.
-COMMANDS = (
-    "farm.commands.sweep", "farm.commands.show", "farm.commands.catalog_cmd", "farm.commands.db",
-    "farm.commands.serve", "farm.commands.worker", "farm.commands.exchange",
-)
+#: Subcommand modules, in help order; every other module in farm/commands/ that defines
+#: register(subparsers) is added after these, so a new command is just a new file.
+FIRST = ("sweep", "show", "catalog_cmd", "compare", "serve")
+
+
+def command_modules() -> list[str]:
+    import pkgutil
+
+    import farm.commands as pkg
+
+    names = [m.name for m in pkgutil.iter_modules(pkg.__path__) if not m.name.startswith("_")]
+    ordered = [n for n in FIRST if n in names] + sorted(n for n in names if n not in FIRST)
+    return [f"farm.commands.{n}" for n in ordered]
 
 
 def parser() -> argparse.ArgumentParser:
@@ -21,8 +29,10 @@ def parser() -> argparse.ArgumentParser:
         description="Lowering Farm: sweep JAX's primitives through trace, lower, cross-lower, export, "
                     "compile, execute and compare on every platform; store and compare the results.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    for mod in COMMANDS:
-        importlib.import_module(mod).register(sub)
+    for mod in command_modules():
+        module = importlib.import_module(mod)
+        if hasattr(module, "register"):
+            module.register(sub)
     return p
 
 
