@@ -55,7 +55,8 @@ def errors(actual: np.ndarray, expected: np.ndarray, rtol: float, atol: float,
     e64 = e.astype(wide)
     both_nan = np.isnan(a64) & np.isnan(e64)
     same_inf = np.isinf(a64) & (a64 == e64)
-    diff = np.abs(a64 - e64)
+    with np.errstate(invalid="ignore"):
+        diff = np.abs(a64 - e64)
     diff = np.where(both_nan | same_inf, 0.0, diff)
     diff = np.where(np.isnan(diff), np.inf, diff)
     scale = np.abs(e64)

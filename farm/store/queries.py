@@ -151,3 +151,152 @@ def harness_by_fingerprint(session: Session, fp: str) -> HarnessRow:
 
         raise HarnessNotFound(f"no harness with fingerprint {fp!r}")
     return h
+
+
+# --------------------------------------------------------------------------- dashboard
+# Read queries for the web dashboard. Each is one or two queries however big the run;
+# filters are comma lists (or lists) of accepted values, empty means any.
+def _in(q: Any, col: Any, val: str | list[str] | tuple[str, ...] | None) -> Any:
+    if not val:
+        return q
+    vals = [v for v in (val.split(",") if isinstance(val, str) else val) if v]
+    return q.where(col.in_(vals)) if vals else q
+
+
+def _run_filters(q: Any, *, primitive: Any = None, dtype: Any = None, platform: Any = None, status: Any = None,
+                 catalog: Any = None, stage: Any = None) -> Any:
+    for col, val in ((HarnessRow.primitive, primitive), (HarnessRow.dtype, dtype), (ResultRow.platform, platform),
+                     (ResultRow.status, status), (HarnessRow.catalog, catalog), (ResultRow.stage, stage)):
+        q = _in(q, col, val)
+    return q
+
+
+def filtered_matrix(session: Session, run_id: int, by: str = "primitive", **filters: Any) -> dict[str, Any]:
+    """Like ``primitive_matrix`` (``by`` primitive or dtype), restricted by filters; one query."""
+    col = HarnessRow.primitive if by == "primitive" else HarnessRow.dtype
+    cells: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
+    q = (select(col, ResultRow.platform, ResultRow.status, func.count())
+         .join(HarnessRow, HarnessRow.id == ResultRow.harness_id).where(ResultRow.run_id == run_id))
+    q = _run_filters(q, **filters).group_by(col, ResultRow.platform, ResultRow.status)
+    for key, platform, status, n in session.execute(q):
+        cells[key][platform][status] += n
+    return {k: {p: {"worst": worst(list(c)), "counts": dict(c)} for p, c in v.items()} for k, v in cells.items()}
+
+
+def filter_values(session: Session, run_id: int) -> dict[str, list[str]]:
+    """The distinct primitives, dtypes, platforms, statuses and catalogs of a run (one query)."""
+    q = (select(HarnessRow.primitive, HarnessRow.dtype, HarnessRow.catalog, ResultRow.platform, ResultRow.status)
+         .join(HarnessRow, HarnessRow.id == ResultRow.harness_id).where(ResultRow.run_id == run_id).distinct())
+    sets: dict[str, set[str]] = defaultdict(set)
+    for prim, dt, cat, plat, st in session.execute(q):
+        sets["primitive"].add(prim)
+        sets["dtype"].add(dt)
+        sets["catalog"].add(cat)
+        sets["platform"].add(plat)
+        sets["status"].add(st)
+    return {k: sorted(sets[k]) for k in ("primitive", "dtype", "platform", "status", "catalog")}
+
+
+def harness_page(session: Session, run_id: int, *, limit: int = 100, offset: int = 0,
+                 **filters: Any) -> tuple[int, list[dict[str, Any]]]:
+    """(total, harnesses) of a run matching filters, each with its worst status per platform.
+
+    Paginated by harness: one query for the page's harness ids (and the total), one for their results."""
+    base = (select(HarnessRow.id).join(ResultRow, HarnessRow.id == ResultRow.harness_id)
+            .where(ResultRow.run_id == run_id))
+    base = _run_filters(base, **filters).distinct()
+    total = session.scalar(select(func.count()).select_from(base.subquery())) or 0
+    ids = session.scalars(select(HarnessRow.id).where(HarnessRow.id.in_(base.scalar_subquery()))
+                          .order_by(HarnessRow.name).limit(limit).offset(offset)).all()
+    if not ids:
+        return total, []
+    out: dict[int, dict[str, Any]] = {}
+    q = (select(HarnessRow.id, HarnessRow.name, HarnessRow.fingerprint, HarnessRow.primitive, HarnessRow.dtype,
+                HarnessRow.catalog, ResultRow.platform, ResultRow.status)
+         .join(ResultRow, HarnessRow.id == ResultRow.harness_id)
+         .where(ResultRow.run_id == run_id, HarnessRow.id.in_(ids)))
+    per: dict[int, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for hid, name, fp, prim, dt, cat, plat, st in session.execute(q):
+        out.setdefault(hid, {"name": name, "fingerprint": fp, "primitive": prim, "dtype": dt, "catalog": cat})
+        per[hid][plat].append(st)
+    rows = sorted(out.items(), key=lambda kv: kv[1]["name"])
+    return total, [{**h, "platforms": {p: worst(s) for p, s in per[hid].items()}} for hid, h in rows]
+
+
+def harness_results(session: Session, harness_id: int, run_id: int) -> list[dict[str, Any]]:
+    """Every record of one harness in one run, with the full error detail."""
+    q = (select(ResultRow).where(ResultRow.run_id == run_id, ResultRow.harness_id == harness_id)
+         .order_by(ResultRow.id))
+    return [{"platform": r.platform, "stage": r.stage, "status": r.status, "seconds": r.seconds,
+             "error_type": r.error_type, "error": r.error, "detail": r.detail, "metrics": r.metrics,
+             "facts": r.facts, "artifact": r.artifact_sha, "comparable": r.comparable}
+            for r in session.scalars(q)]
+
+
+def harness_runs(session: Session, harness_id: int, limit: int = 100) -> list[dict[str, Any]]:
+    """The runs (newest first) that have results for a harness."""
+    ids = (select(ResultRow.run_id).where(ResultRow.harness_id == harness_id).distinct()).scalar_subquery()
+    q = select(Run.id, Run.name, Run.started_at).where(Run.id.in_(ids)).order_by(Run.id.desc()).limit(limit)
+    return [{"id": i, "name": n, "started_at": at.isoformat() if at else None} for i, n, at in session.execute(q)]
+
+
+def artifact_info(session: Session, shas: list[str]) -> dict[str, dict[str, Any]]:
+    """sha -> kind, size, format version and meta, without loading the bytes."""
+    from farm.store.models import ArtifactRow
+
+    shas = [s for s in dict.fromkeys(shas) if s]
+    out: dict[str, dict[str, Any]] = {}
+    for i in range(0, len(shas), 500):
+        q = select(ArtifactRow.sha256, ArtifactRow.kind, ArtifactRow.size, ArtifactRow.format_version,
+                   ArtifactRow.jax_version, ArtifactRow.meta).where(ArtifactRow.sha256.in_(shas[i:i + 500]))
+        for sha, kind, size, fv, jv, meta in session.execute(q):
+            out[sha] = {"sha256": sha, "kind": kind, "size": size, "format_version": fv, "jax_version": jv,
+                        "meta": meta or {}}
+    return out
+
+
+def coverage(session: Session, run_id: int, **filters: Any) -> dict[str, Any]:
+    """primitive x dtype x platform: worst status and counts (one query), plus the stale
+    limitations (``unexpected_pass`` results: expected to fail, now pass) (one query)."""
+    cells: dict[tuple[str, str], dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
+    q = (select(HarnessRow.primitive, HarnessRow.dtype, ResultRow.platform, ResultRow.status, func.count())
+         .join(HarnessRow, HarnessRow.id == ResultRow.harness_id).where(ResultRow.run_id == run_id))
+    q = _run_filters(q, **filters).group_by(HarnessRow.primitive, HarnessRow.dtype, ResultRow.platform,
+                                            ResultRow.status)
+    for prim, dt, plat, st, n in session.execute(q):
+        cells[(prim, dt)][plat][st] += n
+    rows = [{"primitive": p, "dtype": d,
+             "platforms": {pl: {"worst": worst(list(c)), "counts": dict(c)} for pl, c in v.items()}}
+            for (p, d), v in sorted(cells.items())]
+    sq = (select(HarnessRow.name, HarnessRow.fingerprint, HarnessRow.primitive, HarnessRow.dtype,
+                 ResultRow.platform, ResultRow.stage, ResultRow.error)
+          .join(HarnessRow, HarnessRow.id == ResultRow.harness_id)
+          .where(ResultRow.run_id == run_id, ResultRow.status == "unexpected_pass"))
+    sq = _run_filters(sq, **{k: v for k, v in filters.items() if k != "status"}).order_by(HarnessRow.name)
+    stale = [{"harness": n, "fingerprint": fp, "primitive": p, "dtype": d, "platform": pl, "stage": st,
+              "error": e} for n, fp, p, d, pl, st, e in session.execute(sq)]
+    return {"rows": rows, "stale": stale}
+
+
+def boundary(session: Session, run_id: int, **filters: Any) -> list[dict[str, Any]]:
+    """Census records of a run whose module has non-StableHLO ops or unguaranteed custom
+    calls, per harness and platform (one query; the JSON facts are filtered here)."""
+    q = (select(HarnessRow.name, HarnessRow.fingerprint, HarnessRow.primitive, HarnessRow.dtype,
+                ResultRow.platform, ResultRow.status, ResultRow.facts)
+         .join(HarnessRow, HarnessRow.id == ResultRow.harness_id)
+         .where(ResultRow.run_id == run_id, ResultRow.stage == "census"))
+    q = _run_filters(q, **filters).order_by(HarnessRow.name, ResultRow.platform)
+    out = []
+    for name, fp, prim, dt, plat, st, facts in session.execute(q):
+        facts = facts or {}
+        ops, unguaranteed = list(facts.get("non_stablehlo") or []), list(facts.get("unguaranteed") or [])
+        if ops or unguaranteed:
+            out.append({"harness": name, "fingerprint": fp, "primitive": prim, "dtype": dt, "platform": plat,
+                        "status": st, "non_stablehlo": ops, "unguaranteed": unguaranteed,
+                        "custom_calls": list(facts.get("custom_calls") or []),
+                        "limitation": facts.get("limitation")})
+    return out
+
+
+def count_runs(session: Session) -> int:
+    return session.scalar(select(func.count()).select_from(Run)) or 0

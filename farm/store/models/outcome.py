@@ -11,7 +11,7 @@ from farm.store.models.base import Base, in_list
 class OutcomeRow(Base):
     __tablename__ = "harness_outcomes"
     __table_args__ = (
-        UniqueConstraint("run_id", "harness_id", name="natural"),
+        UniqueConstraint("run_id", "harness_id", name="uq_harness_outcomes_natural"),
         CheckConstraint(in_list("worst", STATUSES), name="worst"),
     )
 

@@ -11,7 +11,7 @@ from farm.store.models.base import Base, in_list
 class ResultRow(Base):
     __tablename__ = "results"
     __table_args__ = (
-        UniqueConstraint("run_id", "harness_id", "platform", "stage", name="natural"),
+        UniqueConstraint("run_id", "harness_id", "platform", "stage", name="uq_results_natural"),
         CheckConstraint(in_list("status", STATUSES), name="status"),
         CheckConstraint("seconds >= 0", name="seconds"),
         Index("ix_results_comparable", "comparable"),

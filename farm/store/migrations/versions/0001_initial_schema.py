@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-22 20:44:00.076339
+Create Date: 2026-11-22 20:54:39.412757
 """
 from alembic import op
 import sqlalchemy as sa
@@ -99,7 +99,7 @@ def upgrade() -> None:
     sa.ForeignKeyConstraint(['harness_id'], ['harnesses.id'], name=op.f('fk_harness_outcomes_harness_id_harnesses')),
     sa.ForeignKeyConstraint(['run_id'], ['runs.id'], name=op.f('fk_harness_outcomes_run_id_runs'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_harness_outcomes')),
-    sa.UniqueConstraint('run_id', 'harness_id', name='natural')
+    sa.UniqueConstraint('run_id', 'harness_id', name='uq_harness_outcomes_natural')
     )
     with op.batch_alter_table('harness_outcomes', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_harness_outcomes_harness_id'), ['harness_id'], unique=False)
@@ -126,7 +126,7 @@ def upgrade() -> None:
     sa.ForeignKeyConstraint(['harness_id'], ['harnesses.id'], name=op.f('fk_results_harness_id_harnesses')),
     sa.ForeignKeyConstraint(['run_id'], ['runs.id'], name=op.f('fk_results_run_id_runs'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_results')),
-    sa.UniqueConstraint('run_id', 'harness_id', 'platform', 'stage', name='natural')
+    sa.UniqueConstraint('run_id', 'harness_id', 'platform', 'stage', name='uq_results_natural')
     )
     with op.batch_alter_table('results', schema=None) as batch_op:
         batch_op.create_index('ix_results_comparable', ['comparable'], unique=False)

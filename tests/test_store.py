@@ -1,0 +1,113 @@
+"""The store on SQLite and PostgreSQL: migrations match models, writes are idempotent,
+artifacts are verified, bad URLs are one clear error."""
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from sqlalchemy import func, select, text
+
+from farm.errors import ArtifactCorrupt, BadDatabaseURL
+from farm.pipeline import Artifact, Outcome
+from farm.stages.record import Record
+from farm.store import artifacts, open_store, queries, writes
+from farm.store.models import ArtifactRow, Base, OutcomeRow, ResultRow
+
+ENV = {"jax_version": "0.10.2", "jaxlib_version": "0.10.2", "python": "3.11.7", "host": "test",
+       "device_kinds": ["cpu"], "xla_flags": "", "farm_commit": "abc"}
+
+
+def harness_desc(i: int) -> dict:
+    return {"fingerprint": f"fp{i:04d}", "name": f"h{i}", "catalog": "farm", "family": "fam", "primitive": "sin",
+            "group": "sin", "dtype": "float32", "shapes": [[3]], "params": {}}
+
+
+def outcome(i: int, status: str = "ok", blob: bytes = b"module text") -> Outcome:
+    sha = hashlib.sha256(blob).hexdigest()
+    return Outcome(f"fp{i:04d}", f"h{i}", [
+        Record("trace", "any", "ok", 0.001),
+        Record("compare", "cpu", status, 0.0, metrics={"max_abs_err": float("inf") if status == "fail" else 0.0}),
+        Record("serialize", "export", "ok", artifact=sha)], [Artifact(sha, "export", blob, {"jax_version": "0.9"})])
+
+
+def test_migrations_match_models(db_url: str) -> None:
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+
+    store = open_store(db_url)
+    with store.engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn), Base.metadata)
+    assert diff == []
+    assert {"runs", "results", "artifacts", "harnesses", "environments", "harness_outcomes"} <= set(store.tables())
+
+
+def test_writes_are_idempotent_and_queryable(db_url: str) -> None:
+    store = open_store(db_url)
+    with store.session() as s:
+        run = writes.create_run(s, env=ENV, name="r1", platforms=["cpu"], run_on=["cpu"], total=3)
+        hids = writes.harness_ids(s, [harness_desc(i) for i in range(3)])
+        w = writes.Writer(s, run, hids)
+        w.write([outcome(0), outcome(1, "fail")])
+        w.write([outcome(0), outcome(1, "fail"), outcome(2)])  # a resumed writer repeats some
+    with store.session() as s:
+        assert s.scalar(select(func.count()).select_from(OutcomeRow)) == 3
+        assert s.scalar(select(func.count()).select_from(ResultRow)) == 9
+        assert s.scalar(select(func.count()).select_from(ArtifactRow)) == 1  # content-addressed, deduplicated
+        rows = queries.results(s, queries.resolve_run(s, "latest").id)
+        fail = [r for r in rows if r["status"] == "fail"]
+        assert [r["harness"] for r in fail] == ["h1"]
+        assert fail[0]["metrics"]["max_abs_err"] == "inf"
+        assert queries.resolve_run(s, "r1").id == queries.resolve_run(s, str(run.id)).id
+
+
+def test_database_enforces_status_vocabulary(db_url: str) -> None:
+    store = open_store(db_url)
+    with store.session() as s:
+        run = writes.create_run(s, env=ENV, name="r2")
+        hid = writes.harness_ids(s, [harness_desc(9)])["fp0009"]
+    with pytest.raises(Exception):
+        with store.session() as s:
+            s.add(ResultRow(run_id=run.id, harness_id=hid, platform="cpu", stage="x", status="great", comparable="c"))
+
+
+def test_corrupt_artifact_is_a_clear_error(db_url: str) -> None:
+    store = open_store(db_url)
+    blob = b"serialized export bytes" * 10
+    sha = hashlib.sha256(blob).hexdigest()
+    with store.session() as s:
+        artifacts.put(s, sha, "export", blob, jax_version="0.10.2")
+    with store.session() as s:
+        assert artifacts.get(s, sha)[1] == blob
+        import zlib
+
+        s.get(ArtifactRow, sha).data = zlib.compress(b"tampered")
+    with store.session() as s, pytest.raises(ArtifactCorrupt, match="corrupt"):
+        artifacts.get(s, sha)
+
+
+def test_artifact_directory_backend_rejects_escapes(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    from farm.errors import ArtifactNotFound
+
+    monkeypatch.setenv("FARM_ARTIFACT_DIR", str(tmp_path / "blobs"))
+    store = open_store(f"sqlite:///{tmp_path / 'a.db'}")
+    blob = b"abc"
+    sha = hashlib.sha256(blob).hexdigest()
+    with store.session() as s:
+        artifacts.put(s, sha, "module", blob, jax_version="x")
+    with store.session() as s:
+        assert artifacts.get(s, sha)[1] == blob
+        with pytest.raises(ArtifactNotFound):
+            artifacts.get(s, "../../etc/passwd")
+
+
+@pytest.mark.parametrize("url", ["nonsense://", "sqlite:////no/such/dir/farm.db",
+                                 "postgresql+psycopg://postgres@127.0.0.1:1/nope"])
+def test_bad_database_url(url: str) -> None:
+    with pytest.raises(BadDatabaseURL):
+        open_store(url)
+
+
+def test_sqlite_uses_wal(sqlite_url: str) -> None:
+    store = open_store(sqlite_url)
+    with store.engine.connect() as c:
+        assert c.execute(text("PRAGMA journal_mode")).scalar() == "wal"
