@@ -77,17 +77,35 @@ def chlo_leak(prim: str, platform: str) -> None:
 
 
 def _callback_wrap(prim: str, effect) -> None:  # noqa: ANN001
+    """The primitive's own CPU lowering, its result passed through a host callback that
+    runs ``effect`` first. Multi-platform lowerings (export) keep the original rule, so
+    the serialized artifact stays portable and only native execution is affected."""
+    import dataclasses
+
     import jax
-    from jax import lax
     from jax._src.interpreters import mlir
 
-    fn = getattr(lax, prim)
+    p = _prim(prim)
+    orig = _original_rule(p, "cpu")
 
-    def impl(*a, **kw):  # noqa: ANN002, ANN003, ANN202
-        out = fn(*a)
-        return jax.pure_callback(lambda y: (effect(), y)[1], jax.ShapeDtypeStruct(out.shape, out.dtype), out)
+    def passthrough(y):  # noqa: ANN001, ANN202
+        return jax.pure_callback(lambda v: (effect(), v)[1], jax.ShapeDtypeStruct(y.shape, y.dtype), y)
 
-    mlir.register_lowering(_prim(prim), mlir.lower_fun(impl, multiple_results=False), platform="cpu")
+    wrap = mlir.lower_fun(passthrough, multiple_results=False)
+
+    def rule(ctx, *args, **kw):  # noqa: ANN001, ANN202
+        out = orig(ctx, *args, **kw)
+        if len(ctx.module_context.platforms) > 1:
+            return out
+        vals = list(out) if isinstance(out, (list, tuple)) else [out]
+        outs = []
+        for v, aval in zip(vals, ctx.avals_out):
+            sub = dataclasses.replace(ctx, primitive=None, avals_in=[aval], avals_out=[aval])
+            res = wrap(sub, v)
+            outs.extend(res if isinstance(res, (list, tuple)) else [res])
+        return outs
+
+    mlir.register_lowering(p, rule, platform="cpu")
 
 
 def slow(prim: str, seconds: str) -> None:
