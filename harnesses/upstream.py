@@ -1,0 +1,224 @@
+"""JAX's own harness catalog (``jax._src.internal_test_util.test_harnesses``) as a
+second farm catalog, ``--catalog upstream``.
+
+Each upstream harness becomes one farm ``Harness``: its key is built from the upstream
+group, dtype, argument shapes and the params that have a stable text form; ``fun`` is
+the upstream ``dyn_fun``; inputs come from the upstream ``dyn_args_maker`` driven by a
+``RandomState`` seeded from our fingerprint, so every worker makes the same bytes.
+Upstream ``Limitation``s become farm ``Limitation``s. There is no independent
+reference (compare "none"): the farm checks lowering, export, cross-execution and the
+serialize round trip for these.
+
+Importing jax and the upstream catalog costs about 1.5 s, so the plain-data entries
+(keys, limitations) are cached on disk per jax version and x64 mode; ``fun`` and the
+inputs resolve the upstream harness by its fullname only when a harness runs.
+
+Nothing is copied from upstream: the module is imported from the installed jax.
+"""
+from __future__ import annotations
+
+import enum
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import re
+import sys
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from farm.catalog import DTYPES, Limitation, define
+
+CATALOG = "upstream"
+FAMILY = "upstream"
+
+#: Upstream device names → farm lowering platforms.
+PLATFORMS_OF_DEVICE = {"cpu": ("cpu",), "gpu": ("cuda", "rocm"), "tpu": ("tpu",)}
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+_SIMPLE = (bool, int, float, str, type(None))
+
+
+def upstream_module() -> Any:
+    """Import the upstream catalog module without letting absl parse our argv."""
+    from absl import flags
+
+    if not flags.FLAGS.is_parsed():
+        flags.FLAGS.mark_as_parsed()
+    from jax._src.internal_test_util import test_harnesses
+
+    return test_harnesses
+
+
+def dtype_name(dt: Any) -> str:
+    return np.dtype(dt).name
+
+
+def _param_text(v: Any) -> str | None:
+    """A stable, address-free text for a param value, or None to leave it out of the key."""
+    if isinstance(v, _SIMPLE):
+        return str(v)
+    if isinstance(v, enum.Enum):
+        return v.name
+    if isinstance(v, np.dtype) or (isinstance(v, type) and issubclass(v, np.generic)):
+        return np.dtype(v).name
+    if isinstance(v, (tuple, list)):
+        parts = [_param_text(x) for x in v]
+        if any(p is None for p in parts):
+            return None
+        return "(" + ",".join(parts) + ")"
+    name = type(v).__name__
+    if name == "Primitive":
+        return str(v)
+    if name in ("Precision",) or hasattr(v, "_fields"):  # namedtuples: dimension numbers
+        return _ADDRESS.sub("", str(v)).replace(" ", "")
+    return None  # functions, arrays, arg descriptors: not part of the key
+
+
+def _shapes(h: Any, mod: Any) -> list[tuple[int, ...]]:
+    out = []
+    for a in h.arg_descriptors:
+        if isinstance(a, mod.RandArg):
+            out.append(tuple(a.shape))
+        elif isinstance(a, np.ndarray):
+            out.append(tuple(a.shape))
+    return out
+
+
+def _key_params(h: Any) -> dict[str, str]:
+    out = {}
+    for k, v in h.params.items():
+        if k in ("shape", "dtype", "enable_xla"):
+            continue
+        t = _param_text(v)
+        if t is not None:
+            out[k] = t if len(t) <= 80 else t[:60] + "…"
+    return out
+
+
+def _limitations(h: Any, dtype: str) -> list[dict[str, Any]]:
+    out = []
+    for lim in h.jax_unimplemented:
+        if not lim.filter(dtype=h.dtype):  # disabled, or another dtype
+            continue
+        devices = (lim.devices,) if isinstance(lim.devices, str) else tuple(lim.devices)
+        platforms = tuple(p for d in devices for p in PLATFORMS_OF_DEVICE.get(d, ()))
+        out.append({"description": f"upstream: {lim.description}", "platforms": list(platforms),
+                    "dtypes": [dtype], "stage": "execute" if lim.skip_run else "lower"})
+    return out
+
+
+def _upstream_harness(fullname: str) -> Any:
+    """The upstream harness object (imports the upstream catalog on first use)."""
+    global _BY_NAME
+    if _BY_NAME is None:
+        _BY_NAME = {h.fullname: h for h in upstream_module().all_harnesses}
+    return _BY_NAME[fullname]
+
+
+_BY_NAME: dict[str, Any] | None = None
+
+
+def _fun(fullname: str) -> Callable[..., Any]:
+    """The upstream ``dyn_fun``, resolved at call time (so selecting needs no import)."""
+    def dyn_fun(*dyn: Any) -> Any:
+        return _upstream_harness(fullname).dyn_fun(*dyn)
+    return dyn_fun
+
+
+def _arg_maker(fullname: str) -> Callable[[int], list[Any]]:
+    def make(seed: int) -> list[Any]:
+        return list(_upstream_harness(fullname).dyn_args_maker(np.random.RandomState(seed)))
+    return make
+
+
+# ------------------------------------------------------------------------ entries
+def _entries() -> list[dict[str, Any]]:
+    """Plain-data description of every upstream harness (what define() needs)."""
+    mod = upstream_module()
+    seen: Counter[tuple] = Counter()
+    out = []
+    for h in mod.all_harnesses:
+        dtype = dtype_name(h.dtype)
+        if dtype not in DTYPES:
+            continue
+        params = _key_params(h)
+        shapes = _shapes(h, mod)
+        ident = (h.group_name, dtype, tuple(shapes), tuple(sorted(params.items())))
+        seen[ident] += 1
+        if seen[ident] > 1:  # same key text, different arrays/functions: number them
+            params["case"] = str(seen[ident])
+        out.append({"fullname": h.fullname, "group": h.group_name, "dtype": dtype, "params": params,
+                    "shapes": [list(s) for s in shapes], "limitations": _limitations(h, dtype)})
+    return out
+
+
+def _x64() -> bool:
+    jax = sys.modules.get("jax")
+    if jax is not None:
+        return bool(jax.config.jax_enable_x64)
+    return os.environ.get("JAX_ENABLE_X64", "").lower() in ("1", "true", "yes", "on")
+
+
+def cache_path() -> Path | None:
+    """Where the entries of this jax + this adapter + this x64 mode are cached.
+
+    The name hashes the jax version, the upstream file's size and mtime, this module's
+    source and the x64 mode, so any change makes a new cache. Found without importing jax.
+    """
+    spec = importlib.util.find_spec("jax")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    src = Path(spec.submodule_search_locations[0]) / "_src" / "internal_test_util" / "test_harnesses.py"
+    try:
+        st = src.stat()
+        version = importlib.metadata.version("jax")
+    except (OSError, importlib.metadata.PackageNotFoundError):
+        return None
+    h = hashlib.sha256(repr((version, st.st_size, st.st_mtime_ns, _x64())).encode())
+    h.update(Path(__file__).read_bytes())
+    root = Path(os.environ.get("FARM_CACHE_DIR") or Path.home() / ".cache" / "lowering-farm")
+    return root / f"upstream-{version}-{h.hexdigest()[:16]}.json"
+
+
+def entries() -> list[dict[str, Any]]:
+    """The entries, from the cache when it is there (importing jax's catalog costs ~1 s)."""
+    path = cache_path()
+    if path is not None:
+        try:
+            data = json.loads(path.read_text())
+            if data.get("format") == CACHE_FORMAT:
+                return data["entries"]
+        except (OSError, ValueError, KeyError):
+            pass  # missing or unreadable: rebuild
+    out = _entries()
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"format": CACHE_FORMAT, "entries": out}))
+            os.replace(tmp, path)
+        except OSError:
+            pass  # read-only home (e.g. a sandbox): just do not cache
+    return out
+
+
+CACHE_FORMAT = 1
+
+
+def register() -> int:
+    """Define every upstream harness in the ``upstream`` catalog; returns the count."""
+    n = 0
+    for e in entries():
+        lims = [Limitation(l["description"], platforms=tuple(l["platforms"]), dtypes=tuple(l["dtypes"]),
+                           stage=l["stage"]) for l in e["limitations"]]
+        define(FAMILY, e["group"], _fun(e["fullname"]), (), dtype=e["dtype"], group=e["group"],
+               params=e["params"], shapes=[tuple(s) for s in e["shapes"]], compare="none", limitations=lims,
+               catalog=CATALOG, source=e["fullname"], arg_maker=_arg_maker(e["fullname"]))
+        n += 1
+    return n
