@@ -1,24 +1,63 @@
-"""App factory: a database URL, read-only by default, a token for writes."""
+"""App factory: a database URL, read-only by default, a token for writes.
+
+Every page is one module under ``views/`` with a template of the same name; the
+same context renders as HTML or, at the page's ``.json`` twin, as JSON. A
+``FarmError`` becomes its ``http_status`` with an error page (or a JSON body on
+``.json`` and API routes).
+"""
 from __future__ import annotations
 
+import os
 from typing import Any
 
-from flask import Flask, jsonify
+from flask import Flask, jsonify, render_template, request
+from werkzeug.exceptions import HTTPException
 
 from farm.errors import FarmError
 from farm.store import open_store
 
+#: The page modules, in navigation order.
+PAGES = ("overview", "runs", "compare", "harness", "coverage", "boundary", "api")
+
+
+def _wants_json() -> bool:
+    p = request.path
+    return p.endswith(".json") or p.startswith("/api/") or (
+        request.accept_mimetypes.best == "application/json")
+
 
 def create_app(db_url: str | None = None, token: str | None = None) -> Flask:
+    """The dashboard for the database at ``db_url`` (default: $FARM_DB or sqlite:///farm.db).
+
+    Args:
+        db_url: a SQLAlchemy URL.
+        token: the write token; ``None`` reads $FARM_TOKEN; no token at all means
+            every write endpoint answers 403.
+    """
     app = Flask(__name__)
     app.config["STORE"] = open_store(db_url)
-    app.config["WRITE_TOKEN"] = token
-    from dashboards.views import overview
+    app.config["WRITE_TOKEN"] = token if token is not None else (os.environ.get("FARM_TOKEN") or None)
+    app.config["JSON_SORT_KEYS"] = False
+    app.json.sort_keys = False
 
-    overview.register(app)
+    from dashboards import views
+    from dashboards.views import api, boundary, compare, coverage, harness, overview, runs
+
+    views.install(app)
+    for page in (overview, runs, compare, harness, coverage, boundary, api):
+        page.register(app)
+
+    def _error(status: int, title: str, message: str) -> Any:
+        if _wants_json():
+            return jsonify({"error": message, "status": status}), status
+        return render_template("error.html", status=status, title=title, message=message), status
 
     @app.errorhandler(FarmError)
     def _farm_error(e: FarmError) -> Any:
-        return jsonify({"error": str(e)}), e.http_status
+        return _error(e.http_status, type(e).__name__, str(e))
+
+    @app.errorhandler(HTTPException)
+    def _http_error(e: HTTPException) -> Any:
+        return _error(e.code or 500, e.name, e.description or e.name)
 
     return app

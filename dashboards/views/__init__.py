@@ -1,1 +1,153 @@
-"""One module per page; each registers an HTML route and its .json twin."""
+"""One module per page; each registers an HTML route and its .json twin.
+
+Shared here: the twin registration, URL filters, pagination, the write-token check
+and the template helpers (status colours, module-text highlighting, SVG plots).
+"""
+from __future__ import annotations
+
+import hmac
+import re
+from collections.abc import Callable
+from typing import Any
+
+from flask import Flask, abort, current_app, jsonify, render_template, request, url_for
+from markupsafe import Markup, escape
+
+from farm.stages.record import SEVERITY, STATUSES
+
+FILTERS = ("primitive", "dtype", "platform", "status", "catalog")
+PAGE_SIZE = 100
+
+
+def store() -> Any:
+    return current_app.config["STORE"]
+
+
+def twin(app: Flask, rule: str, json_rule: str, endpoint: str, template: str,
+         context: Callable[..., dict[str, Any]]) -> None:
+    """Register ``rule`` (HTML from ``template``) and ``json_rule`` (JSON) over one context."""
+
+    def html(**kw: Any) -> str:
+        return render_template(template, page=endpoint, **context(**kw))
+
+    def as_json(**kw: Any) -> Any:
+        return jsonify(context(**kw))
+
+    app.add_url_rule(rule, endpoint, html, methods=["GET"])
+    app.add_url_rule(json_rule, endpoint + "_json", as_json, methods=["GET"])
+
+
+def url_filters() -> dict[str, str]:
+    """The page's filters from the query string (comma lists), empty ones dropped."""
+    return {k: v for k in FILTERS if (v := request.args.get(k, "").strip())}
+
+
+def page_args(size: int = PAGE_SIZE) -> tuple[int, int, int]:
+    """(page, limit, offset) from ``?page=`` (1-based)."""
+    try:
+        page = max(1, int(request.args.get("page", "1")))
+    except ValueError:
+        page = 1
+    return page, size, (page - 1) * size
+
+
+def pager(page: int, size: int, total: int) -> dict[str, Any]:
+    return {"page": page, "size": size, "total": total, "pages": max(1, -(-total // size))}
+
+
+def require_token() -> None:
+    """403 unless the request carries the app's write token (Bearer header or form field)."""
+    want = current_app.config.get("WRITE_TOKEN")
+    if not want:
+        abort(403, "this dashboard is read-only (start it with FARM_TOKEN set to allow writes)")
+    auth = request.headers.get("Authorization", "")
+    got = auth[7:] if auth.startswith("Bearer ") else request.form.get("token", "")
+    if not hmac.compare_digest(got.encode(), want.encode()):
+        abort(403, "a valid write token is required")
+
+
+# --------------------------------------------------------------------------- template helpers
+_CHLO = re.compile(r"\b(chlo\.[A-Za-z_][\w.]*)")
+_CUSTOM = re.compile(r"(stablehlo\.custom_call|\bcustom_call)(\s*@)([\w.$-]+)")
+_TARGET = re.compile(r"(call_target_name\s*=\s*&#34;)([^&]+)(&#34;)")
+
+
+def highlight(text: str, extra_ops: list[str] | tuple[str, ...] = (),
+              unguaranteed: list[str] | tuple[str, ...] = ()) -> Markup:
+    """Module text, escaped, with non-StableHLO ops and custom calls wrapped in spans.
+
+    The text is escaped first and the patterns applied to the escaped text, so nothing
+    in a module can inject markup."""
+    bad = set(unguaranteed)
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        s = str(escape(line))
+        marked = False
+        s2 = _CHLO.sub(r'<span class="hl-chlo" title="not StableHLO: crosses the plugin boundary">\1</span>', s)
+        marked |= s2 != s
+        for op in extra_ops:
+            eop = str(escape(op))
+            if not eop.startswith("chlo.") and eop in s2:
+                s2 = re.sub(rf"(?<![\w.]){re.escape(eop)}(?![\w.])",
+                            f'<span class="hl-chlo" title="not StableHLO">{eop}</span>', s2)
+                marked = True
+
+        def cc_class(target: str) -> str:
+            return "hl-cc hl-cc-bad" if target in bad else "hl-cc"
+
+        s3 = _CUSTOM.sub(lambda m: f'<span class="{cc_class(m.group(3))}" title="custom call">'
+                                   f'{m.group(1)}{m.group(2)}{m.group(3)}</span>', s2)
+        s3 = _TARGET.sub(lambda m: f'{m.group(1)}<span class="{cc_class(m.group(2))}" title="custom call">'
+                                   f'{m.group(2)}</span>{m.group(3)}', s3)
+        marked |= s3 != s2
+        cls = ' class="hl-line"' if marked else ""
+        out.append(f'<span{cls}><span class="ln">{n}</span>{s3}</span>')
+    return Markup("\n".join(out))
+
+
+def status_class(status: str | None) -> str:
+    return f"st-{status}" if status in STATUSES else ""
+
+
+def fmt_s(x: float | None) -> str:
+    if x is None:
+        return ""
+    if x == 0:
+        return "0"
+    if x < 1e-3:
+        return f"{x * 1e6:.0f} µs"
+    if x < 1:
+        return f"{x * 1e3:.1f} ms"
+    return f"{x:.2f} s"
+
+
+def fmt_num(x: Any) -> str:
+    if isinstance(x, float):
+        if x == int(x) and abs(x) < 1e15:
+            return str(int(x))
+        return f"{x:.4g}"
+    return str(x)
+
+
+def counts_title(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -SEVERITY.get(kv[0], 0)))
+
+
+def with_args(**kw: Any) -> str:
+    """The current URL with some query arguments replaced (None drops one)."""
+    args = request.args.to_dict()
+    for k, v in kw.items():
+        if v is None or v == "":
+            args.pop(k, None)
+        else:
+            args[k] = v
+    return url_for(request.endpoint, **(request.view_args or {}), **args)
+
+
+def install(app: Flask) -> None:
+    from dashboards import svg
+
+    app.jinja_env.globals.update(highlight=highlight, status_class=status_class, fmt_s=fmt_s, fmt_num=fmt_num,
+                                 counts_title=counts_title, with_args=with_args, STATUSES=STATUSES,
+                                 SEVERITY=SEVERITY, line_chart=svg.line_chart, status_strip=svg.status_strip,
+                                 read_only=lambda: not current_app.config.get("WRITE_TOKEN"))

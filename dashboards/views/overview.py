@@ -1,31 +1,43 @@
-"""Overview: the latest run's primitive x platform matrix, worst status per cell."""
+"""Overview: a run's primitive x platform matrix, worst status per cell, counts on hover.
+
+Filters (primitive, dtype, platform, status, catalog) live in the URL; picking a
+primitive drills down to its dtype x platform matrix and the harnesses below it.
+"""
 from __future__ import annotations
 
 from typing import Any
 
-from flask import Flask, current_app, jsonify, render_template, request
+from flask import Flask, request
 
+from dashboards.views import page_args, pager, store, twin, url_filters
+from farm.errors import RunNotFound
 from farm.store import queries
 
 
-def context(run_ref: str = "latest") -> dict[str, Any]:
-    store = current_app.config["STORE"]
-    with store.session() as s:
+def context() -> dict[str, Any]:
+    ref = request.args.get("run", "latest")
+    filters = url_filters()
+    by = "dtype" if request.args.get("by") == "dtype" or "primitive" in filters else "primitive"
+    page, limit, offset = page_args()
+    with store().session() as s:
         try:
-            run = queries.resolve_run(s, run_ref)
-        except Exception:
-            return {"run": None, "matrix": {}, "platforms": []}
-        m = queries.primitive_matrix(s, run.id)
+            run = queries.resolve_run(s, ref)
+        except RunNotFound:
+            if ref != "latest":
+                raise
+            return {"run": None, "by": by, "filters": filters, "matrix": {}, "platforms": [], "choices": {},
+                    "harnesses": [], "pager": pager(1, limit, 0)}
         info = queries.run_dict(s, run)
+        m = queries.filtered_matrix(s, run.id, by=by, **filters)
+        choices = queries.filter_values(s, run.id)
+        harnesses: list[dict[str, Any]] = []
+        total = 0
+        if filters:
+            total, harnesses = queries.harness_page(s, run.id, limit=limit, offset=offset, **filters)
     platforms = sorted({p for cells in m.values() for p in cells})
-    return {"run": info, "matrix": m, "platforms": platforms}
+    return {"run": info, "by": by, "filters": filters, "matrix": m, "platforms": platforms, "choices": choices,
+            "harnesses": harnesses, "pager": pager(page, limit, total)}
 
 
 def register(app: Flask) -> None:
-    @app.get("/")
-    def overview() -> str:
-        return render_template("overview.html", **context(request.args.get("run", "latest")))
-
-    @app.get("/overview.json")
-    def overview_json() -> Any:
-        return jsonify(context(request.args.get("run", "latest")))
+    twin(app, "/", "/overview.json", "overview", "overview.html", context)

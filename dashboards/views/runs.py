@@ -1,0 +1,21 @@
+"""Runs: every run with its environment, duration and totals; pick two to compare."""
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Flask
+
+from dashboards.views import page_args, pager, store, twin
+from farm.store import queries
+
+
+def context() -> dict[str, Any]:
+    page, limit, offset = page_args(50)
+    with store().session() as s:
+        total = queries.count_runs(s)
+        runs = queries.list_runs(s, limit=limit, offset=offset)
+    return {"runs": runs, "pager": pager(page, limit, total)}
+
+
+def register(app: Flask) -> None:
+    twin(app, "/runs", "/runs.json", "runs", "runs.html", context)
