@@ -1,0 +1,47 @@
+"""Regression analysis: pure functions over plain data (result rows and run dicts).
+
+No Ray, database or web imports: the CLI and the dashboard load rows through
+``farm.store.queries`` and hand them here.
+
+- ``report(base_run, base_rows, cand_run, cand_rows, history=None, threshold=0.2)``: the
+  whole comparison as one JSON-able dict (``render_text`` / ``render_markdown`` print it);
+- ``failing(report, kinds)``: which chosen kinds of regression it holds (a CI gate);
+- building blocks: ``flips`` (status changes), ``drift`` (numeric error growth),
+  ``perf`` (performance verdicts), ``flaky``, ``steps`` (step detection), ``stats``.
+
+Report shape (``format_version`` 1)::
+
+    {"format_version": 1,
+     "base": {id, name, kind, status, started_at, finished_at, environment},
+     "candidate": {...same...},
+     "environment": {"same": bool, "differences": {key: {"base": v, "candidate": v}}},
+     "settings": {threshold, drift_factor, z, alpha, min_history, history_runs},
+     "harnesses": {base, candidate, compared, added: [name], removed: [name], redefined: [name]},
+     "summary": {new_error, new_failure, unexpected_pass, missing, changed, fixed, new_result,
+                 exceeds_tolerance, grew, shrank, back_in_tolerance,
+                 perf: {regression, improvement, noise, "insufficient data"}, flaky, results_compared},
+     "regressions": {"status": [harness], "numeric": [harness], "perf": [harness]},
+     "primitives": [{"primitive", "worst", "regressions", "harnesses", "findings": [finding]}],  # worst first
+     "findings": [finding]}                                                                    # worst first
+
+Every finding has kind ("status" | "numeric" | "perf" | "flaky"), regression (bool),
+severity, harness, fingerprint, primitive, dtype, platform, stage, and by kind:
+  status:  change (new_error | new_failure | unexpected_pass | missing | changed | fixed |
+           new_result), base, candidate (statuses), error, flaky ({rate, runs} if flaky);
+  numeric: verdict (exceeds_tolerance | grew | shrank | back_in_tolerance), max_ratio,
+           tolerance {rtol, atol}, against, mismatches {base, candidate},
+           metrics {max_abs_err|max_rel_err|max_ulp_err: {base, candidate, ratio, history}};
+  perf:    metric (execute_s | compile_s | lower_s | artifact_bytes | peak_memory_bytes), unit,
+           verdict (regression | improvement | noise | insufficient data), base, candidate,
+           reference, change, rel_change, ratio, method (mann-whitney | history |
+           deterministic | pair | none) and p_value, or z, level, n_history, steps;
+  flaky:   rate, runs, transitions, usual, statuses, environment, run_ids.
+Infinite numbers are strings ("inf"), as the store keeps them.
+"""
+from farm.analysis.flaky import flaky
+from farm.analysis.render import render_markdown, render_text
+from farm.analysis.report import FORMAT_VERSION, KINDS, failing, report
+from farm.analysis.steps import detect_steps, significant_steps
+
+__all__ = ["FORMAT_VERSION", "KINDS", "detect_steps", "failing", "flaky", "render_markdown", "render_text",
+           "report", "significant_steps"]

@@ -1,0 +1,188 @@
+"""The comparison of a candidate run with a base run: one JSON-able dict that the CLI
+(``farm compare``) and the dashboard both render.
+
+``report(base_run, base_rows, cand_run, cand_rows, history)`` takes what
+``farm.store.queries.run_dict`` and ``farm.store.queries.results`` return and nothing
+else; it does no I/O.
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from farm.analysis import drift as drift_mod
+from farm.analysis import flips as flips_mod
+from farm.analysis import perf as perf_mod
+from farm.analysis.flaky import flaky as flaky_results
+from farm.analysis.rows import Key, Row, env_fingerprint, index, run_brief
+
+FORMAT_VERSION = 1
+#: The kinds of regression ``--fail-on`` can name.
+KINDS = ("status", "numeric", "perf")
+ENV_KEYS = ("jax_version", "jaxlib_version", "python", "device_kinds", "xla_flags", "host", "farm_commit")
+
+_STATUS_SEVERITY = {"new_error": 100, "new_failure": 90, "unexpected_pass": 70, "missing": 40, "changed": 30,
+                    "fixed": 10, "new_result": 5}
+_NUMERIC_SEVERITY = {"exceeds_tolerance": 80, "grew": 60, "back_in_tolerance": 8, "shrank": 6}
+
+RunRows = tuple[Mapping[str, Any], Sequence[Row]]
+
+
+def _severity(f: dict) -> float:
+    if f["kind"] == "status":
+        return 20.0 if f.get("flaky") else float(_STATUS_SEVERITY[f["change"]])
+    if f["kind"] == "numeric":
+        r = f.get("max_ratio")
+        extra = min(9.0, math.log10(r)) if isinstance(r, (int, float)) and r > 1 else 0.0
+        return _NUMERIC_SEVERITY[f["verdict"]] + extra
+    if f["kind"] == "perf":
+        if f["verdict"] != "regression":
+            return 7.0 if f["verdict"] == "improvement" else 1.0
+        r = f.get("ratio")
+        return 50.0 + (min(9.0, math.log2(r)) if isinstance(r, (int, float)) and r > 1 else 0.0)
+    return 20.0 + 10.0 * f.get("rate", 0.0)  # flaky
+
+
+def _environment(base_run: Mapping[str, Any], cand_run: Mapping[str, Any]) -> dict[str, Any]:
+    be, ce = base_run.get("environment") or {}, cand_run.get("environment") or {}
+    diff = {k: {"base": be.get(k), "candidate": ce.get(k)} for k in ENV_KEYS if be.get(k) != ce.get(k)}
+    return {"same": env_fingerprint(base_run) == env_fingerprint(cand_run), "differences": diff}
+
+
+def _harnesses(base_rows: Sequence[Row], cand_rows: Sequence[Row]) -> tuple[set[str], dict[str, Any]]:
+    bfp = {r["fingerprint"]: r for r in base_rows}
+    cfp = {r["fingerprint"]: r for r in cand_rows}
+    bname = {r["harness"]: fp for fp, r in bfp.items()}
+    cname = {r["harness"]: fp for fp, r in cfp.items()}
+    common = set(bfp) & set(cfp)
+    redefined = sorted(n for n in set(bname) & set(cname) if bname[n] != cname[n])
+    added = sorted(cfp[fp]["harness"] for fp in set(cfp) - set(bfp) if cfp[fp]["harness"] not in redefined)
+    removed = sorted(bfp[fp]["harness"] for fp in set(bfp) - set(cfp) if bfp[fp]["harness"] not in redefined)
+    return common, {"base": len(bfp), "candidate": len(cfp), "compared": len(common), "added": added,
+                    "removed": removed, "redefined": redefined}
+
+
+def report(base_run: Mapping[str, Any], base_rows: Sequence[Row], cand_run: Mapping[str, Any],
+           cand_rows: Sequence[Row], history: Sequence[RunRows] | None = None, threshold: float = 0.2, *,
+           drift_factor: float = 4.0, z: float = 4.0, alpha: float = 0.05, min_history: int = 5,
+           include_noise: bool = False) -> dict[str, Any]:
+    """Compare ``cand`` with ``base``: status flips, numeric drift, performance, flaky results.
+
+    Args:
+      base_run, cand_run: ``queries.run_dict`` of each run (needs ``id`` and ``environment``).
+      base_rows, cand_rows: ``queries.results`` of each run.
+      history: other runs as (run dict, rows) pairs, any order; base and candidate may be
+        among them. Runs after the candidate are ignored. Performance uses the runs up to
+        the base; flakiness uses all of them.
+      threshold: the relative change a performance number must exceed (0.2 = 20%).
+      drift_factor: how much an error metric must grow inside tolerance to count.
+      z, alpha, min_history: the performance tests' thresholds (see ``farm.analysis.perf``).
+      include_noise: also list performance results judged noise or insufficient data.
+
+    Returns:
+      A JSON-able dict, findings worst first and grouped by primitive (see README in
+      ``farm/analysis/__init__.py``).
+    """
+    settings = perf_mod.Settings(threshold=threshold, alpha=alpha, z=z, min_history=min_history)
+    bid, cid = base_run["id"], cand_run["id"]
+    runs: dict[Any, RunRows] = {}
+    for run, rows in history or ():
+        if run["id"] not in (bid, cid) and (run["id"] is None or cid is None or run["id"] < cid):
+            runs[run["id"]] = (run, rows)
+    runs[bid] = (base_run, base_rows)
+    runs[cid] = (cand_run, cand_rows)
+    ordered = [runs[i] for i in sorted(runs, key=lambda i: (i is None, i))]
+    idx = {run["id"]: index(rows) for run, rows in ordered}
+    upto_base = [run["id"] for run, _ in ordered if run["id"] == bid or (run["id"] is not None and bid is not None
+                                                                         and run["id"] < bid)]
+    before_cand = [run["id"] for run, _ in ordered if run["id"] != cid]
+
+    b, c = idx[bid], idx[cid]
+    common, harnesses = _harnesses(base_rows, cand_rows)
+    flaky = flaky_results(ordered)
+
+    findings: list[dict] = []
+    # status flips
+    for f in flips_mod.flips(b, c, common):
+        fk = flaky.get((f["fingerprint"], f["platform"], f["stage"]))
+        if fk:
+            f["flaky"] = {"rate": fk["rate"], "runs": fk["runs"]}
+            f["regression"] = False
+        findings.append(f)
+    # numeric drift and performance, on results both runs have
+    perf_counts: dict[str, int] = defaultdict(int)
+    for k in sorted(set(b) & set(c)):
+        if k[0] not in common:
+            continue
+        br, cr = b[k], c[k]
+        d = drift_mod.drift(br, cr, [idx[i].get(k) for i in before_cand], factor=drift_factor)
+        if d:
+            findings.append(d)
+        hist = [(i, idx[i].get(k)) for i in upto_base]
+        for v in perf_mod.compare_rows(br, cr, hist, settings):
+            perf_counts[v["verdict"]] += 1
+            if v["verdict"] in ("regression", "improvement") or include_noise:
+                findings.append({"kind": "perf", "regression": v["verdict"] == "regression",
+                                 "harness": cr["harness"], "fingerprint": k[0], "primitive": cr["primitive"],
+                                 "dtype": cr["dtype"], "platform": k[1], "stage": k[2], **v})
+    # flaky results of harnesses the candidate ran
+    cand_fps = {r["fingerprint"] for r in cand_rows}
+    names = {r["fingerprint"]: r for r in cand_rows}
+    for k, fk in sorted(flaky.items()):
+        if k[0] in cand_fps:
+            r = names[k[0]]
+            findings.append({"kind": "flaky", "regression": False, "harness": r["harness"], "fingerprint": k[0],
+                             "primitive": r["primitive"], "dtype": r["dtype"], "platform": k[1], "stage": k[2],
+                             **fk})
+
+    for f in findings:
+        f["severity"] = round(_severity(f), 3)
+    findings.sort(key=lambda f: (-f["severity"], f["harness"], f["platform"], f["stage"], f.get("metric", "")))
+
+    groups: dict[str, list[dict]] = defaultdict(list)
+    for f in findings:
+        groups[f["primitive"]].append(f)
+    primitives = [{"primitive": p, "worst": fs[0]["severity"], "regressions": sum(f["regression"] for f in fs),
+                   "harnesses": sorted({f["harness"] for f in fs}), "findings": fs}
+                  for p, fs in groups.items()]
+    primitives.sort(key=lambda g: (-g["worst"], g["primitive"]))
+
+    regressions = {kind: sorted({f["harness"] for f in findings if f["regression"] and
+                                 (f["kind"] == kind)}) for kind in KINDS}
+    by_change: dict[str, int] = defaultdict(int)
+    for f in findings:
+        if f["kind"] == "status":
+            by_change[f["change"]] += 1
+        elif f["kind"] == "numeric":
+            by_change[f["verdict"]] += 1
+    summary = {**{k: by_change.get(k, 0) for k in flips_mod.KINDS}, **{k: by_change.get(k, 0) for k in drift_mod.VERDICTS},
+               "perf": {v: perf_counts.get(v, 0) for v in perf_mod.VERDICTS},
+               "flaky": sum(f["kind"] == "flaky" for f in findings),
+               "results_compared": sum(1 for k in set(b) & set(c) if k[0] in common)}
+    return {
+        "format_version": FORMAT_VERSION,
+        "base": run_brief(base_run),
+        "candidate": run_brief(cand_run),
+        "environment": _environment(base_run, cand_run),
+        "settings": {"threshold": threshold, "drift_factor": drift_factor, "z": z, "alpha": alpha,
+                     "min_history": min_history, "history_runs": len(ordered) - (1 if bid == cid else 2)},
+        "harnesses": harnesses,
+        "summary": summary,
+        "regressions": regressions,
+        "primitives": primitives,
+        "findings": findings,
+    }
+
+
+def failing(rep: Mapping[str, Any], kinds: Sequence[str] = ("status", "numeric")) -> dict[str, list[str]]:
+    """The harnesses with a regression of each chosen kind (empty when none): a CI gate.
+
+    >>> failing({"regressions": {"status": ["a"], "numeric": [], "perf": ["b"]}}, ["status", "numeric"])
+    {'status': ['a']}
+    """
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown:
+        raise ValueError(f"unknown regression kind {unknown[0]!r} (valid: {', '.join(KINDS)})")
+    return {k: list(rep["regressions"].get(k, [])) for k in kinds if rep["regressions"].get(k)}

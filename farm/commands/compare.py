@@ -1,0 +1,81 @@
+"""farm compare: what changed between two runs (status, numerics, performance, flakiness)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from farm.commands import add_db, store_from
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("compare", help="compare a candidate run with a base run; exit 1 on regressions",
+                       description="Status flips, numeric drift, performance changes and flaky results of "
+                                   "CAND relative to BASE, worst first and grouped by primitive. Exits 1 when "
+                                   "a regression of a --fail-on kind is present.")
+    p.add_argument("base", help="base run: id, name, latest or previous")
+    p.add_argument("cand", help="candidate run: id, name, latest or previous")
+    p.add_argument("--format", choices=("text", "md", "json"), default="text")
+    p.add_argument("--fail-on", default="status,numeric",
+                   help="regression kinds that make the exit status 1 (comma list of status,numeric,perf; "
+                        "'none' never fails)")
+    p.add_argument("--threshold", type=float, default=0.2,
+                   help="relative change a performance number must exceed (default 0.2 = 20%%)")
+    p.add_argument("--history", type=int, default=20, metavar="N",
+                   help="earlier runs to use for performance history and flakiness (default 20)")
+    p.add_argument("--all", action="store_true", help="also list performance results judged noise")
+    add_db(p)
+    p.set_defaults(func=run)
+
+
+def fail_kinds(text: str) -> list[str]:
+    from farm.analysis import KINDS
+    from farm.errors import ConfigError
+
+    kinds = [k.strip() for k in text.split(",") if k.strip() and k.strip() != "none"]
+    bad = [k for k in kinds if k not in KINDS]
+    if bad:
+        raise ConfigError(f"--fail-on: unknown kind {bad[0]!r} (valid: {', '.join(KINDS)}, none)")
+    return kinds
+
+
+def load(store, base: str, cand: str, history: int) -> tuple:  # noqa: ANN001
+    """(base run dict, base rows, cand run dict, cand rows, history) from the store."""
+    from sqlalchemy import select
+
+    from farm.store import queries
+    from farm.store.models import Run
+
+    with store.session() as s:
+        b = queries.resolve_run(s, base)
+        c = queries.resolve_run(s, cand)
+        hist = []
+        if history > 0:
+            ids = s.scalars(select(Run.id).where(Run.id < c.id, Run.id != b.id)
+                            .order_by(Run.id.desc()).limit(history)).all()
+            for rid in ids:
+                r = s.get(Run, rid)
+                hist.append((queries.run_dict(s, r, with_counts=False), queries.results(s, rid)))
+        return (queries.run_dict(s, b, with_counts=False), queries.results(s, b.id),
+                queries.run_dict(s, c, with_counts=False), queries.results(s, c.id), hist)
+
+
+def run(args: argparse.Namespace) -> int:
+    from farm.analysis import failing, render_markdown, render_text, report
+
+    kinds = fail_kinds(args.fail_on)
+    base_run, base_rows, cand_run, cand_rows, hist = load(store_from(args), args.base, args.cand, args.history)
+    rep = report(base_run, base_rows, cand_run, cand_rows, hist, threshold=args.threshold,
+                 include_noise=args.all)
+    if args.format == "json":
+        print(json.dumps(rep, indent=1, default=str))
+    elif args.format == "md":
+        print(render_markdown(rep))
+    else:
+        print(render_text(rep))
+    bad = failing(rep, kinds)
+    if bad:
+        print("farm: regressions (" + "; ".join(f"{k}: {', '.join(v)}" for k, v in bad.items()) + ")",
+              file=sys.stderr)
+        return 1
+    return 0
