@@ -43,7 +43,8 @@ def url_filters() -> dict[str, str]:
 
 
 def page_args(size: int = PAGE_SIZE) -> tuple[int, int, int]:
-    """(page, limit, offset) from ``?page=`` (1-based)."""
+    """(page, limit, offset) from ``?page=`` (1-based); app config PAGE_SIZE overrides ``size``."""
+    size = current_app.config.get("PAGE_SIZE") or size
     try:
         page = max(1, int(request.args.get("page", "1")))
     except ValueError:
