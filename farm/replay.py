@@ -307,6 +307,11 @@ def select_exports(exports: Iterable[StoredExport], primitive: Sequence[str] = (
 def replay_one(session: Session, item: StoredExport, *, today: dt.date, platform: str = "cpu",
                n_devices: int = 1) -> Replayed:
     """Replay one stored export; every failure becomes a record, never an exception."""
+    return _replay_one(session, item, today=today, platform=platform, n_devices=n_devices)[0]
+
+
+def _replay_one(session: Session, item: StoredExport, *, today: dt.date, platform: str,
+                n_devices: int) -> tuple[Replayed, list[np.ndarray] | None]:
     import time
 
     from farm.store.models import ArtifactRow
@@ -324,19 +329,22 @@ def replay_one(session: Session, item: StoredExport, *, today: dt.date, platform
                         error=error and error[:1000], detail=detail, metrics=metrics or {},
                         facts={**facts, "judged": judged, "reason": reason}, artifact=item.export_sha)
 
+    def stop(*a: Any, **kw: Any) -> tuple[Replayed, None]:
+        return done(*a, **kw), None
+
     try:
         _, blob = _get(session, item.export_sha)
         platforms = tuple(meta.get("platforms") or ())
         if platforms and platform not in platforms:
-            return done("not_runnable_here", reason="platform",
+            return stop("not_runnable_here", reason="platform",
                         error=f"exported for {platforms}, this host runs {platform}")
         if int(meta.get("nr_devices") or 1) > n_devices:
-            return done("not_runnable_here", reason="devices",
+            return stop("not_runnable_here", reason="devices",
                         error=f"needs {meta.get('nr_devices')} devices, this host has {n_devices}")
         io_sha = item.io_sha or meta.get("io")
         facts["io"] = io_sha
         if not io_sha:
-            return done("skipped", reason="no_io", error="no stored inputs/outputs for this export "
+            return stop("skipped", reason="no_io", error="no stored inputs/outputs for this export "
                         "(the sweep did not link its io artifact)")
         _, io_data = _get(session, io_sha)
         inputs, expected = read_io(io_data)
@@ -347,16 +355,51 @@ def replay_one(session: Session, item: StoredExport, *, today: dt.date, platform
             facts["custom_calls"] = _custom_call_facts(custom_calls_of(exported))
         actual = call(exported, inputs)
     except (ArtifactCorrupt, ArtifactNotFound, UnknownFormatVersion, ReplayError) as e:
-        return done("error", error=str(e), error_type=type(e).__name__, reason=_reason_of(e))
+        return stop("error", error=str(e), error_type=type(e).__name__, reason=_reason_of(e))
     except Exception as e:  # the artifact does not run on this jax: that is the finding
         import traceback
 
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        return done("error", error=first, error_type=type(e).__name__, reason=_reason_of(e),
+        return stop("error", error=first, error_type=type(e).__name__, reason=_reason_of(e),
                     detail="".join(traceback.format_exception(type(e), e, e.__traceback__))[-20000:])
     status, judged, reason, err, metrics = judge(actual, expected, str(item.harness.get("primitive", "")))
     return done(status, error=err, error_type="Mismatch" if status == "fail" else None, reason=reason,
-                judged=judged, metrics=metrics)
+                judged=judged, metrics=metrics), actual
+
+
+def against_today(harness: dict[str, Any], replayed: list[np.ndarray], platform: str = "cpu") -> Replayed | None:
+    """Today's jit of the same harness (if the catalog still has its fingerprint), run on
+    the same inputs, against the replayed outputs: stage ``replay_today``."""
+    import time
+
+    import jax
+
+    from farm import catalog
+    from farm.stages import trace
+    from farm.stages.record import failure
+
+    try:
+        h = next((h for h in catalog.load(harness.get("catalog", "farm"))
+                  if h.fingerprint == harness.get("fingerprint")), None)
+    except FarmError:
+        h = None
+    if h is None:
+        return None
+    t0 = time.perf_counter()
+    try:
+        with jax.enable_x64(h.needs_x64):
+            tr = trace.run(h, h.make_args())
+            if not tr.ok:
+                return Replayed("replay_today", platform, "error", error_type=tr.error_type,
+                                error=f"today's trace failed: {tr.error}", facts={"against": "today"})
+            _, jf, dyn = tr.handle
+            today = [np.asarray(x) for x in jax.tree_util.tree_leaves(jf(*dyn))]
+    except Exception as e:
+        return failure(Replayed, "replay_today", platform, e, time.perf_counter() - t0, facts={"against": "today"})
+    status, judged, reason, err, metrics = judge(replayed, today, str(harness.get("primitive", "")))
+    return Replayed("replay_today", platform, status, time.perf_counter() - t0, error=err,
+                    error_type="Mismatch" if status == "fail" else None, metrics=metrics,
+                    facts={"against": "today", "judged": judged, "reason": reason})
 
 
 def _get(session: Session, sha: str) -> tuple[Any, bytes]:
@@ -654,8 +697,12 @@ class ReplayReport:
 
 
 def replay(session: Session, items: Sequence[StoredExport], *, env: dict[str, Any], today: dt.date | None = None,
-           name: str | None = None, filters: dict[str, Any] | None = None, catalog: str = "farm") -> ReplayReport:
-    """Replay ``items`` into a new run of kind ``replay`` (caller commits)."""
+           name: str | None = None, filters: dict[str, Any] | None = None, catalog: str = "farm",
+           today_lowering: bool = False) -> ReplayReport:
+    """Replay ``items`` into a new run of kind ``replay`` (caller commits).
+
+    ``today_lowering``: also run today's jit of each harness still in the catalog and
+    compare it with the replayed outputs (a ``replay_today`` record)."""
     import jax
 
     from farm.pipeline import Outcome
@@ -671,10 +718,15 @@ def replay(session: Session, items: Sequence[StoredExport], *, env: dict[str, An
     writer = writes.Writer(session, run, hids)
     done: list[tuple[StoredExport, Replayed]] = []
     for it in items:
-        rec = replay_one(session, it, today=today, platform=platform, n_devices=n_devices)
+        rec, actual = _replay_one(session, it, today=today, platform=platform, n_devices=n_devices)
         done.append((it, rec))
-        writer.write([Outcome(it.harness["fingerprint"], it.harness["name"], [rec], [], rec.seconds)],
-                     worker="replay")
+        records: list[Record] = [rec]
+        if today_lowering and actual is not None:
+            extra = against_today(it.harness, actual, platform)
+            if extra is not None:
+                records.append(extra)
+        writer.write([Outcome(it.harness["fingerprint"], it.harness["name"], records, [],
+                              sum(r.seconds for r in records))], worker="replay")
     stats = {"replayed": len(done), "counts": ReplayReport(run.id, run.name, done).counts()}
     writes.finish_run(session, run, "finished", stats)
     session.flush()

@@ -285,3 +285,32 @@ def test_judge_exact_and_tolerance():
 def test_coverage_is_pure():
     cov = replay.coverage({"a", "b", "c"}, [(("a",), "ok"), (("b",), "error")])
     assert cov == {"seen": ["a", "b", "c"], "covered": ["a"], "uncovered": ["b", "c"], "uncovered_but_tested": ["b"]}
+
+
+# ---------------------------------------------------------------- a real pipeline's artifacts
+def test_pipeline_artifacts_replay_and_compare_with_today(store):
+    """Artifacts as farm.pipeline stores them (io linked on the execute record), replayed and
+    compared with today's jit of the same catalog harness."""
+    import jax.numpy as jnp
+
+    from farm import catalog, pipeline
+    from farm.store.environment import describe
+
+    h = catalog.define("test", "tanh", lambda x: jnp.tanh(x), [catalog.RandArg((5,), "float32")],
+                       dtype="float32", catalog="replaytest")
+    o = pipeline.run_harness(h, pipeline.Options(platforms=("cpu",), crossexec=False, repeats=1))
+    io_sha = next(a.sha256 for a in o.artifacts if a.kind == "io")
+    o.records = [r.with_status(r.status, artifact=io_sha) if (r.stage, r.platform) == ("execute", "cpu") else r
+                 for r in o.records]
+    _sweep(store, [(h.describe(), o)], name="pipeline-sweep")
+    with store.session() as s:
+        items = replay.from_run(s, "pipeline-sweep")
+        report = replay.replay(s, items, env=describe(), today=TODAY, today_lowering=True)
+    (item, rec), = report.items
+    assert item.io_sha == io_sha and rec.status == "ok" and rec.facts["judged"] == "exact"
+    assert rec.facts["custom_calls"] == []
+    from farm.store import queries
+
+    with store.session() as s:
+        rows = {r["stage"]: r for r in queries.results(s, report.run_id)}
+    assert rows["replay_today"]["status"] == "ok"

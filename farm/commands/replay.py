@@ -18,6 +18,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="import JAX's back-compat test data (shipped in the wheel) and replay it")
     p.add_argument("--primitive", help="only these primitives (comma list)")
     p.add_argument("--dtype", help="only these dtypes (comma list)")
+    p.add_argument("--against-today", action="store_true",
+                   help="also run today's jit of each harness still in the catalog and compare")
     p.add_argument("--name", dest="run_name", help="name of the replay run")
     p.add_argument("--today", metavar="DATE", help="date to measure artifact age from (default: today)")
     p.add_argument("--format", choices=("text", "json"), default="text")
@@ -63,7 +65,8 @@ def replay_cmd(args: argparse.Namespace) -> int:
             raise FarmError("no stored export artifacts match (a sweep stores them when it exports; "
                             "try --jax-backcompat)")
         report = replay.replay(s, items, env=describe(), today=today, name=args.run_name,
-                               filters={**filters, **source}, catalog=catalog)
+                               filters={**filters, **source}, catalog=catalog,
+                               today_lowering=args.against_today)
         if args.jax_backcompat:
             seen = replay.census_custom_calls(s, "cpu")
             report.coverage = replay.coverage(
