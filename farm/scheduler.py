@@ -122,6 +122,7 @@ def ray_init(address: str | None, workers: int | None) -> tuple[bool, int]:
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
     if address:
+        _check_reachable(address)
         try:
             ray.init(address=address, log_to_driver=False, configure_logging=False)
         except Exception as e:
@@ -136,6 +137,22 @@ def ray_init(address: str | None, workers: int | None) -> tuple[bool, int]:
              configure_logging=False, resources={"cpu_slot": n},
              runtime_env={"env_vars": {"PYTHONPATH": os.environ["PYTHONPATH"]}})
     return True, n
+
+
+def _check_reachable(address: str, timeout: float = 3.0) -> None:
+    """Ray retries an unreachable head for minutes; say so in seconds instead."""
+    import socket
+
+    if address in ("auto", "local") or "://" in address and not address.startswith("ray://"):
+        return
+    hostport = address.removeprefix("ray://")
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        raise ClusterError(f"bad Ray address {address!r} (expected HOST:PORT, e.g. 127.0.0.1:6379)")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as e:
+        raise ClusterError(f"cannot join Ray cluster at {address!r}: nothing answers there ({e.strerror or e})") from None
 
 
 def check_feasible(run_on: tuple[str, ...]) -> None:

@@ -1,0 +1,162 @@
+"""Sweeps on a real local Ray cluster: results stored, faults isolated, workers replaced,
+interrupted sweeps resumed, impossible requests refused up front."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from sqlalchemy import func, select
+
+from farm import catalog
+from farm.errors import Infeasible
+from farm.pipeline import Options
+from farm.scheduler import SweepConfig, sweep
+from farm.store import open_store, queries
+from farm.store.models import OutcomeRow, ResultRow
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+pytestmark = pytest.mark.slow
+
+
+def select_(**kw) -> list[catalog.Harness]:  # noqa: ANN003
+    return catalog.select(catalog.Filters.parse(**kw))
+
+
+def test_sweep_stores_every_stage(ray_local, sqlite_url) -> None:  # noqa: ANN001
+    store = open_store(sqlite_url)
+    hs = select_(primitive="sin,exp,add", dtype="float32,int32")
+    run, stats = sweep(store, hs, options=Options(), catalog="farm", filters={}, config=SweepConfig(workers=2))
+    assert stats.done == len(hs) and stats.crashed == 0
+    with store.session() as s:
+        rows = queries.results(s, run.id)
+        r = queries.resolve_run(s, "latest")
+        assert r.status == "finished"
+    stages = {(x["stage"], x["platform"]) for x in rows}
+    for p in ("cpu", "cuda", "rocm", "tpu"):
+        assert ("lower", p) in stages and ("census", p) in stages
+    assert {("export", "export"), ("serialize", "export"), ("compile", "cpu"), ("execute", "cpu"),
+            ("compare", "cpu"), ("crossexec", "tpu")} <= stages
+    assert {x["status"] for x in rows} == {"ok"}
+    assert len({x["harness"] for x in rows}) == len(hs)
+    # a second sweep in the same environment reuses every result (result cache)
+    run2, stats2 = sweep(store, hs, options=Options(), catalog="farm", filters={}, config=SweepConfig(workers=2))
+    assert stats2.cached == len(hs) and stats2.done == 0
+    with store.session() as s:
+        assert len(queries.results(s, run2.id)) == len(rows)
+
+
+def test_crash_and_hang_are_isolated(ray_local, sqlite_url) -> None:  # noqa: ANN001
+    store = open_store(sqlite_url)
+    hs = catalog.select(catalog.Filters(catalog="planted", modules=("harnesses.planted",)))
+    cfg = SweepConfig(workers=2, batch=2, modules=("harnesses.planted",), startup_s=60)
+    run, stats = sweep(store, hs, options=Options(platforms=("cpu",)), catalog="planted", filters={}, config=cfg)
+    with store.session() as s:
+        worst = dict(s.execute(select(OutcomeRow.harness_id, OutcomeRow.worst).where(OutcomeRow.run_id == run.id)).all())
+        names = {h.id: h.name for h in s.scalars(select(__import__("farm.store.models", fromlist=["HarnessRow"]).HarnessRow))}
+    by_name = {names[k]: v for k, v in worst.items()}
+    assert by_name["planted_abort.abort_float32_4"] == "crashed"
+    assert by_name["planted_hang.hang_float32_4"] == "timeout"
+    assert {v for k, v in by_name.items() if k.startswith("planted_ok")} == {"ok"}
+    assert stats.crashed == 1 and stats.timeouts == 1 and len(by_name) == len(hs)
+
+
+def test_run_on_missing_device_is_refused_up_front(ray_local, sqlite_url) -> None:  # noqa: ANN001
+    store = open_store(sqlite_url)
+    t0 = time.monotonic()
+    with pytest.raises(Infeasible, match="gpu"):
+        sweep(store, select_(primitive="sin", dtype="float32"), options=Options(run_on=("gpu",)), catalog="farm",
+              filters={}, config=SweepConfig(workers=2))
+    assert time.monotonic() - t0 < 10
+
+
+def _worker_pids() -> list[int]:
+    out = subprocess.run(["pgrep", "-f", "ray::HarnessWorker"], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+def test_worker_killed_mid_sweep_loses_nothing(ray_local, sqlite_url) -> None:  # noqa: ANN001
+    store = open_store(sqlite_url)
+    hs = select_(family="elementwise_unary", dtype="float32,float64")
+    result: dict = {}
+
+    def go() -> None:
+        result["run"], result["stats"] = sweep(store, hs, options=Options(platforms=("cpu", "tpu")), catalog="farm",
+                                               filters={}, config=SweepConfig(workers=2, batch=4), force=True)
+
+    t = threading.Thread(target=go)
+    t.start()
+    killed = None
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and killed is None:
+        time.sleep(0.5)
+        with store.session() as s:
+            n = s.scalar(select(func.count()).select_from(OutcomeRow)) or 0
+        pids = _worker_pids()
+        if n >= 5 and pids:
+            killed = pids[0]
+            os.kill(killed, signal.SIGKILL)
+    t.join(300)
+    assert killed is not None, "never saw a worker to kill"
+    stats = result["stats"]
+    assert stats.workers_replaced >= 1
+    with store.session() as s:
+        run_id = result["run"].id
+        worst = s.execute(select(OutcomeRow.worst).where(OutcomeRow.run_id == run_id)).scalars().all()
+        dup = s.scalar(select(func.count()).select_from(ResultRow).where(ResultRow.run_id == run_id)) or 0
+        distinct = len(set(s.execute(select(ResultRow.harness_id, ResultRow.platform, ResultRow.stage)
+                                     .where(ResultRow.run_id == run_id)).all()))
+    assert len(worst) == len(hs)
+    assert "crashed" not in worst  # the harness under the killed worker was retried alone and passed
+    assert dup == distinct
+
+
+def test_killed_driver_resumes_without_redoing(tmp_path) -> None:  # noqa: ANN001
+    """Kill the whole `farm sweep` process group mid-way; --resume finishes the same run."""
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    farm = [sys.executable, "-m", "farm"]
+    args = ["sweep", "--db", db, "--family", "elementwise_binary", "--dtype", "float32,int32,float64",
+            "--platforms", "cpu,tpu", "--workers", "2", "--batch", "2", "--name", "killme"]
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    p = subprocess.Popen(farm + args, cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 180
+    done_before = 0
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        if os.path.exists(tmp_path / "r.db"):
+            try:
+                store = open_store(db, upgrade=False)
+                with store.session() as s:
+                    done_before = s.scalar(select(func.count()).select_from(OutcomeRow)) or 0
+                store.dispose()
+            except Exception:
+                continue
+            if done_before >= 6:
+                break
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait(30)
+    time.sleep(2)
+    store = open_store(db)
+    with store.session() as s:
+        done_before = s.scalar(select(func.count()).select_from(OutcomeRow))
+        total = queries.resolve_run(s, "killme").total
+        first_ids = set(s.execute(select(ResultRow.id)).scalars())
+    assert 0 < done_before < total
+    r = subprocess.run(farm + ["sweep", "--db", db, "--resume", "killme", "--workers", "2"], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert f"{done_before} done" in r.stderr
+    with store.session() as s:
+        run = queries.resolve_run(s, "killme")
+        assert run.status == "finished"
+        n_out = s.scalar(select(func.count()).select_from(OutcomeRow).where(OutcomeRow.run_id == run.id))
+        rows = s.execute(select(ResultRow.id, ResultRow.harness_id, ResultRow.platform, ResultRow.stage)
+                         .where(ResultRow.run_id == run.id)).all()
+    assert n_out == total
+    assert len(rows) == len({(h, p_, st) for _, h, p_, st in rows})
+    assert first_ids <= {r_[0] for r_ in rows}  # nothing finished before the kill was rewritten
