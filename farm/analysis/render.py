@@ -6,8 +6,10 @@ from typing import Any
 
 
 def _num(v: Any, unit: str = "") -> str:
-    if isinstance(v, str) or v is None:
-        return str(v)
+    if v is None:
+        return "-"
+    if isinstance(v, str):
+        return v
     if unit == "s":
         if abs(v) < 1e-3:
             return f"{v * 1e6:.0f}µs"

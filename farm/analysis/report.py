@@ -16,7 +16,7 @@ from farm.analysis import drift as drift_mod
 from farm.analysis import flips as flips_mod
 from farm.analysis import perf as perf_mod
 from farm.analysis.flaky import flaky as flaky_results
-from farm.analysis.rows import Key, Row, env_fingerprint, index, run_brief
+from farm.analysis.rows import Row, env_fingerprint, index, run_brief
 
 FORMAT_VERSION = 1
 #: The kinds of regression ``--fail-on`` can name.

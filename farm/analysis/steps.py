@@ -106,7 +106,7 @@ def detect_steps(series: Sequence[float], *, log: bool = False, beta: float = BE
       sigma: the noise level (in fitted units); estimated from the series if None.
 
     >>> [s.level for s in detect_steps([1, 1, 1, 1, 5, 5, 5, 5])]
-    [1, 5]
+    [1.0, 5.0]
     """
     ys = [math.log(v) for v in series] if log else [float(v) for v in series]
     n = len(ys)
