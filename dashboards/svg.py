@@ -16,9 +16,11 @@ STATUS_COLOURS = {"ok": "#4caf50", "fail": "#e53935", "error": "#c62828", "crash
                   "skipped": "#cfd8dc", "not_runnable_here": "#e0e0e0"}
 
 
-def _nice(v: float) -> str:
+def _nice(v: float, unit: str = "") -> str:
     if v == 0:
         return "0"
+    if unit == "s":
+        return f"{v * 1e6:.3g} µs" if v < 1e-3 else f"{v * 1e3:.3g} ms" if v < 1 else f"{v:.3g} s"
     if abs(v) >= 1000 or abs(v) < 1e-2:
         return f"{v:.1e}"
     return f"{v:.3g}"
@@ -32,8 +34,10 @@ def line_chart(series: dict[str, list[float | None]], xlabels: list[str], title:
     vals = [v for s in series.values() for v in s if v is not None and math.isfinite(v)]
     parts = [f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
              f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}">',
-             f'<text x="{left}" y="14" class="ct">{escape(title)}{" (" + str(escape(unit)) + ")" if unit else ""}'
+             f'<text x="{left}" y="14" class="ct">{escape(title)}{" (" + str(escape(unit)) + ")" if unit and unit != "s" else ""}'
              f'</text>']
+    unit = unit.strip()
+    suffix = "" if unit in ("", "s") else f" {escape(unit)}"
     if not vals:
         parts.append(f'<text x="{left}" y="{top + ph / 2}" class="cn">no data</text></svg>')
         return Markup("".join(parts))
@@ -49,7 +53,7 @@ def line_chart(series: dict[str, list[float | None]], xlabels: list[str], title:
     for frac in (0, 0.5, 1):
         yy = top + ph - ph * frac
         parts.append(f'<line x1="{left}" x2="{left + pw}" y1="{yy:.1f}" y2="{yy:.1f}" class="grid"/>'
-                     f'<text x="{left - 4}" y="{yy + 4:.1f}" class="ax" text-anchor="end">{_nice(hi * frac)}</text>')
+                     f'<text x="{left - 4}" y="{yy + 4:.1f}" class="ax" text-anchor="end">{_nice(hi * frac, unit)}</text>')
     step = max(1, len(xlabels) // 6)
     for i, lab in enumerate(xlabels):
         if i % step == 0 or i == len(xlabels) - 1:
@@ -67,7 +71,7 @@ def line_chart(series: dict[str, list[float | None]], xlabels: list[str], title:
                 continue
             seg.append(f"{x(i):.1f},{y(v):.1f}")
             parts.append(f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="2.5" fill="{colour}">'
-                         f'<title>{escape(name)} @ {escape(xlabels[i])}: {_nice(v)}{escape(unit)}</title></circle>')
+                         f'<title>{escape(name)} @ {escape(xlabels[i])}: {_nice(v, unit)}{suffix}</title></circle>')
         if len(seg) > 1:
             parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="1.5" points="{" ".join(seg)}"/>')
         ly = top + 12 * k + 6

@@ -228,7 +228,7 @@ def test_harness_detail_definition_stages_modules_history(client: Any, farm_db: 
     assert stages[("compile", "cpu")]["metrics"]["compile_s"] > 0
     assert d["modules"]["cpu"]["non_stablehlo"] == ["chlo.asin"]
     assert "chlo.asin" in d["modules"]["cpu"]["text"]
-    assert [a["kind"] for a in d["artifacts"]] == ["export"]
+    assert "export" in [a["kind"] for a in d["artifacts"]]
     assert len(d["history"]["runs"]) == 2 and set(d["history"]["compile_s"]) == {"cpu"}
 
 

@@ -103,7 +103,7 @@ def highlight(text: str, extra_ops: list[str] | tuple[str, ...] = (),
         marked |= s3 != s2
         cls = ' class="hl-line"' if marked else ""
         out.append(f'<span{cls}><span class="ln">{n}</span>{s3}</span>')
-    return Markup("\n".join(out))
+    return Markup("".join(out))  # each line is a block span
 
 
 def status_class(status: str | None) -> str:
