@@ -1,8 +1,7 @@
 """Compare: the regression report between two runs, and accepting a regression.
 
-``report`` is the one adapter between the store's rows and the analysis: it uses
-``farm.analysis`` when that package provides a report function, else computes the
-status flips itself. Accepting a flip is the dashboard's only write; it needs the
+``report`` is the one adapter between the store's rows and ``farm.analysis.report``
+(it computes the status flips itself if that package is missing). Accepting a flip is the dashboard's only write; it needs the
 write token and is recorded in the newer run's ``stats["accepted"]``.
 """
 from __future__ import annotations
@@ -22,39 +21,53 @@ def report(base: dict[str, Any], head: dict[str, Any], base_rows: list[dict[str,
            head_rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The regression report between two runs' ``queries.results`` rows.
 
-    Returns ``{"source", "flips": [...], "new": [...], "gone": [...], "summary": {...}}``;
-    each flip is ``{harness, fingerprint, primitive, dtype, platform, stage, before, after,
-    kind (regression|fix|change), error}``."""
+    Uses ``farm.analysis.report`` (status flips, numeric drift, performance) when the
+    package is there, else computes the status flips here. Returns ``{"source", "flips",
+    "findings", "new", "gone", "summary", "analysis"}``; each flip is ``{harness,
+    fingerprint, primitive, dtype, platform, stage, before, after, kind
+    (regression|fix|change), change, error}``; ``findings`` are the analysis's numeric and
+    performance findings (empty without it); ``analysis`` its whole report (or None)."""
     try:
-        from farm.analysis import regression_report  # type: ignore[attr-defined]
+        from farm import analysis
     except ImportError:
-        regression_report = None
-    if callable(regression_report):
-        out = regression_report(base_rows, head_rows)
-        if isinstance(out, dict) and "flips" in out:
-            return {"source": "farm.analysis", **out}
-    key = lambda r: (r["fingerprint"], r["platform"], r["stage"])  # noqa: E731
-    before = {key(r): r for r in base_rows}
-    after = {key(r): r for r in head_rows}
-    flips = []
-    for k, r in after.items():
-        b = before.get(k)
-        if b is None or b["status"] == r["status"]:
-            continue
-        worse = SEVERITY[r["status"]] > SEVERITY[b["status"]]
-        kind = ("regression" if r["status"] in BAD and worse else
-                "fix" if b["status"] in BAD and not worse else "change")
-        flips.append({"harness": r["harness"], "fingerprint": r["fingerprint"], "primitive": r["primitive"],
-                      "dtype": r["dtype"], "platform": r["platform"], "stage": r["stage"], "before": b["status"],
-                      "after": r["status"], "kind": kind, "error": r["error"]})
+        analysis = None
+    flips: list[dict[str, Any]] = []
+    findings: list[dict[str, Any]] = []
+    full = None
+    if analysis is not None:
+        full = analysis.report(base, base_rows, head, head_rows)
+        for f in full["findings"]:
+            if f["kind"] != "status":
+                findings.append(f)
+                continue
+            kind = "regression" if f["regression"] else "fix" if f.get("change") == "fixed" else "change"
+            flips.append({k: f.get(k) for k in ("harness", "fingerprint", "primitive", "dtype", "platform",
+                                                "stage", "change", "error")}
+                         | {"before": f.get("base"), "after": f.get("candidate"), "kind": kind})
+        new, gone = full["harnesses"]["added"], full["harnesses"]["removed"]
+        compared = full["summary"]["results_compared"]
+    else:
+        before = {(r["fingerprint"], r["platform"], r["stage"]): r for r in base_rows}
+        for r in head_rows:
+            b = before.get((r["fingerprint"], r["platform"], r["stage"]))
+            if b is None or b["status"] == r["status"]:
+                continue
+            worse = SEVERITY[r["status"]] > SEVERITY[b["status"]]
+            kind = ("regression" if r["status"] in BAD and worse else
+                    "fix" if b["status"] in BAD and not worse else "change")
+            flips.append({"harness": r["harness"], "fingerprint": r["fingerprint"], "primitive": r["primitive"],
+                          "dtype": r["dtype"], "platform": r["platform"], "stage": r["stage"], "change": None,
+                          "before": b["status"], "after": r["status"], "kind": kind, "error": r["error"]})
+        names = lambda rows: {r["harness"] for r in rows}  # noqa: E731
+        new, gone = sorted(names(head_rows) - names(base_rows)), sorted(names(base_rows) - names(head_rows))
+        compared = len(before.keys() & {(r["fingerprint"], r["platform"], r["stage"]) for r in head_rows})
     order = {"regression": 0, "change": 1, "fix": 2}
     flips.sort(key=lambda f: (order[f["kind"]], f["harness"], f["platform"], f["stage"]))
-    harnesses = lambda rows: {(r["fingerprint"], r["harness"]) for r in rows}  # noqa: E731
-    new = sorted(n for _, n in harnesses(head_rows) - harnesses(base_rows))
-    gone = sorted(n for _, n in harnesses(base_rows) - harnesses(head_rows))
     summary = {k: sum(f["kind"] == k for f in flips) for k in order}
-    summary["compared"] = len(before.keys() & after.keys())
-    return {"source": "dashboard", "flips": flips, "new": new, "gone": gone, "summary": summary}
+    summary["compared"] = compared
+    summary["numeric_or_perf_regressions"] = sum(bool(f.get("regression")) for f in findings)
+    return {"source": "farm.analysis" if full is not None else "dashboard", "flips": flips, "findings": findings,
+            "new": new, "gone": gone, "summary": summary, "analysis": full}
 
 
 def context() -> dict[str, Any]:
