@@ -208,6 +208,11 @@ class Sweep:
         kind = (self.options.run_on or ("cpu",))[0]
         n_slots = max(1, cfg.workers or 1)
         slots = [self._new_actor(kind) for _ in range(min(n_slots, max(1, len(queue))))]
+        target = len(slots)
+        # After a worker dies its slot is refilled only while the cluster has room: when a
+        # node is lost, its slots go and the surviving nodes take the work.
+        lost_at = -1e9
+        last_check = 0.0
         progress = Progress(n, cfg.progress)
         buffer: list[Outcome] = []
         last_commit = time.monotonic()
@@ -234,6 +239,31 @@ class Sweep:
             self.stats.workers_replaced += 1
             return self._new_actor(kind)
 
+        def lose(slot: _Slot) -> None:
+            nonlocal lost_at
+            try:
+                ray.kill(slot.actor, no_restart=True)
+            except Exception:
+                pass
+            lost_at = time.monotonic()
+            return None
+
+        def rebalance() -> None:
+            """Match live workers to the slots the cluster has now (a node may have gone or come)."""
+            nonlocal slots
+            cap = int(ray.cluster_resources().get(SLOT_RESOURCE[kind], 0))
+            # More workers than slots: the newest that never started cannot be placed.
+            for s in [s for s in reversed(slots) if s.fresh and s.count == 0]:  # replacements are appended
+                if len(slots) <= cap:
+                    break
+                requeue_rest(s, s.pos)
+                s.gen = None
+                lose(s)
+                slots.remove(s)
+            while len(slots) < min(target, cap):
+                slots.append(self._new_actor(kind))
+                self.stats.workers_replaced += 1
+
         def requeue_rest(slot: _Slot, after: int) -> None:
             rest = slot.batch[after:]
             if rest:
@@ -249,9 +279,11 @@ class Sweep:
                         slot.gen = slot.actor.run_batch.options(num_returns="streaming").remote(
                             [h.fingerprint for h in batch])
                 active = [s for s in slots if s.gen is not None]
-                if not active:
+                if not active and not queue:
                     break
-                ready, _ = ray.wait([s.gen for s in active], num_returns=1, timeout=0.2)
+                if not active:  # every worker was lost; wait for the cluster to offer slots again
+                    time.sleep(0.2)
+                ready, _ = ray.wait([s.gen for s in active], num_returns=1, timeout=0.2) if active else ([], [])
                 now = time.monotonic()
                 ready_ids = {id(g) for g in ready}
                 for j, slot in enumerate(slots):
@@ -269,7 +301,7 @@ class Sweep:
                             # The worker process died under this harness.
                             if cur is None:
                                 slot.gen = None
-                                slots[j] = replace(slot, "died")
+                                slots[j] = lose(slot)
                                 continue
                             if cur.fingerprint in retry_alone or slot.isolated:
                                 self.stats.crashed += 1
@@ -279,7 +311,7 @@ class Sweep:
                                 retry_alone.add(cur.fingerprint)
                                 queue.appendleft([cur])
                                 requeue_rest(slot, slot.pos + 1)
-                            slots[j] = replace(slot, "crashed")
+                            slots[j] = lose(slot)
                             continue
                         o = Outcome.from_dict(d)
                         if d.get("pid"):
@@ -302,6 +334,14 @@ class Sweep:
                         finish(_outcome_for(cur, "timeout", f"no result after {limit:.0f}s; worker killed"))
                         requeue_rest(slot, slot.pos + 1)
                         slots[j] = replace(slot, "timeout")
+                slots = [s for s in slots if s is not None]
+                if len(slots) < target or now - lost_at < 60.0:
+                    if now - last_check >= 1.0:
+                        last_check = now
+                        rebalance()
+                    if not slots and now - lost_at > cfg.startup_s:
+                        raise ClusterError(f"no node offers {SLOT_RESOURCE[kind]} any more "
+                                           f"({len(queue)} batches left); resume the run when nodes are back")
                 flush()
         except KeyboardInterrupt:
             flush(force=True)
@@ -365,6 +405,9 @@ def sweep(store: Any, harnesses: list[Harness], *, options: Options, catalog: st
         except KeyboardInterrupt:
             status = "interrupted"
             stats = sw.stats
+            raise
+        except Exception:
+            status = "failed"  # e.g. every node lost: not finished, so it can be resumed
             raise
         finally:
             stats = sw.stats
