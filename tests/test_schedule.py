@@ -1,0 +1,257 @@
+"""Scheduled sweeps: config, slots and catch-up, the state file, locks, regression actions.
+
+No Ray here: the sweep itself is replaced by a stub that writes a run row, so each test
+checks one scheduling behaviour in well under a second. tests/test_cluster.py runs the
+real thing on a multi-node cluster.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import secrets
+import threading
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+
+import pytest
+
+from farm import schedule
+from farm.errors import ConfigError
+
+UTC = timezone.utc
+ENV = {"jax_version": "0", "jaxlib_version": "0", "python": "3.11", "host": "test", "device_kinds": ["cpu"],
+       "xla_flags": "", "farm_commit": "test"}
+
+
+def write(tmp_path: Path, body: str, db: str | None = None) -> schedule.Config:
+    p = tmp_path / "farm.toml"
+    db = db or f"sqlite:///{tmp_path / 'farm.db'}"
+    p.write_text(f'[farm]\ndb = "{db}"\n' + body)
+    return schedule.load_config(p)
+
+
+NIGHTLY = """
+[sweep.nightly]
+schedule = "0 2 * * *"
+primitive = ["exp", "sin"]
+dtype = "float32"
+platforms = "cpu"
+baseline = "previous"
+[sweep.nightly.on_regression]
+exit_code = 3
+report = "reports/{run}.md"
+"""
+
+
+# --------------------------------------------------------------------------- config
+def test_config_builds_sweep_args(tmp_path: Path) -> None:
+    cfg = write(tmp_path, NIGHTLY)
+    spec = cfg.sweeps["nightly"]
+    assert spec.run_name(datetime(2026, 1, 2, 2, 0, tzinfo=UTC)) == "nightly-20260102T0200Z"
+    args = spec.sweep_args("nightly-20260102T0200Z")
+    assert args[:3] == ["sweep", "--name", "nightly-20260102T0200Z"]
+    assert ["--primitive", "exp,sin"] == args[args.index("--primitive"):args.index("--primitive") + 2]
+    assert spec.sweep_args("nightly-x", resume=True)[:3] == ["sweep", "--resume", "nightly-x"]
+    assert cfg.state_path == tmp_path / "farm.state.json"
+
+
+@pytest.mark.parametrize("body, message", [
+    ('[sweep.a]\nschedule = "61 * * * *"\n', "not valid cron"),
+    ('[sweep.a]\nprimitive = "exp"\n', "missing schedule"),
+    ('[sweep.a]\nschedule = "* * * * *"\nplatfroms = "cpu"\n', "did you mean 'platforms'"),
+    ('[sweep.a]\nschedule = "* * * * *"\nsubmit = true\n', "needs dashboard"),
+    ("", "no [sweep.NAME] tables"),
+])
+def test_bad_config_is_one_clear_error(tmp_path: Path, body: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        write(tmp_path, body)
+
+
+def test_example_config_parses() -> None:
+    cfg = schedule.load_config(Path(__file__).resolve().parent.parent / "farm.example.toml")
+    assert cfg.sweeps
+
+
+# --------------------------------------------------------------------------- slots
+def test_due_slot_is_the_most_recent_slot_once() -> None:
+    now = datetime(2026, 1, 5, 9, 30, tzinfo=UTC)
+    # three nights missed: only the newest slot runs
+    assert schedule.due_slot("0 2 * * *", now, datetime(2026, 1, 1, 2, 0, tzinfo=UTC)) == \
+        datetime(2026, 1, 5, 2, 0, tzinfo=UTC)
+    assert schedule.due_slot("0 2 * * *", now, datetime(2026, 1, 5, 2, 0, tzinfo=UTC)) is None
+    # a slot at the current minute is due
+    assert schedule.due_slot("30 9 * * *", now, None) == now
+
+
+# --------------------------------------------------------------------------- running
+class FakeSweep:
+    """Stands in for `farm sweep`: records calls and writes a finished run row."""
+
+    def __init__(self, db: str, rc: int = 0) -> None:
+        self.db, self.rc, self.calls = db, rc, []
+
+    def __call__(self, args: list[str], log=None) -> int:  # noqa: ANN001
+        from farm.store import open_store, writes
+
+        self.calls.append(args)
+        if self.rc == 0 and "--name" in args:
+            store = open_store(self.db)
+            with store.session() as s:
+                run = writes.create_run(s, env=ENV, name=args[args.index("--name") + 1])
+                writes.finish_run(s, run, "finished")
+            store.dispose()
+        return self.rc
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeSweep:
+    f = FakeSweep(f"sqlite:///{tmp_path / 'farm.db'}")
+    monkeypatch.setattr(schedule, "run_farm", f)
+    monkeypatch.setattr(schedule, "compare", lambda spec, base, run, log=None: (False, ""))
+    return f
+
+
+def test_run_pending_records_the_slot_and_does_not_repeat_it(tmp_path: Path, fake: FakeSweep) -> None:
+    cfg = write(tmp_path, NIGHTLY)
+    now = datetime(2026, 1, 5, 9, 30, tzinfo=UTC)
+    (r,) = schedule.run_pending(cfg, now=now, log=lambda m: None)
+    assert (r.run, r.status) == ("nightly-20260105T0200Z", "finished")
+    assert schedule.run_pending(cfg, now=now, log=lambda m: None) == []
+    state = json.loads(cfg.state_path.read_text())["sweeps"]["nightly"]
+    assert state["last_slot"].startswith("2026-01-05T02:00") and state["status"] == "finished"
+    assert len(fake.calls) == 1
+
+
+def test_store_is_the_record_without_a_state_file(tmp_path: Path, fake: FakeSweep) -> None:
+    """A CronJob pod has no disk of its own: the run name in the store says the slot is done."""
+    cfg = write(tmp_path, NIGHTLY)
+    now = datetime(2026, 1, 5, 9, 30, tzinfo=UTC)
+    schedule.run_pending(cfg, now=now, log=lambda m: None)
+    cfg.state_path.unlink()
+    (r,) = schedule.run_pending(cfg, now=now, log=lambda m: None)
+    assert r.status == "skipped" and len(fake.calls) == 1
+
+
+def test_an_interrupted_slot_is_resumed(tmp_path: Path, fake: FakeSweep) -> None:
+    from farm.store import open_store, writes
+
+    cfg = write(tmp_path, NIGHTLY)
+    store = open_store(cfg.sweeps["nightly"].db)
+    with store.session() as s:
+        writes.create_run(s, env=ENV, name="nightly-20260105T0200Z")  # left "running"
+    store.dispose()
+    schedule.State(cfg.state_path).update("nightly", last_slot="2026-01-05T02:00:00+00:00", status="running")
+    schedule.run_pending(cfg, now=datetime(2026, 1, 5, 9, 30, tzinfo=UTC), log=lambda m: None)
+    assert fake.calls[0][:3] == ["sweep", "--resume", "nightly-20260105T0200Z"]
+
+
+def test_a_failed_slot_is_not_retried_every_tick(tmp_path: Path, fake: FakeSweep) -> None:
+    fake.rc = 1
+    cfg = write(tmp_path, NIGHTLY)
+    now = datetime(2026, 1, 5, 9, 30, tzinfo=UTC)
+    (r,) = schedule.run_pending(cfg, now=now, log=lambda m: None)
+    assert r.status == "failed" and schedule.exit_code([r]) == 1
+    assert schedule.run_pending(cfg, now=now, log=lambda m: None) == []
+
+
+def test_regression_writes_report_posts_webhook_and_sets_exit_code(tmp_path: Path, fake: FakeSweep,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    got: list[dict] = []
+
+    class Hook(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            got.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *a) -> None:  # noqa: ANN002
+            pass
+
+    srv = HTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        cfg = write(tmp_path, NIGHTLY + f'webhook = "http://127.0.0.1:{srv.server_port}/hook"\n')
+        seen = []
+        monkeypatch.setattr(schedule, "compare",
+                            lambda spec, base, run, log=None: (seen.append((base, run)), (True, "# worse\n"))[1])
+        schedule.run_pending(cfg, now=datetime(2026, 1, 4, 9, 0, tzinfo=UTC), log=lambda m: None)
+        (r,) = schedule.run_pending(cfg, now=datetime(2026, 1, 5, 9, 0, tzinfo=UTC), log=lambda m: None)
+    finally:
+        srv.shutdown()
+    assert seen == [("nightly-20260104T0200Z", "nightly-20260105T0200Z")]  # baseline: the previous run
+    assert (r.status, r.exit_code) == ("regressed", 3)
+    assert Path(r.report).read_text() == "# worse\n" and Path(r.report).parent == tmp_path / "reports"
+    assert got and got[0]["run"] == "nightly-20260105T0200Z" and got[0]["report"] == "# worse\n"
+
+
+def test_compare_missing_is_skipped_with_a_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    msgs: list[str] = []
+    cfg = write(tmp_path, NIGHTLY)
+    assert schedule.compare(cfg.sweeps["nightly"], "a", "b", msgs.append) == (None, "")
+    assert "not available" in msgs[0]
+
+
+# --------------------------------------------------------------------------- locks
+def test_file_lock_keeps_a_second_copy_out(tmp_path: Path) -> None:
+    cfg = write(tmp_path, NIGHTLY)
+    spec = cfg.sweeps["nightly"]
+    with schedule.sweep_lock(spec, tmp_path):
+        with pytest.raises(schedule.AlreadyRunning):
+            with schedule.sweep_lock(spec, tmp_path):
+                pass
+    with schedule.sweep_lock(spec, tmp_path):  # released
+        pass
+
+
+@pytest.mark.postgres
+def test_postgres_advisory_lock_keeps_a_second_copy_out(tmp_path: Path) -> None:
+    psycopg = pytest.importorskip("psycopg")
+    try:
+        psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres", connect_timeout=3).close()
+    except psycopg.OperationalError:
+        pytest.skip("PostgreSQL is not running on 127.0.0.1:5432")
+    body = NIGHTLY.replace("nightly", f"n{secrets.token_hex(4)}")
+    cfg = write(tmp_path, body, db="postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+    spec = next(iter(cfg.sweeps.values()))
+    with schedule.sweep_lock(spec, tmp_path) as what:
+        assert what.startswith("advisory lock")
+        with pytest.raises(schedule.AlreadyRunning):
+            with schedule.sweep_lock(spec, tmp_path):
+                pass
+    with schedule.sweep_lock(spec, tmp_path):
+        pass
+
+
+# --------------------------------------------------------------------------- sweep --submit
+def test_sweep_submit_rebuilds_the_same_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
+    from farm import cli
+
+    sent = {}
+    monkeypatch.setattr(schedule, "submit", lambda args, dashboard: sent.update(args=args, dash=dashboard) or 0)
+    rc = cli.main(["sweep", "--submit", "--dashboard", "http://h:8265", "--db", "postgresql://u@db/farm",
+                   "--primitive", "exp", "--run-on", "cpu", "--repeats", "1", "--no-crossexec", "--name", "r1"])
+    assert rc == 0 and sent["dash"] == "http://h:8265"
+    a = sent["args"]
+    assert a[0] == "sweep" and "--submit" not in a and "--dashboard" not in a
+    for pair in (["--primitive", "exp"], ["--repeats", "1"], ["--name", "r1"], ["--db", "postgresql://u@db/farm"]):
+        assert a[a.index(pair[0]):a.index(pair[0]) + 2] == pair
+    assert "--no-crossexec" in a
+
+
+def test_sweep_submit_refuses_a_relative_sqlite_db(capsys: pytest.CaptureFixture[str]) -> None:
+    from farm import cli
+
+    assert cli.main(["sweep", "--submit", "--dashboard", "http://h:8265", "--db", "sqlite:///farm.db"]) == 2
+    assert "--db the cluster can open" in capsys.readouterr().err
+
+
+def test_commands_are_registered() -> None:
+    from farm import cli
+
+    p = cli.parser()
+    sub = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))
+    assert "schedule" in sub.choices
