@@ -1,0 +1,129 @@
+"""Linear algebra: cholesky, qr, svd, eigh, eig, lu, triangular_solve,
+tridiagonal_solve. Results that are not unique (signs, phases, orderings) are checked
+with invariants (reconstruction and orthogonality errors relative to the input norm);
+the rest against NumPy in float64. Known gaps are Limitations: LAPACK has no f16/bf16
+kernels, and eig has GPU/TPU gaps.
+"""
+import numpy as np
+from jax import lax
+from jax.lax import linalg
+
+from farm.catalog import COMPLEX, CustomArg, Limitation, define, np_dtype
+
+FAMILY = "linalg"
+N = 4
+DTYPES = ("bfloat16", "float16", "float32", "float64", "complex64", "complex128")
+
+NO_HALF_ON_CPU = Limitation("LAPACK has no bf16/f16 kernels: lowering for cpu raises 'Unsupported dtype'",
+                            platforms=("cpu",), dtypes=("bfloat16", "float16"), stage="lower")
+#: Invariant errors of f32-class results are about 1e-6 of the input norm.
+TOL = {"float32": (2e-5, 2e-5), "complex64": (2e-5, 2e-5), "float64": (1e-12, 1e-12),
+       "complex128": (1e-12, 1e-12), "bfloat16": (5e-2, 5e-2), "float16": (5e-3, 5e-3)}
+
+
+def _matrix(dt: str, shape=(N, N), kind: str = "general"):
+    def make(rng: np.random.Generator) -> np.ndarray:
+        a = rng.standard_normal(shape)
+        if dt in COMPLEX:
+            a = a + 1j * rng.standard_normal(shape)
+        if kind == "spd":
+            a = a @ np.conj(a.swapaxes(-1, -2)) + shape[-1] * np.eye(shape[-1])
+        elif kind == "hermitian":
+            a = (a + np.conj(a.swapaxes(-1, -2))) / 2
+        elif kind == "lower":
+            a = np.tril(a) + 3 * np.eye(shape[-1])
+        return a.astype(np_dtype(dt))
+    return CustomArg(f"{kind}_matrix", make, shape, dt)
+
+
+def _rel(err: np.ndarray, a: np.ndarray) -> float:
+    return float(np.linalg.norm(err) / max(np.linalg.norm(a), 1e-30))
+
+
+def _eye_err(q: np.ndarray) -> float:
+    qh = np.conj(q.swapaxes(-1, -2)) @ q
+    return float(np.linalg.norm(qh - np.eye(qh.shape[-1])))
+
+
+def _qr_invariant(a, q, r):
+    q, r = q.astype(a.dtype), r.astype(a.dtype)
+    return max(_rel(q @ r - a, a), _eye_err(q), float(np.abs(np.tril(r, -1)).max(initial=0)))
+
+
+def _svd_invariant(a, u, s, vh):
+    s, u, vh = s.astype(np.float64), u.astype(a.dtype), vh.astype(a.dtype)
+    return max(_rel((u * s[..., None, :]) @ vh - a, a), _eye_err(u), _eye_err(np.conj(vh.swapaxes(-1, -2))),
+               _rel(s - np.linalg.svd(a, compute_uv=False), np.linalg.svd(a, compute_uv=False)))
+
+
+def _eigh_invariant(a, v, w):
+    v, w = v.astype(a.dtype), w.astype(np.float64)
+    return max(_rel(a @ v - v * w[..., None, :], a), _eye_err(v), _rel(w - np.linalg.eigvalsh(a), a))
+
+
+def _eig_invariant(a, w, vl, vr):
+    w, vr = w.astype(np.complex128), vr.astype(np.complex128)
+    return _rel(a @ vr - vr * w[..., None, :], a)
+
+
+def _lu_invariant(a, lu, pivots, perm):
+    lu = lu.astype(a.dtype)
+    l = np.tril(lu, -1) + np.eye(a.shape[-1])
+    u = np.triu(lu)
+    return _rel(a[..., perm, :] - l @ u, a)
+
+
+def _tridiagonal(dt: str, which: str):
+    def make(rng: np.random.Generator) -> np.ndarray:
+        v = rng.uniform(0.5, 1.0, (2, N))
+        if which == "d":
+            v = v + 4.0  # diagonally dominant
+        if which == "dl":
+            v[:, 0] = 0
+        if which == "du":
+            v[:, -1] = 0
+        if dt in COMPLEX:
+            v = v + 0.25j * rng.uniform(-1, 1, v.shape)
+        return v.astype(np_dtype(dt))
+    return CustomArg(f"tridiagonal_{which}", make, (2, N), dt)
+
+
+def _tridiagonal_ref(dl, d, du, b):
+    out = []
+    for k in range(d.shape[0]):
+        m = np.diag(d[k]) + np.diag(dl[k, 1:], -1) + np.diag(du[k, :-1], 1)
+        out.append(np.linalg.solve(m, b[k]))
+    return np.stack(out)
+
+
+#: JAX has no eig lowering rule for TPU; the GPU eig kernels have no bf16/f16 either.
+EIG_TPU = Limitation("no eig lowering for tpu", platforms=("tpu",), stage="lower")
+EIG_HALF_GPU = Limitation("cuda/rocm eig kernels: 'Unsupported dtype' for bf16/f16", platforms=("cuda", "rocm"),
+                          dtypes=("bfloat16", "float16"), stage="lower")
+#: The TPU SVD lowering of complex inputs emits chlo.conj (census, JAX #15608).
+SVD_TPU_CONJ = Limitation("tpu svd of complex lowers to chlo.conj, which crosses the plugin boundary (JAX #15608)",
+                          platforms=("tpu",), dtypes=COMPLEX, stage="census")
+
+
+for dt in DTYPES:
+    lims = [NO_HALF_ON_CPU]
+    tol = TOL[dt]
+    define(FAMILY, "cholesky", lambda a: linalg.cholesky(a), [_matrix(dt, (2, N, N), "spd")], dtype=dt,
+           reference=lambda a: np.linalg.cholesky(a), limitations=lims, tol=tol)
+    define(FAMILY, "qr", lambda a: linalg.qr(a, full_matrices=False), [_matrix(dt, (N + 2, N))], dtype=dt,
+           invariant=_qr_invariant, limitations=lims, tol=tol)
+    define(FAMILY, "svd", lambda a: linalg.svd(a, full_matrices=False), [_matrix(dt, (N + 1, N))], dtype=dt,
+           invariant=_svd_invariant, limitations=lims + [SVD_TPU_CONJ], tol=tol)
+    define(FAMILY, "eigh", lambda a: linalg.eigh(a), [_matrix(dt, (N, N), "hermitian")], dtype=dt,
+           invariant=_eigh_invariant, limitations=lims, tol=tol)
+    define(FAMILY, "eig", lambda a: linalg.eig(a), [_matrix(dt, (N, N))], dtype=dt,
+           invariant=_eig_invariant, limitations=lims + [EIG_TPU, EIG_HALF_GPU], tol=tol)
+    define(FAMILY, "lu", lambda a: linalg.lu(a), [_matrix(dt, (N, N))], dtype=dt, invariant=_lu_invariant,
+           limitations=lims, tol=tol)
+    define(FAMILY, "triangular_solve",
+           lambda a, b: linalg.triangular_solve(a, b, left_side=True, lower=True),
+           [_matrix(dt, (N, N), "lower"), _matrix(dt, (N, 3))], dtype=dt,
+           reference=lambda a, b: np.linalg.solve(a, b), tol=tol)
+    define(FAMILY, "tridiagonal_solve", lambda dl, d, du, b: linalg.tridiagonal_solve(dl, d, du, b),
+           [_tridiagonal(dt, "dl"), _tridiagonal(dt, "d"), _tridiagonal(dt, "du"), _matrix(dt, (2, N, 1))],
+           dtype=dt, reference=_tridiagonal_ref, limitations=lims, tol=tol)
