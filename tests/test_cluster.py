@@ -61,6 +61,8 @@ class LocalCluster:
         self.token = secrets.token_hex(16)
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
+        self.dashboard_port = free_port()
+        self.dashboard = f"http://127.0.0.1:{self.dashboard_port}"
         self.procs: dict[str, subprocess.Popen] = {}
         self.env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": self.token,
                     "RAY_USAGE_STATS_ENABLED": "0", "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
@@ -77,7 +79,8 @@ class LocalCluster:
                f"--dashboard-agent-listen-port={free_port()}", f"--dashboard-agent-grpc-port={free_port()}",
                f"--runtime-env-agent-port={free_port()}", f"--metrics-export-port={free_port()}"]
         if head:
-            cmd += ["--head", f"--port={self.port}", "--include-dashboard=false",
+            cmd += ["--head", f"--port={self.port}", "--include-dashboard=true", "--dashboard-host=127.0.0.1",
+                    f"--dashboard-port={self.dashboard_port}",
                     f"--ray-client-server-port={free_port()}"]
         else:
             cmd += [f"--address={self.address}"]
@@ -200,7 +203,7 @@ db = "{pg_url}"
 address = "{cluster.address}"
 
 [sweep.cluster]
-schedule = "* * * * *"
+schedule = "0 0 * * *"   # the most recent slot (today 00:00 UTC) is due at once: catch-up
 family = "elementwise_unary"
 platforms = "cpu"
 repeats = 1
@@ -264,3 +267,18 @@ batch = 2
     assert p.returncode == 0 and "nothing is due" in p.stderr, p.stderr
     print(f"\n{total} harnesses; n1 killed after {killed_at} results; worker pids n1={sorted(hosts['n1'])} "
           f"n2={sorted(hosts['n2'])}; run stats {stats}")
+
+
+def test_sweep_submit_runs_the_driver_on_the_cluster(cluster: LocalCluster, pg_url: str,
+                                                    timings: dict[str, float]) -> None:
+    """farm sweep --submit: a Ray job whose driver runs on the head, results in PostgreSQL."""
+    t0 = time.monotonic()
+    p = subprocess.run([str(BIN / "farm"), "sweep", "--submit", "--dashboard", cluster.dashboard, "--db", pg_url,
+                        "--primitive", "exp,sin", "--dtype", "float32", "--platforms", "cpu", "--repeats", "1",
+                        "--no-crossexec", "--name", "submitted"], env=cluster.env, capture_output=True, text=True,
+                       cwd=str(ROOT), timeout=300)
+    timings["submitted sweep"] = time.monotonic() - t0
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "SUCCEEDED" in p.stderr
+    rows = _outcomes(pg_url, "submitted")
+    assert len(rows) == 2 and not [w for _, w in rows if w in ("crashed", "timeout")], rows
