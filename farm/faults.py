@@ -54,8 +54,10 @@ def drop_dtype(prim: str, dtype: str) -> None:
     """The primitive no longer lowers for one dtype (on every platform)."""
     from jax._src.interpreters import mlir
 
+    from farm.platforms import LOWERING_PLATFORMS
+
     p = _prim(prim)
-    for platform in ("cpu", "cuda", "rocm", "tpu"):
+    for platform in LOWERING_PLATFORMS:
         orig = _original_rule(p, platform)
 
         def rule(ctx, *args, _orig=orig, **kw):  # noqa: ANN001, ANN202

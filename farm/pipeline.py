@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-import zlib
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -73,6 +72,14 @@ class Outcome:
         return cls(d["fingerprint"], d["name"], [Record.from_dict(r) for r in d["records"]],
                    [Artifact(a["sha256"], a["kind"], a["data"], a.get("meta") or {}) for a in d["artifacts"]],
                    d.get("seconds", 0.0))
+
+    @classmethod
+    def failed(cls, fingerprint: str, name: str, status: str, message: str, *, stage: str = "execute",
+               error_type: str | None = None) -> "Outcome":
+        """An outcome for a harness that never ran through the pipeline (its worker died,
+        hung, or does not know it)."""
+        return cls(fingerprint, name, [Record(stage, "any", status, error_type=error_type or status.capitalize(),
+                                              error=message)])
 
     @property
     def worst(self) -> str:
@@ -201,13 +208,15 @@ def _run(h: Harness, opts: Options) -> tuple[list[Record], list[Artifact]]:
                 arts.append(Artifact(lo.facts["module_sha256"], "module", text, {"platform": p, "stage": "lower"}))
 
     good = tuple(p for p in opts.platforms if lowered[p].ok)
+    serialized: export.Serialized | None = None
     if good:
         ex = export.run(tr, good)
         recs.append(ex.with_status(ex.status, handle=None))
         se = export.serialize(ex)
         recs.append(se.with_status(se.status, handle=None))
         if se.status == "ok":
-            blob, back = se.handle
+            serialized = se
+            blob, _ = se.handle
             arts.append(Artifact(se.artifact, "export", blob, {
                 "platforms": list(good), "calling_convention_version": ex.facts["calling_convention_version"],
                 "jax_version": jax_version(), "format": "jax.export.serialize"}))
@@ -221,8 +230,12 @@ def _run(h: Harness, opts: Options) -> tuple[list[Record], list[Artifact]]:
         if lo is None:
             continue
         c, e = _compile_execute(lo, dyn, opts, "compile")
-        recs += [c, e]
         actual = e.handle if e.ok else None
+        if actual is not None and kind == "cpu":
+            io_art = _io_artifact(dyn, actual)
+            arts.append(io_art)
+            e = e.with_status(e.status, artifact=io_art.sha256)
+        recs += [c, e.with_status(e.status, handle=None)]
         if ref is None and h.reference is not None:
             try:
                 ref = reference_outputs(h, args)
@@ -237,11 +250,8 @@ def _run(h: Harness, opts: Options) -> tuple[list[Record], list[Artifact]]:
             recs.append(compare.run(actual, ref, platform=native, against="reference", rtol=rtol, atol=atol,
                                     exact=exact, promised=promised))
         if actual is not None and kind == "cpu":
-            io_art = _io_artifact(dyn, actual)
-            arts.append(io_art)
-            recs[recs.index(e)] = e.with_status(e.status, artifact=io_art.sha256, handle=None)
-            if opts.roundtrip and good and recs and any(r.stage == "serialize" and r.status == "ok" for r in recs):
-                recs.append(_roundtrip(se, dyn, actual))
+            if opts.roundtrip and serialized is not None:
+                recs.append(_roundtrip(serialized, dyn, actual))
             if opts.crossexec:
                 for p in opts.platforms:
                     if p == native or not lowered[p].ok:
@@ -319,7 +329,3 @@ def rss_bytes() -> int:
     except OSError:
         pass
     return 0
-
-
-def compress(data: bytes) -> bytes:
-    return zlib.compress(data, 3)

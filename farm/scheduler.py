@@ -19,7 +19,6 @@ from farm.catalog import Harness
 from farm.errors import ClusterError, Infeasible
 from farm.pipeline import Options, Outcome
 from farm.platforms import DEVICE_KINDS, SLOT_RESOURCE
-from farm.stages.record import Record
 
 
 @dataclass
@@ -54,11 +53,6 @@ class SweepStats:
                 "workers_replaced": self.workers_replaced, "bad": self.bad, "wall_s": round(self.wall_s, 3),
                 "peak_rss_per_worker": max(self.peak_rss.values(), default=0),
                 "workers_seen": len(self.peak_rss)}
-
-
-def _outcome_for(h: Harness, status: str, message: str) -> Outcome:
-    return Outcome(h.fingerprint, h.name, [Record("execute", "any", status, error_type=status.capitalize(),
-                                                  error=message)])
 
 
 class Progress:
@@ -250,7 +244,6 @@ class Sweep:
 
         def rebalance() -> None:
             """Match live workers to the slots the cluster has now (a node may have gone or come)."""
-            nonlocal slots
             cap = int(ray.cluster_resources().get(SLOT_RESOURCE[kind], 0))
             # More workers than slots: the newest that never started cannot be placed.
             for s in [s for s in reversed(slots) if s.fresh and s.count == 0]:  # replacements are appended
@@ -305,7 +298,7 @@ class Sweep:
                                 continue
                             if cur.fingerprint in retry_alone or slot.isolated:
                                 self.stats.crashed += 1
-                                finish(_outcome_for(cur, "crashed", f"worker process died: {type(e).__name__}"))
+                                finish(Outcome.failed(cur.fingerprint, cur.name, "crashed", f"worker process died: {type(e).__name__}"))
                                 requeue_rest(slot, slot.pos + 1)
                             else:
                                 retry_alone.add(cur.fingerprint)
@@ -331,7 +324,7 @@ class Sweep:
                     limit = (cur.timeout_s or cfg.timeout_s) + (cfg.startup_s if slot.fresh else 0.0)
                     if now - slot.since > limit:
                         self.stats.timeouts += 1
-                        finish(_outcome_for(cur, "timeout", f"no result after {limit:.0f}s; worker killed"))
+                        finish(Outcome.failed(cur.fingerprint, cur.name, "timeout", f"no result after {limit:.0f}s; worker killed"))
                         requeue_rest(slot, slot.pos + 1)
                         slots[j] = replace(slot, "timeout")
                 slots = [s for s in slots if s is not None]

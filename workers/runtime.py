@@ -48,11 +48,10 @@ class JobRunner:
 
         h = self.harnesses.get(fp)
         if h is None:
-            from farm.stages.record import Record
             from farm.pipeline import Outcome
 
-            return Outcome(fp, fp, [Record("trace", "any", "error", error_type="UnknownHarness",
-                                           error=f"worker has no harness {fp}")]).to_dict()
+            return Outcome.failed(fp, fp, "error", f"worker has no harness {fp}", stage="trace",
+                                  error_type="UnknownHarness").to_dict()
         out = run_harness(h, self.options).to_dict()
         self.count += 1
         if self.count % self.clear_every == 0:

@@ -13,7 +13,6 @@ import time
 from typing import Any
 
 from farm.pipeline import Outcome
-from farm.stages.record import Record
 
 
 def _child(conn: Any, catalog: str, modules: list[str], options: dict[str, Any]) -> None:
@@ -65,13 +64,11 @@ class IsolatedRunner:
                 _, d = self.conn.recv()
                 return Outcome.from_dict(d), False
             self.stop()
-            return Outcome(fp, name, [Record("execute", "any", "timeout", error_type="Timeout",
-                                             error=f"no result after {timeout_s:.0f}s; worker killed")]), True
+            return Outcome.failed(fp, name, "timeout", f"no result after {timeout_s:.0f}s; worker killed"), True
         except (EOFError, OSError):
             code = self.proc.exitcode if self.proc else None
             self.stop()
-            return Outcome(fp, name, [Record("execute", "any", "crashed", error_type="Crashed",
-                                             error=f"worker process died (exit code {code})")]), True
+            return Outcome.failed(fp, name, "crashed", f"worker process died (exit code {code})"), True
 
 
 def run_jobs(jobs_path: str, out_path: str, log: Any = print) -> dict[str, Any]:
