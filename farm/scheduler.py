@@ -417,7 +417,7 @@ def sweep(store: Any, harnesses: list[Harness], *, options: Options, catalog: st
 
 def _cluster_environment(run_on: tuple[str, ...]) -> dict[str, Any]:
     """The environment as a worker sees it (the driver may have no jax devices)."""
-    from farm.store.environment import describe
+    from farm.environment import describe
 
     env = describe(device_kinds=list(run_on))
     return env

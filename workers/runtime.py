@@ -38,7 +38,7 @@ class JobRunner:
 
     def info(self) -> dict[str, Any]:
         from farm.platforms import local_device_kinds
-        from farm.store.environment import describe
+        from farm.environment import describe
 
         return {"pid": os.getpid(), "device_kinds": list(local_device_kinds()), "environment": describe(),
                 "harnesses": len(self.harnesses)}

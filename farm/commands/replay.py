@@ -43,7 +43,7 @@ def _list(text: str | None) -> tuple[str, ...]:
 def replay_cmd(args: argparse.Namespace) -> int:
     from farm import replay
     from farm.errors import FarmError
-    from farm.store.environment import describe
+    from farm.environment import describe
 
     today = _date(args.today, "--today") if args.today else dt.date.today()
     store = store_from(args)
