@@ -60,5 +60,43 @@ def import_bundle(store: Any, path: str, name: str | None = None) -> tuple[int, 
                                 total=len(doc["harnesses"]))
         hids = writes.harness_ids(s, doc["harnesses"])
         writes.Writer(s, run, hids).write(outcomes, worker="bundle")
-        writes.finish_run(s, run, "finished", {"imported_from": path})
+        writes.finish_run(s, run, "finished", {"imported_from": path, **(r.get("stats") or {})})
         return run.id, run.name, len(outcomes)
+
+
+def priors(store: Any, run_ref: str, fingerprints: list[str],
+           names: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """For each job the run exported and executed on CPU: its serialized export, inputs
+    and CPU outputs (``xhost.Prior`` as JSON), keyed by the job's fingerprint, for a device
+    host's jobs file. A stored harness matches by fingerprint, else by name."""
+    from sqlalchemy import select
+
+    from farm.stages.xhost import Prior
+    from farm.store import artifacts, queries
+    from farm.store.models import HarnessRow, ResultRow
+
+    wanted = set(fingerprints)
+    by_name = {n: fp for fp, n in zip(fingerprints, names or [])}
+    out: dict[str, dict[str, Any]] = {}
+    with store.session() as s:
+        run = queries.resolve_run(s, run_ref)
+        rows = s.execute(
+            select(HarnessRow.fingerprint, HarnessRow.name, ResultRow.stage, ResultRow.artifact_sha)
+            .join(HarnessRow, HarnessRow.id == ResultRow.harness_id)
+            .where(ResultRow.run_id == run.id, ResultRow.artifact_sha.is_not(None),
+                   ((ResultRow.stage == "serialize") | ((ResultRow.stage == "execute") & (ResultRow.platform == "cpu"))))
+        ).all()
+        shas: dict[str, dict[str, str]] = {}
+        for fp, name, stage, sha in rows:
+            job = fp if fp in wanted else by_name.get(name)
+            if job is not None:
+                shas.setdefault(job, {})[stage] = sha
+        for fp, d in shas.items():
+            if "serialize" not in d or "execute" not in d:
+                continue
+            row, blob = artifacts.get(s, d["serialize"])
+            _, io_npz = artifacts.get(s, d["execute"])
+            meta = {"jax_version": row.jax_version, "platforms": (row.meta or {}).get("platforms"),
+                    "run": run.name, "sha256": d["serialize"]}
+            out[fp] = Prior.from_blobs(blob, io_npz, meta).to_json()
+    return out

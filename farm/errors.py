@@ -59,6 +59,10 @@ class ClusterError(FarmError):
     """Ray address that does not answer, or a request no node can satisfy."""
 
 
+class CatalogMismatch(ClusterError):
+    """A worker's catalog is not the driver's: the same fingerprint must mean the same harness."""
+
+
 class Infeasible(ClusterError):
     """A --run-on device that no node of the cluster has."""
 

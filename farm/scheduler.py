@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from farm.catalog import Harness
-from farm.errors import ClusterError, Infeasible
+from farm.errors import CatalogMismatch, ClusterError, Infeasible
 from farm.pipeline import Options, Outcome
 from farm.platforms import DEVICE_KINDS, SLOT_RESOURCE
 
@@ -307,6 +307,12 @@ class Sweep:
                             slots[j] = lose(slot)
                             continue
                         o = Outcome.from_dict(d)
+                        if any(r.error_type == "UnknownHarness" for r in o.records):
+                            raise CatalogMismatch(
+                                f"a worker (pid {d.get('pid')}) does not know harness {cur.name if cur else o.name}: "
+                                "its catalog differs from the driver's (code changed during the sweep, or nodes "
+                                "run different farm versions). Finished results are kept; make the code the same "
+                                "everywhere, then `farm sweep --resume latest`")
                         if d.get("pid"):
                             self.stats.peak_rss[d["pid"]] = max(self.stats.peak_rss.get(d["pid"], 0), d.get("rss", 0))
                         finish(o)
@@ -336,7 +342,7 @@ class Sweep:
                         raise ClusterError(f"no node offers {SLOT_RESOURCE[kind]} any more "
                                            f"({len(queue)} batches left); resume the run when nodes are back")
                 flush()
-        except KeyboardInterrupt:
+        except BaseException:  # Ctrl-C, a lost cluster, a catalog mismatch: keep what finished
             flush(force=True)
             raise
         finally:

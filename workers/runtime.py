@@ -43,7 +43,8 @@ class JobRunner:
         return {"pid": os.getpid(), "device_kinds": list(local_device_kinds()), "environment": describe(),
                 "harnesses": len(self.harnesses)}
 
-    def run_one(self, fp: str) -> dict[str, Any]:
+    def run_one(self, fp: str, prior: dict[str, Any] | None = None) -> dict[str, Any]:
+        """One harness; ``prior``: another host's artifact for it (``xhost.Prior`` as JSON)."""
         from farm.pipeline import clear_caches, rss_bytes, run_harness
 
         h = self.harnesses.get(fp)
@@ -52,7 +53,9 @@ class JobRunner:
 
             return Outcome.failed(fp, fp, "error", f"worker has no harness {fp}", stage="trace",
                                   error_type="UnknownHarness").to_dict()
-        out = run_harness(h, self.options).to_dict()
+        from farm.stages.xhost import Prior
+
+        out = run_harness(h, self.options, Prior.from_json(prior) if prior else None).to_dict()
         self.count += 1
         if self.count % self.clear_every == 0:
             clear_caches()

@@ -6,12 +6,16 @@ without Ray). Each harness runs in a child process so a crash or hang is recorde
 """
 from __future__ import annotations
 
+import gzip
 import json
 import multiprocessing as mp
+import queue
 import sys
+import threading
 import time
 from typing import Any
 
+from farm.catalog import Harness
 from farm.pipeline import Outcome
 
 
@@ -21,10 +25,11 @@ def _child(conn: Any, catalog: str, modules: list[str], options: dict[str, Any])
     runner = JobRunner(catalog, modules, options)
     conn.send(("ready", runner.info()))
     while True:
-        fp = conn.recv()
-        if fp is None:
+        job = conn.recv()
+        if job is None:
             return
-        conn.send(("outcome", runner.run_one(fp)))
+        fp, prior = job
+        conn.send(("outcome", runner.run_one(fp, prior)))
 
 
 class IsolatedRunner:
@@ -36,6 +41,7 @@ class IsolatedRunner:
         self.proc: Any = None
         self.conn: Any = None
         self.info: dict[str, Any] = {}
+        self.peak_rss = 0
 
     def start(self) -> None:
         ctx = mp.get_context("spawn")
@@ -54,14 +60,16 @@ class IsolatedRunner:
             self.proc.join(5)
             self.proc = None
 
-    def run(self, fp: str, name: str, timeout_s: float) -> tuple[Outcome, bool]:
+    def run(self, fp: str, name: str, timeout_s: float,
+            prior: dict[str, Any] | None = None) -> tuple[Outcome, bool]:
         """(outcome, worker died or hung)."""
         if self.proc is None:
             self.start()
-        self.conn.send(fp)
+        self.conn.send((fp, prior))
         try:
             if self.conn.poll(timeout_s):
                 _, d = self.conn.recv()
+                self.peak_rss = max(self.peak_rss, int(d.get("rss", 0)))
                 return Outcome.from_dict(d), False
             self.stop()
             return Outcome.failed(fp, name, "timeout", f"no result after {timeout_s:.0f}s; worker killed"), True
@@ -71,32 +79,105 @@ class IsolatedRunner:
             return Outcome.failed(fp, name, "crashed", f"worker process died (exit code {code})"), True
 
 
-def run_jobs(jobs_path: str, out_path: str, log: Any = print) -> dict[str, Any]:
-    """Run a jobs file and write a results bundle. Returns counts."""
+def read_jobs(path: str) -> dict[str, Any]:
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        return json.load(f)
+
+
+def spread(harnesses: list[Harness]) -> list[Harness]:
+    """Round-robin over groups, so a run cut short by a deadline still covers every group."""
+    by_group: dict[str, list[Harness]] = {}
+    for h in harnesses:
+        by_group.setdefault(h.group, []).append(h)
+    queues = list(by_group.values())
+    out: list[Harness] = []
+    while queues:
+        out += [q.pop(0) for q in queues]
+        queues = [q for q in queues if q]
+    return out
+
+
+def run_jobs(jobs_path: str, out_path: str, *, workers: int = 1, deadline_s: float | None = None,
+             log: Any = print) -> dict[str, Any]:
+    """Run a jobs file on ``workers`` isolated child processes and write a results bundle.
+
+    Jobs are matched by fingerprint, else by name (a harness whose definition changed
+    between the hosts' jax versions runs under this host's fingerprint). With a deadline
+    no new harness starts after ``deadline_s``; the bundle holds what finished."""
     from farm import bundle, catalog
 
-    with open(jobs_path) as f:
-        jobs = json.load(f)
-    hs = catalog.by_fingerprint(catalog.load(jobs["catalog"], jobs.get("modules", [])))
-    fps = [fp for fp in jobs["fingerprints"] if fp in hs]
-    missing = [fp for fp in jobs["fingerprints"] if fp not in hs]
-    runner = IsolatedRunner(jobs["catalog"], jobs.get("modules", []), jobs["options"])
-    runner.start()
-    outcomes: list[Outcome] = []
+    jobs = read_jobs(jobs_path)
+    cat = catalog.load(jobs["catalog"], jobs.get("modules", []))
+    by_fp = catalog.by_fingerprint(cat)
+    by_name = {h.name: h for h in cat}
+    names = jobs.get("names") or [None] * len(jobs["fingerprints"])
+    priors = jobs.get("priors", {})
+    chosen: dict[str, tuple[Harness, str]] = {}
+    missing = 0
+    for fp, name in zip(jobs["fingerprints"], names):
+        h = by_fp.get(fp) or by_name.get(name)
+        if h is None:
+            missing += 1
+        else:
+            chosen.setdefault(h.fingerprint, (h, fp))
+    order = spread([h for h, _ in chosen.values()])
     timeout = float(jobs.get("timeout_s", 120))
+    todo: queue.Queue = queue.Queue()
+    for h in order:
+        todo.put(h)
+    outcomes: list[Outcome] = []
+    lock = threading.Lock()
     t0 = time.monotonic()
-    for i, fp in enumerate(fps):
-        o, died = runner.run(fp, hs[fp].name, hs[fp].timeout_s or timeout)
-        if died and o.worst == "crashed":
-            o, _ = runner.run(fp, hs[fp].name, hs[fp].timeout_s or timeout)  # retried once alone
-        outcomes.append(o)
-        if (i + 1) % 50 == 0 or i + 1 == len(fps):
-            log(f"[farm worker] {i + 1}/{len(fps)} harnesses, {time.monotonic() - t0:.0f}s", file=sys.stderr)
-    env = runner.info.get("environment", {})
-    runner.stop()
+    infos: list[dict[str, Any]] = []
+    peak_rss: list[int] = []
+
+    def work() -> None:
+        runner = IsolatedRunner(jobs["catalog"], jobs.get("modules", []), jobs["options"])
+        runner.start()
+        infos.append(runner.info)
+        try:
+            while deadline_s is None or time.monotonic() - t0 < deadline_s:
+                try:
+                    h = todo.get_nowait()
+                except queue.Empty:
+                    return
+                job_fp = chosen[h.fingerprint][1]
+                prior = priors.get(job_fp)
+                o, died = runner.run(h.fingerprint, h.name, h.timeout_s or timeout, prior)
+                if died and o.worst == "crashed":
+                    o, _ = runner.run(h.fingerprint, h.name, h.timeout_s or timeout, prior)  # retried once alone
+                if job_fp != h.fingerprint:
+                    o.records = [r.with_status(r.status, facts={**r.facts, "job_fingerprint": job_fp})
+                                 if r.stage == "trace" else r for r in o.records]
+                with lock:
+                    outcomes.append(o)
+                    n = len(outcomes)
+                if n % 100 == 0 or n == len(order):
+                    rate = n / max(time.monotonic() - t0, 1e-9)
+                    log(f"[farm worker] {n}/{len(order)} harnesses, {rate:.1f}/s, "
+                        f"{time.monotonic() - t0:.0f}s", file=sys.stderr)
+        finally:
+            peak_rss.append(runner.peak_rss)
+            runner.stop()
+
+    threads = [threading.Thread(target=work, daemon=True) for _ in range(max(1, workers))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    seconds = time.monotonic() - t0
+    env = infos[0].get("environment", {}) if infos else {}
+    done = {o.fingerprint for o in outcomes}
+    ran = [h for h in order if h.fingerprint in done]
     bundle.write(out_path, environment=env,
                  run={"name": jobs.get("name"), "catalog": jobs["catalog"], "filters": jobs.get("filters", {}),
                       "platforms": jobs["options"].get("platforms", []),
-                      "run_on": jobs["options"].get("run_on", [])},
-                 harnesses=[hs[fp].describe() for fp in fps], outcomes=outcomes)
-    return {"run": len(outcomes), "missing": len(missing)}
+                      "run_on": jobs["options"].get("run_on", []),
+                      "stats": {"jobs": len(jobs["fingerprints"]), "ran": len(outcomes), "missing": missing,
+                                "unrun": len(order) - len(outcomes), "workers": workers, "seconds": seconds,
+                                "deadline_s": deadline_s, "priors": len(priors),
+                                "peak_rss_per_worker": max(peak_rss, default=0)}},
+                 harnesses=[h.describe() for h in ran], outcomes=outcomes)
+    return {"jobs": len(jobs["fingerprints"]), "run": len(outcomes), "missing": missing,
+            "unrun": len(order) - len(outcomes), "seconds": seconds}

@@ -43,7 +43,9 @@ def run_json(store, ref: str) -> dict:  # noqa: ANN001
     return {"run": info, "harnesses": list(harnesses.values())}
 
 
-def print_run(store, ref: str, fmt: str = "table", status: str | None = None) -> int:  # noqa: ANN001
+def print_run(store, ref: str, fmt: str = "table", status: str | None = None,  # noqa: ANN001
+              max_rows: int | None = None) -> int:
+    """The run's matrix. With ``max_rows``, a big run shows only rows with a bad status."""
     data = run_json(store, ref)
     if status:
         wanted = set(status.split(","))
@@ -66,18 +68,28 @@ def print_run(store, ref: str, fmt: str = "table", status: str | None = None) ->
             for s in st:
                 if s not in stages_of[p]:
                     stages_of[p].append(s)
-    width = max([len(h["harness"]) for h in data["harnesses"]] + [7])
+    rows = data["harnesses"]
+    hidden = 0
+    if max_rows is not None and len(rows) > max_rows:
+        bad_rows = [h for h in rows if any(v["status"] in ("fail", "error", "crashed", "timeout", "unexpected_pass")
+                                           for st in h["platforms"].values() for v in st.values())]
+        hidden = len(rows) - min(len(bad_rows), max_rows)
+        rows = bad_rows[:max_rows]
+    width = min(max([len(h["harness"]) for h in rows] + [7]), 70)
     head = f"{'harness':<{width}}  " + "  ".join(f"{p:<{max(len(stages_of[p]), len(p))}}" for p in platforms)
     print(f"run {run['name']} (id {run['id']}, {run['status']}, {run['done']}/{run['total']} harnesses, "
           f"jax {run['environment'].get('jax_version')})")
     print(head)
-    for h in data["harnesses"]:
+    for h in rows:
         cells = []
         for p in platforms:
             st = h["platforms"].get(p, {})
             cell = "".join(ABBREV[st[s]["status"]] if s in st else " " for s in stages_of[p])
             cells.append(f"{cell:<{max(len(stages_of[p]), len(p))}}")
-        print(f"{h['harness']:<{width}}  " + "  ".join(cells))
+        print(f"{h['harness'][:width]:<{width}}  " + "  ".join(cells))
+    if hidden:
+        print(f"... {hidden} more rows not shown (only rows with failures are listed; "
+              f"`farm show {run['name']}` prints them all)")
     print("stages per platform: " + "; ".join(f"{p}: {' '.join(stages_of[p])}" for p in platforms))
     print("legend: " + "  ".join(f"{v}={k}" for k, v in ABBREV.items()))
     totals: Counter = Counter()

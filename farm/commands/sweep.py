@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"farm: run {run_row.name} (id {run_row.id}): {stats.done} run, {stats.cached} cached, "
           f"{stats.crashed} crashed, {stats.timeouts} timed out in {stats.wall_s:.1f}s; "
           f"peak worker RSS {max(stats.peak_rss.values(), default=0) / 2**20:.0f} MiB", file=sys.stderr)
-    print_run(store, str(run_row.id), args.format)
+    print_run(store, str(run_row.id), args.format, max_rows=60)
     url = args.db or "sqlite:///farm.db"
     print(f"\nOpen the dashboard:  .venv/bin/farm serve --db {url}   then browse http://127.0.0.1:8000/",
           file=sys.stderr)

@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import shutil
 import subprocess
 import sys
 
-from farm.commands import add_filters, filters_from
+from farm.commands import add_db, add_filters, filters_from, store_from
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -21,6 +22,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", help="results bundle to write (.json.gz)")
     p.add_argument("--address", help="Ray head address to join (cluster node mode)")
     p.add_argument("--slots", type=int, help="worker slots to advertise (default: cores)")
+    p.add_argument("--workers", type=int, default=1,
+                   help="standalone: child processes running harnesses in parallel (each isolated)")
+    p.add_argument("--deadline", type=float, default=None,
+                   help="standalone: start no new harness after this many seconds; the bundle says which ran")
     p.add_argument("--tag", action="append", default=[],
                    help="extra device tag to advertise without the device (tests only), e.g. tpu")
     p.set_defaults(func=run)
@@ -29,7 +34,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     j.add_argument("--platforms", default="cpu,cuda,rocm,tpu")
     j.add_argument("--run-on", default="cpu")
     j.add_argument("--timeout", type=float, default=120.0)
-    j.add_argument("--out", required=True)
+    j.add_argument("--repeats", type=int, default=3)
+    j.add_argument("--no-modules", action="store_true",
+                   help="do not keep per-platform module texts in the bundle (smaller bundles)")
+    j.add_argument("--priors-from", metavar="RUN",
+                   help="carry this run's serialized exports, inputs and CPU outputs, so the device host "
+                        "also runs the CPU host's artifacts (the xhost stage)")
+    add_db(j)
+    j.add_argument("--out", required=True, help="jobs file (.json, or .json.gz to compress)")
     j.set_defaults(func=make_jobs)
 
 
@@ -39,13 +51,21 @@ def make_jobs(args: argparse.Namespace) -> int:
 
     f = filters_from(args)
     hs = catalog.select(f)
-    doc = {"catalog": f.catalog, "modules": list(f.modules), "filters": f.to_dict(),
-           "fingerprints": [h.fingerprint for h in hs], "timeout_s": args.timeout,
-           "options": {"platforms": list(parse_list(args.platforms, LOWERING_PLATFORMS, "platform")),
-                       "run_on": list(parse_list(args.run_on, DEVICE_KINDS, "device kind"))}}
-    with open(args.out, "w") as fh:
-        json.dump(doc, fh, indent=1)
-    print(f"farm: wrote {len(hs)} jobs to {args.out}")
+    fps = [h.fingerprint for h in hs]
+    doc: dict = {"catalog": f.catalog, "modules": list(f.modules), "filters": f.to_dict(),
+                 "fingerprints": fps, "names": [h.name for h in hs], "timeout_s": args.timeout,
+                 "options": {"platforms": list(parse_list(args.platforms, LOWERING_PLATFORMS, "platform")),
+                             "run_on": list(parse_list(args.run_on, DEVICE_KINDS, "device kind")),
+                             "repeats": args.repeats, "keep_modules": not args.no_modules}}
+    if args.priors_from:
+        from farm.bundle import priors
+
+        doc["priors"] = priors(store_from(args), args.priors_from, fps, doc["names"])
+    opener = gzip.open if args.out.endswith(".gz") else open
+    with opener(args.out, "wt") as fh:
+        json.dump(doc, fh)
+    extra = f", {len(doc['priors'])} with the CPU host's artifacts" if "priors" in doc else ""
+    print(f"farm: wrote {len(hs)} jobs to {args.out}{extra}")
     return 0
 
 
@@ -57,8 +77,9 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError("--standalone needs --jobs FILE and --out BUNDLE")
         from workers.standalone import run_jobs
 
-        counts = run_jobs(args.jobs, args.out)
-        print(f"farm: ran {counts['run']} harnesses ({counts['missing']} unknown here); bundle {args.out}")
+        counts = run_jobs(args.jobs, args.out, workers=args.workers, deadline_s=args.deadline)
+        print(f"farm: ran {counts['run']} of {counts['jobs']} harnesses ({counts['missing']} unknown here, "
+              f"{counts['unrun']} not started before the deadline) in {counts['seconds']:.0f}s; bundle {args.out}")
         return 0
     if args.address:
         from workers.node import node_command

@@ -23,6 +23,20 @@ def _block(x: Any) -> Any:
     return jax.block_until_ready(x)
 
 
+def device_memory() -> dict[str, float]:
+    """Device memory of this process's default device (empty on CPU): what a GPU run peaked at."""
+    import jax
+
+    dev = jax.devices()[0]
+    if dev.platform == "cpu":
+        return {}
+    try:
+        stats = dev.memory_stats() or {}
+    except Exception:
+        return {}
+    return {f"device_{k}": float(stats[k]) for k in ("peak_bytes_in_use", "bytes_in_use") if k in stats}
+
+
 def to_numpy(out: Any) -> list[np.ndarray]:
     import jax
 
@@ -48,7 +62,8 @@ def run(compiled: Compiled, dyn: list[Any], *, warmup: int = 1, repeats: int = 3
         med = statistics.median(times) if times else 0.0
         return Executed(stage, compiled.platform, "ok", time.perf_counter() - t_all,
                         metrics={"execute_s": med, "execute_min_s": min(times, default=0.0),
-                                 "execute_max_s": max(times, default=0.0), "repeats": float(repeats)},
+                                 "execute_max_s": max(times, default=0.0), "repeats": float(repeats),
+                                 **device_memory()},
                         handle=arrays)
     except Exception as e:
         return failure(Executed, stage, compiled.platform, e, time.perf_counter() - t_all)

@@ -1,0 +1,122 @@
+"""xhost: an artifact exported on another host (another jax, another machine), deserialized
+and run here, then compared three ways.
+
+The lowered-on × run-on matrix for device hosts: the CPU host's serialized export (with
+the inputs it ran and the outputs it got) travels in the jobs file; the device host runs
+it natively and compares it with (a) the float64 reference, (b) the CPU host's outputs,
+(c) this host's own native lowering of the same harness. Which of the three disagree
+says where a difference comes from: version skew in the artifact, the device's numerics,
+or this host's lowering rules.
+"""
+from __future__ import annotations
+
+import base64
+import io
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from farm.stages.compare import compare_outputs
+from farm.stages.record import SEVERITY, Record, Timer, failure
+
+
+_X64 = ("float64", "int64", "uint64", "complex128")
+
+
+@dataclass(frozen=True, slots=True)
+class CrossHost(Record):
+    """facts: vs_reference / vs_cpu_host / vs_native statuses, the lowering host's versions;
+    metrics: error metrics prefixed per comparison."""
+
+
+@dataclass(frozen=True)
+class Prior:
+    """What the lowering host sends: the serialized export, its inputs and outputs."""
+
+    export: bytes
+    inputs: list[np.ndarray]
+    outputs: list[np.ndarray]
+    meta: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        buf = io.BytesIO()
+        np.savez(buf, **{f"in{i}": a for i, a in enumerate(self.inputs)},
+                 **{f"out{i}": a for i, a in enumerate(self.outputs)})
+        return {"export": base64.b64encode(self.export).decode(), "io": base64.b64encode(buf.getvalue()).decode(),
+                "meta": self.meta}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Prior":
+        return cls.from_blobs(base64.b64decode(d["export"]), base64.b64decode(d["io"]), d.get("meta") or {})
+
+    @classmethod
+    def from_blobs(cls, export: bytes, io_npz: bytes, meta: dict[str, Any]) -> "Prior":
+        with np.load(io.BytesIO(io_npz), allow_pickle=False) as z:
+            ins = [z[k] for k in sorted((k for k in z.files if k.startswith("in")), key=lambda k: int(k[2:]))]
+            outs = [z[k] for k in sorted((k for k in z.files if k.startswith("out")), key=lambda k: int(k[3:]))]
+        return cls(export, ins, outs, meta)
+
+
+def same_inputs(a: list[Any], b: list[Any]) -> bool:
+    """Bit-for-bit equal inputs (NaNs included), so the reference applies to both runs."""
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        x, y = np.asarray(x), np.asarray(y)
+        if x.dtype != y.dtype or x.shape != y.shape or x.tobytes() != y.tobytes():
+            return False
+    return True
+
+
+def run(prior: Prior, platform: str, dyn: list[Any] | None, *, native: list[np.ndarray] | None,
+        reference: list[np.ndarray] | None, rtol: float, atol: float, exact: bool,
+        promised: list[dict[str, Any]] | None = None,
+        invariant: Callable[[list[np.ndarray]], float] | None = None) -> CrossHost:
+    """Deserialize ``prior.export``, run it here on its own inputs, compare three ways.
+
+    With an ``invariant`` (results that are not unique: eigenvectors, SVD signs) the raw
+    comparisons are kept as facts and the verdict is the invariant's."""
+    import jax
+
+    timer = Timer()
+    facts: dict[str, Any] = {"lowered_on": prior.meta.get("jax_version"),
+                             "lowered_platforms": prior.meta.get("platforms"),
+                             "run_on_jax": jax.__version__}
+    try:
+        with timer():
+            exp = jax.export.deserialize(bytearray(prior.export))
+            x64 = any(np.dtype(a.dtype).name in _X64 for a in list(exp.in_avals) + list(exp.out_avals))
+            with jax.enable_x64(x64):
+                out = jax.block_until_ready(jax.jit(exp.call)(*prior.inputs))
+            actual = [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(out)]
+    except Exception as e:
+        return failure(CrossHost, "xhost", platform, e, timer.seconds, facts=facts)
+    identical = dyn is not None and same_inputs(prior.inputs, dyn)
+    facts["inputs_identical"] = identical
+    metrics: dict[str, float] = {"xhost_s": timer.seconds}
+    worst, first_err = "ok", None
+    against = {"cpu_host": prior.outputs, "native": native if identical else None,
+               "reference": reference if identical else None}
+    verdicts = {}
+    for label, expected in against.items():
+        if expected is None:
+            facts[f"vs_{label}"] = "skipped"
+            continue
+        st, err, m = compare_outputs(actual, list(expected), rtol, atol, exact, promised)
+        facts[f"vs_{label}"] = st
+        metrics.update({f"{label}_{k}": v for k, v in m.items()})
+        verdicts[label] = (st, err)
+    if invariant is not None and identical:
+        err_inv = invariant(actual)
+        metrics["invariant_err"] = err_inv
+        ok = err_inv <= max(rtol, atol) * 10
+        facts["vs_invariant"] = "ok" if ok else "fail"
+        verdicts = {"invariant": ("ok", None) if ok else ("fail", f"invariant error {err_inv:.3g}")}
+    for label, (st, err) in verdicts.items():
+        if SEVERITY[st] > SEVERITY[worst]:
+            worst, first_err = st, f"vs {label.replace('_', ' ')}: {err}"
+    return CrossHost("xhost", platform, worst, timer.seconds, error=first_err,
+                     error_type="Mismatch" if first_err else None, metrics=metrics,
+                     facts={**facts, "rtol": rtol, "atol": atol, "exact": exact})

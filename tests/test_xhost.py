@@ -1,0 +1,146 @@
+"""Cross-host replay (the xhost stage) and the standalone device-host path, on CPU.
+
+On a GPU host the same code runs the CPU host's artifacts on the GPU (tests/test_gpu.py);
+here the "other host" is this one, which is enough to see each comparison catch what it
+must catch."""
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from farm import catalog
+from farm.pipeline import Options, Outcome, run_harness
+from farm.stages.xhost import Prior
+
+CPU = Options(platforms=("cpu",), run_on=("cpu",), crossexec=False, repeats=1)
+
+
+def _one(primitive: str, dtype: str = "float32") -> catalog.Harness:
+    return catalog.select(catalog.Filters.parse(primitive=primitive, dtype=dtype))[0]
+
+
+def _prior_of(out: Outcome) -> Prior:
+    """What a CPU host would ship: the serialized export and the io artifact of its run."""
+    export = next(a for a in out.artifacts if a.kind == "export")
+    io_art = next(a for a in out.artifacts if a.kind == "io")
+    return Prior.from_blobs(export.data, io_art.data, {"jax_version": "test", "platforms": ["cpu"]})
+
+
+def _xhost(out: Outcome):  # noqa: ANN202
+    (rec,) = [r for r in out.records if r.stage == "xhost"]
+    return rec
+
+
+def test_prior_survives_json() -> None:
+    h = _one("sin")
+    prior = _prior_of(run_harness(h, CPU))
+    back = Prior.from_json(json.loads(json.dumps(prior.to_json())))
+    assert back.export == prior.export and back.meta == prior.meta
+    assert all(np.array_equal(a, b) for a, b in zip(back.inputs, prior.inputs))
+    assert all(np.array_equal(a, b) for a, b in zip(back.outputs, prior.outputs))
+
+
+@pytest.mark.parametrize("primitive", ["sin", "add", "cumsum"])
+def test_artifact_from_another_run_agrees_three_ways(primitive: str) -> None:
+    h = _one(primitive)
+    prior = _prior_of(run_harness(h, CPU))
+    x = _xhost(run_harness(h, CPU, prior))
+    assert x.status == "ok", x.error
+    assert x.facts["inputs_identical"] is True
+    assert x.facts["vs_cpu_host"] == x.facts["vs_native"] == x.facts["vs_reference"] == "ok"
+
+
+def test_different_outputs_on_the_lowering_host_are_a_finding() -> None:
+    h = _one("sin")
+    prior = _prior_of(run_harness(h, CPU))
+    bad = replace(prior, outputs=[o + np.float32(0.5) for o in prior.outputs])
+    x = _xhost(run_harness(h, CPU, bad))
+    assert x.status == "fail" and "cpu host" in x.error
+    assert x.facts["vs_cpu_host"] == "fail"
+    assert x.facts["vs_native"] == x.facts["vs_reference"] == "ok"
+
+
+def test_other_inputs_skip_the_reference_but_still_compare_with_the_lowering_host() -> None:
+    import jax
+
+    h = _one("sin")
+    prior = _prior_of(run_harness(h, CPU))
+    ins = [a + np.float32(1.0) for a in prior.inputs]
+    outs = [np.asarray(o) for o in jax.tree_util.tree_leaves(
+        jax.export.deserialize(bytearray(prior.export)).call(*ins))]
+    x = _xhost(run_harness(h, CPU, replace(prior, inputs=ins, outputs=outs)))
+    assert x.status == "ok" and x.facts["inputs_identical"] is False
+    assert x.facts["vs_native"] == x.facts["vs_reference"] == "skipped"
+    assert x.facts["vs_cpu_host"] == "ok"
+
+
+def test_corrupt_artifact_is_an_error_not_a_crash() -> None:
+    h = _one("sin")
+    prior = _prior_of(run_harness(h, CPU))
+    x = _xhost(run_harness(h, CPU, replace(prior, export=prior.export[:40])))
+    assert x.status == "error" and x.error_type
+
+
+def test_spread_interleaves_groups() -> None:
+    from workers.standalone import spread
+
+    hs = catalog.select(catalog.Filters.parse(primitive="sin,add", dtype="float32,float16,int32"))
+    order = spread(hs)
+    assert sorted(h.name for h in order) == sorted(h.name for h in hs)
+    first = [h.group for h in order[:len({h.group for h in hs})]]
+    assert len(set(first)) == len(first)  # every group once before any group twice
+
+
+@pytest.mark.slow
+def test_jobs_with_priors_from_a_store_run_standalone_and_import(sqlite_url: str, tmp_path) -> None:  # noqa: ANN001
+    """CPU-host run in the store → jobs file with its artifacts → standalone workers → import."""
+    from farm import bundle
+    from farm.environment import describe
+    from farm.store import open_store, writes
+    from farm.store.models import ResultRow
+    from workers.standalone import run_jobs
+
+    hs = catalog.select(catalog.Filters.parse(primitive="sin,add,exp", dtype="float32"))
+    store = open_store(sqlite_url)
+    outs = [run_harness(h, CPU) for h in hs]
+    with store.session() as s:
+        run = writes.create_run(s, env=describe(), name="cpu-host", catalog="farm", filters={},
+                                platforms=["cpu"], run_on=["cpu"], total=len(hs))
+        ids = writes.harness_ids(s, hs)
+        writes.Writer(s, run, ids).write(outs, worker="test")
+        writes.finish_run(s, run, "finished")
+    fps = [h.fingerprint for h in hs]
+    pri = bundle.priors(store, "cpu-host", fps, [h.name for h in hs])
+    assert set(pri) == set(fps)
+    jobs = {"catalog": "farm", "modules": [], "fingerprints": fps, "names": [h.name for h in hs],
+            "timeout_s": 120, "priors": pri,
+            "options": {"platforms": ["cpu"], "run_on": ["cpu"], "crossexec": False, "keep_modules": False}}
+    path = tmp_path / "jobs.json.gz"
+    with gzip.open(path, "wt") as f:
+        json.dump(jobs, f)
+    counts = run_jobs(str(path), str(tmp_path / "b.json.gz"), workers=2, log=lambda *a, **k: None)
+    assert counts == {**counts, "jobs": 3, "run": 3, "missing": 0, "unrun": 0}
+    run_id, _, n = bundle.import_bundle(store, str(tmp_path / "b.json.gz"), name="device-host")
+    assert n == 3
+    with store.session() as s:
+        rows = s.query(ResultRow).filter_by(run_id=run_id, stage="xhost").all()
+        assert len(rows) == 3 and {r.status for r in rows} == {"ok"}
+        assert all(r.facts["vs_cpu_host"] == "ok" for r in rows)
+
+
+def test_deadline_zero_starts_nothing_and_says_so(tmp_path) -> None:  # noqa: ANN001
+    from farm import bundle
+    from workers.standalone import run_jobs
+
+    hs = catalog.select(catalog.Filters.parse(primitive="sin", dtype="float32,float16"))
+    jobs = {"catalog": "farm", "modules": [], "fingerprints": [h.fingerprint for h in hs] + ["0" * 20],
+            "names": [h.name for h in hs] + ["no_such_harness"], "options": {"platforms": ["cpu"]}}
+    path = tmp_path / "jobs.json"
+    path.write_text(json.dumps(jobs))
+    counts = run_jobs(str(path), str(tmp_path / "b.json.gz"), deadline_s=0.0, log=lambda *a, **k: None)
+    assert counts["run"] == 0 and counts["unrun"] == len(hs) and counts["missing"] == 1
+    assert bundle.read(str(tmp_path / "b.json.gz"))["run"]["stats"]["unrun"] == len(hs)
