@@ -47,21 +47,52 @@ def read(path: str) -> dict[str, Any]:
     return doc
 
 
-def import_bundle(store: Any, path: str, name: str | None = None) -> tuple[int, str, int]:
+def import_bundle(store: Any, paths: str | list[str], name: str | None = None) -> tuple[int, str, int]:
+    """Load one bundle, or the parts of one split bundle, as one run of kind "import"."""
     from farm.store import writes
 
-    doc = read(path)
-    outcomes = [Outcome.from_dict(o) for o in doc["outcomes"]]
+    docs = [read(p) for p in ([paths] if isinstance(paths, str) else paths)]
+    doc = docs[0]
+    for other in docs[1:]:
+        if other["environment"] != doc["environment"] or other["run"].get("catalog") != doc["run"].get("catalog"):
+            raise FarmError("these bundles come from different workers or catalogs; import them one by one")
+    outcomes = [Outcome.from_dict(o) for d in docs for o in d["outcomes"]]
+    harnesses = [h for d in docs for h in d["harnesses"]]
     r = doc["run"]
     with store.session() as s:
         run = writes.create_run(s, env=doc["environment"], name=name or r.get("name"), kind="import",
                                 catalog=r.get("catalog", "farm"), filters=r.get("filters", {}),
                                 platforms=r.get("platforms", []), run_on=r.get("run_on", []),
-                                total=len(doc["harnesses"]))
-        hids = writes.harness_ids(s, doc["harnesses"])
+                                total=len(harnesses))
+        hids = writes.harness_ids(s, harnesses)
         writes.Writer(s, run, hids).write(outcomes, worker="bundle")
-        writes.finish_run(s, run, "finished", {"imported_from": path, **(r.get("stats") or {})})
+        writes.finish_run(s, run, "finished", {"imported_from": paths, **(r.get("stats") or {})})
         return run.id, run.name, len(outcomes)
+
+
+def keep_only(outcomes: list[Outcome], kinds: set[str]) -> None:
+    """Drop artifacts of other kinds (and the records' references to them) to make a bundle smaller."""
+    for o in outcomes:
+        dropped = {a.sha256 for a in o.artifacts if a.kind not in kinds}
+        if dropped:
+            o.artifacts = [a for a in o.artifacts if a.kind in kinds]
+            o.records = [r.with_status(r.status, artifact=None) if r.artifact in dropped else r for r in o.records]
+
+
+def write_parts(path: str, *, per_part: int, harnesses: list[dict[str, Any]], outcomes: list[Outcome],
+                **kw: Any) -> list[str]:
+    """``path`` itself, or ``NAME-1.json.gz``, ``NAME-2.json.gz``... of at most ``per_part`` outcomes."""
+    if len(outcomes) <= per_part:
+        write(path, harnesses=harnesses, outcomes=outcomes, **kw)
+        return [path]
+    stem = path[:-len(".json.gz")] if path.endswith(".json.gz") else path
+    by_fp = {h["fingerprint"]: h for h in harnesses}
+    paths = []
+    for k, i in enumerate(range(0, len(outcomes), per_part), 1):
+        chunk = outcomes[i:i + per_part]
+        paths.append(f"{stem}-{k}.json.gz")
+        write(paths[-1], harnesses=[by_fp[o.fingerprint] for o in chunk], outcomes=chunk, **kw)
+    return paths
 
 
 def priors(store: Any, run_ref: str, fingerprints: list[str],

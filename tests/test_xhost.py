@@ -144,3 +144,30 @@ def test_deadline_zero_starts_nothing_and_says_so(tmp_path) -> None:  # noqa: AN
     counts = run_jobs(str(path), str(tmp_path / "b.json.gz"), deadline_s=0.0, log=lambda *a, **k: None)
     assert counts["run"] == 0 and counts["unrun"] == len(hs) and counts["missing"] == 1
     assert bundle.read(str(tmp_path / "b.json.gz"))["run"]["stats"]["unrun"] == len(hs)
+
+
+def test_split_bundle_keeps_only_chosen_artifacts_and_imports_as_one_run(sqlite_url: str, tmp_path) -> None:  # noqa: ANN001
+    from farm import bundle
+    from farm.store import open_store
+    from farm.store.models import ResultRow
+    from workers.standalone import run_jobs
+
+    hs = catalog.select(catalog.Filters.parse(primitive="sin,add,exp", dtype="float32"))
+    jobs = {"catalog": "farm", "modules": [], "fingerprints": [h.fingerprint for h in hs],
+            "names": [h.name for h in hs], "keep_artifacts": ["io"], "per_bundle": 2,
+            "options": {"platforms": ["cpu"], "run_on": ["cpu"], "crossexec": False}}
+    path = tmp_path / "jobs.json"
+    path.write_text(json.dumps(jobs))
+    counts = run_jobs(str(path), str(tmp_path / "b.json.gz"), log=lambda *a, **k: None)
+    assert [p.rsplit("/", 1)[1] for p in counts["bundles"]] == ["b-1.json.gz", "b-2.json.gz"]
+    docs = [bundle.read(p) for p in counts["bundles"]]
+    assert [len(d["outcomes"]) for d in docs] == [2, 1]
+    assert {a["kind"] for d in docs for o in d["outcomes"] for a in o["artifacts"]} == {"io"}
+    store = open_store(sqlite_url)
+    run_id, _, n = bundle.import_bundle(store, counts["bundles"], name="split")
+    assert n == 3
+    with store.session() as s:
+        rows = s.query(ResultRow).filter_by(run_id=run_id).all()
+        assert {r.stage for r in rows} >= {"trace", "serialize", "execute"}
+        assert all(r.artifact_sha is None for r in rows if r.stage == "serialize")
+        assert all(r.artifact_sha for r in rows if r.stage == "execute")

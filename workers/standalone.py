@@ -170,7 +170,10 @@ def run_jobs(jobs_path: str, out_path: str, *, workers: int = 1, deadline_s: flo
     env = infos[0].get("environment", {}) if infos else {}
     done = {o.fingerprint for o in outcomes}
     ran = [h for h in order if h.fingerprint in done]
-    bundle.write(out_path, environment=env,
+    if jobs.get("keep_artifacts") is not None:
+        bundle.keep_only(outcomes, set(jobs["keep_artifacts"]))
+    by_fp = {h.fingerprint: h.describe() for h in ran}
+    paths = bundle.write_parts(out_path, per_part=int(jobs.get("per_bundle") or 10**9), environment=env,
                  run={"name": jobs.get("name"), "catalog": jobs["catalog"], "filters": jobs.get("filters", {}),
                       "platforms": jobs["options"].get("platforms", []),
                       "run_on": jobs["options"].get("run_on", []),
@@ -178,6 +181,6 @@ def run_jobs(jobs_path: str, out_path: str, *, workers: int = 1, deadline_s: flo
                                 "unrun": len(order) - len(outcomes), "workers": workers, "seconds": seconds,
                                 "deadline_s": deadline_s, "priors": len(priors),
                                 "peak_rss_per_worker": max(peak_rss, default=0)}},
-                 harnesses=[h.describe() for h in ran], outcomes=outcomes)
+                 harnesses=[by_fp[o.fingerprint] for o in outcomes], outcomes=outcomes)
     return {"jobs": len(jobs["fingerprints"]), "run": len(outcomes), "missing": missing,
-            "unrun": len(order) - len(outcomes), "seconds": seconds}
+            "unrun": len(order) - len(outcomes), "seconds": seconds, "bundles": paths}

@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_db(p)
     p.set_defaults(func=export)
     p = sub.add_parser("import", help="load a results bundle written by `farm worker --standalone`")
-    p.add_argument("bundle", help="bundle file (.json.gz)")
+    p.add_argument("bundle", nargs="+", help="bundle file (.json.gz), or every part of a split bundle")
     p.add_argument("--name", dest="run_name", help="name for the imported run")
     add_db(p)
     p.set_defaults(func=import_)

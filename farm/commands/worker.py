@@ -40,6 +40,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     j.add_argument("--priors-from", metavar="RUN",
                    help="carry this run's serialized exports, inputs and CPU outputs, so the device host "
                         "also runs the CPU host's artifacts (the xhost stage)")
+    j.add_argument("--keep-artifacts", default=None, metavar="KINDS",
+                   help="artifact kinds the bundle keeps (comma list of export,module,io; default all)")
+    j.add_argument("--per-bundle", type=int, default=None,
+                   help="split the results into bundles of at most N harnesses (device-host file size limits)")
     add_db(j)
     j.add_argument("--out", required=True, help="jobs file (.json, or .json.gz to compress)")
     j.set_defaults(func=make_jobs)
@@ -57,6 +61,10 @@ def make_jobs(args: argparse.Namespace) -> int:
                  "options": {"platforms": list(parse_list(args.platforms, LOWERING_PLATFORMS, "platform")),
                              "run_on": list(parse_list(args.run_on, DEVICE_KINDS, "device kind")),
                              "repeats": args.repeats, "keep_modules": not args.no_modules}}
+    if args.keep_artifacts is not None:
+        doc["keep_artifacts"] = list(parse_list(args.keep_artifacts, ("export", "module", "io"), "artifact kind"))
+    if args.per_bundle:
+        doc["per_bundle"] = args.per_bundle
     if args.priors_from:
         from farm.bundle import priors
 
@@ -79,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
 
         counts = run_jobs(args.jobs, args.out, workers=args.workers, deadline_s=args.deadline)
         print(f"farm: ran {counts['run']} of {counts['jobs']} harnesses ({counts['missing']} unknown here, "
-              f"{counts['unrun']} not started before the deadline) in {counts['seconds']:.0f}s; bundle {args.out}")
+              f"{counts['unrun']} not started before the deadline) in {counts['seconds']:.0f}s; "
+              f"bundle {' '.join(counts['bundles'])}")
         return 0
     if args.address:
         from workers.node import node_command
