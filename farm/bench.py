@@ -7,8 +7,13 @@ Figures (goals from the benchmarks issue):
 - sweep throughput on Ray, 2 workers vs 1                        goal ≥ 1.8x
 - warm re-sweep (nothing changed, result cache)                  goal ≤ 10 s full catalog
 - farm overhead per harness (sweep wall − worker time / workers) goal ≤ 2 ms
+  (trivial catalog, ``harnesses/trivial.py``; slope between two sweep sizes)
 - peak RSS per worker                                            goal ≤ 2 GB
 - run-matrix and results queries                                 goal ≤ 300 ms
+- dashboard overview / compare / harness pages, server time      goal ≤ 300 ms
+  (on a database given with ``--dashboard-db``, e.g. one made by ``farm.benchdb``)
+
+Figures come in groups (``GROUPS``); ``run(only=...)`` picks some.
 """
 from __future__ import annotations
 
@@ -84,10 +89,38 @@ def _subprocess_seconds(code: str) -> float:
     return time.perf_counter() - t0
 
 
-def run(quick: bool = True, log: Callable[[str], None] = lambda s: print(s, file=sys.stderr)) -> list[Figure]:
-    from farm import catalog
-    from farm.pipeline import Options, run_harness
+GROUPS = ("catalog", "pipeline", "sweep", "overhead", "dashboard")
 
+
+def run(quick: bool = True, log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), *,
+        only: tuple[str, ...] = (), dashboard_db: str | None = None) -> list[Figure]:
+    """Every figure group in ``only`` (default: all). ``dashboard_db`` is the database the
+    dashboard figures read (see ``farm.benchdb``); without one they are skipped."""
+    from farm.errors import ConfigError
+
+    for g in only:
+        if g not in GROUPS:
+            raise ConfigError(f"unknown figure group {g!r} (valid: {', '.join(GROUPS)})")
+    want = set(only or GROUPS)
+    figs: list[Figure] = []
+    if "catalog" in want:
+        figs += catalog_figures(quick, log)
+    if "pipeline" in want:
+        figs += pipeline_figures(quick, log)
+    if "sweep" in want:
+        figs += sweep_figures(quick, log)
+    if "overhead" in want:
+        figs += overhead_figures(quick, log)
+    if "dashboard" in want:
+        if dashboard_db:
+            figs += dashboard_figures(dashboard_db, repeats=3 if quick else 7, log=log)
+        else:
+            log("bench: dashboard figures skipped: pass --dashboard-db URL (a database made with "
+                "`farm bench --make-db SRC DST`)")
+    return figs
+
+
+def catalog_figures(quick: bool, log: Callable[[str], None]) -> list[Figure]:
     figs: list[Figure] = []
     log("bench: catalog import + select")
     for cat in ("farm", "upstream"):
@@ -95,33 +128,43 @@ def run(quick: bool = True, log: Callable[[str], None] = lambda s: print(s, file
                                     f"dtype=('float32',)))") for _ in range(2 if quick else 3)]
         figs.append(Figure(f"catalog import+select ({cat}, fresh process)", statistics.median(secs), "s", 2.0,
                            spread=f"{min(secs):.2f}-{max(secs):.2f}"))
+    return figs
+
+
+def pipeline_figures(quick: bool, log: Callable[[str], None]) -> list[Figure]:
+    from farm import catalog
+    from farm.pipeline import Options, clear_caches, run_harness
 
     n = 24 if quick else 120
     subset = catalog.select(catalog.Filters(catalog="farm", dtype=("float32", "int32")))[:n]
     log(f"bench: naive serial loop vs farm pipeline on {len(subset)} harnesses")
-    from farm.pipeline import clear_caches
 
     def cold(fn: Callable[[], Any]) -> Callable[[], Any]:
         return lambda: (clear_caches(), fn())
 
     naive = timed(cold(lambda: naive_loop(subset)), repeats=1 if quick else 3)
     farm_t = timed(cold(lambda: [run_harness(h, Options()) for h in subset]), repeats=1 if quick else 3)
-    figs.append(Figure("naive loop, per harness", 1000 * naive[0] / len(subset), "ms"))
-    figs.append(Figure("farm pipeline (all stages + census + crossexec), per harness",
-                       1000 * farm_t[0] / len(subset), "ms", 1000 * 1.5 * naive[0] / len(subset),
-                       spread="goal: ≤1.5x the naive loop's JAX work"))
+    return [Figure("naive loop, per harness", 1000 * naive[0] / len(subset), "ms"),
+            Figure("farm pipeline (all stages + census + crossexec), per harness",
+                   1000 * farm_t[0] / len(subset), "ms", 1000 * 1.5 * naive[0] / len(subset),
+                   spread="goal: ≤1.5x the naive loop's JAX work")]
 
-    log("bench: sweeps on a local Ray cluster (1 worker, 2 workers, warm)")
-    from farm.scheduler import SweepConfig, ray_init, sweep
-    from farm.store import open_store
 
+def sweep_figures(quick: bool, log: Callable[[str], None]) -> list[Figure]:
     import ray
 
+    from farm import catalog
+    from farm.pipeline import Options
+    from farm.scheduler import SweepConfig, ray_init, sweep
+    from farm.store import open_store, queries
+
+    figs: list[Figure] = []
+    log("bench: sweeps on a local Ray cluster (1 worker, 2 workers, warm)")
     sweep_set = catalog.select(catalog.Filters(catalog="farm", family=("elementwise_unary", "elementwise_binary")))
     if quick:
         sweep_set = sweep_set[:80]
     with tempfile.TemporaryDirectory() as d:
-        ray_init(None, 2)
+        started, _ = ray_init(None, 2)
         try:
             walls = {}
             for w in (1, 2):
@@ -132,23 +175,12 @@ def run(quick: bool = True, log: Callable[[str], None] = lambda s: print(s, file
                 if w == 2:
                     figs.append(Figure("peak RSS per worker", st.to_dict()["peak_rss_per_worker"] / 2**20, "MiB",
                                        2048.0))
-                    with store.session() as s:
-                        from sqlalchemy import func, select
-
-                        from farm.store.models import OutcomeRow
-
-                        work = s.scalar(select(func.sum(OutcomeRow.seconds))) or 0.0
-                    overhead = max(0.0, st.wall_s - work / 2 - 3.0) / len(sweep_set)  # 3 s: two actors' jax import
-                    figs.append(Figure("farm overhead per harness (wall - work/2 - startup)", 1000 * overhead, "ms",
-                                       2.0))
                     t0 = time.perf_counter()
-                    _, st2 = sweep(store, sweep_set, options=Options(), catalog="farm", filters={},
-                                   config=SweepConfig(workers=2, progress=False), log=lambda s: None)
+                    sweep(store, sweep_set, options=Options(), catalog="farm", filters={},
+                          config=SweepConfig(workers=2, progress=False), log=lambda s: None)
                     warm = time.perf_counter() - t0
                     figs.append(Figure(f"warm re-sweep ({len(sweep_set)} harnesses, all cached)", warm, "s",
                                        10.0 * len(sweep_set) / 5594))
-                    from farm.store import queries
-
                     with store.session() as s:
                         rid = queries.resolve_run(s, "latest").id
                         q = timed(lambda: queries.primitive_matrix(s, rid), repeats=5)
@@ -156,11 +188,127 @@ def run(quick: bool = True, log: Callable[[str], None] = lambda s: print(s, file
                                            spread=f"{1000 * q[1]:.1f}-{1000 * q[2]:.1f}"))
                         q = timed(lambda: queries.results(s, rid), repeats=3)
                         figs.append(Figure("run results query", 1000 * q[0], "ms", 300.0))
+                store.dispose()
             figs.append(Figure(f"sweep wall, 1 worker ({len(sweep_set)} harnesses)", walls[1], "s"))
             figs.append(Figure(f"sweep wall, 2 workers ({len(sweep_set)} harnesses)", walls[2], "s"))
             figs.append(Figure("scaling 2 workers vs 1", walls[1] / walls[2], "x", 1.8, better="higher"))
         finally:
-            ray.shutdown()
+            if started:
+                ray.shutdown()
+    return figs
+
+
+def overhead_figures(quick: bool, log: Callable[[str], None], workers: int = 2) -> list[Figure]:
+    """The farm's own cost per harness, through the full path (scheduler, Ray transfer,
+    writer, store), on the trivial catalog (identity on a scalar, CPU only).
+
+    For a sweep of n harnesses, ``excess(n) = wall − Σ worker-side seconds / workers``
+    is what the farm adds. It also holds fixed costs (actor start and jax import, run
+    creation), so the figure is the slope between two sizes, which cancels them:
+    ``(excess(big) − excess(small)) / (big − small)``. Ray's own start is outside
+    every wall. Several pairs: the median and the spread."""
+    import ray
+    from sqlalchemy import func, select
+
+    from farm import catalog
+    from farm.pipeline import Options
+    from farm.scheduler import SweepConfig, ray_init, sweep
+    from farm.store import open_store
+    from farm.store.models import OutcomeRow
+
+    mods = ("harnesses.trivial",)
+    hs = catalog.select(catalog.Filters(catalog="trivial", modules=mods))
+    small, big = (50, 250) if quick else (100, len(hs))
+    pairs = 1 if quick else 3
+    opts = Options(crossexec=False, platforms=("cpu",))
+    log(f"bench: farm overhead: trivial sweeps of {small} and {big} harnesses on {workers} workers, "
+        f"{pairs} pair(s)")
+    slopes: list[float] = []
+    excess_big: list[float] = []
+    with tempfile.TemporaryDirectory() as d:
+        started, _ = ray_init(None, workers)
+        store = open_store(f"sqlite:///{d}/overhead.db")
+        try:
+            def excess(n: int) -> float:
+                t0 = time.perf_counter()
+                run, st = sweep(store, hs[:n], options=opts, catalog="trivial", filters={},
+                                config=SweepConfig(workers=workers, progress=False, modules=mods), force=True,
+                                log=lambda s: None)
+                wall = time.perf_counter() - t0
+                with store.session() as s:
+                    work = s.scalar(select(func.sum(OutcomeRow.seconds)).where(OutcomeRow.run_id == run.id)) or 0.0
+                    done = s.scalar(select(func.count()).select_from(OutcomeRow).where(OutcomeRow.run_id == run.id))
+                if done != n:
+                    raise RuntimeError(f"trivial sweep stored {done} outcomes, expected {n}")
+                log(f"bench:   {n} trivial harnesses: wall {wall:.2f} s, worker time {work:.2f} s")
+                return wall - work / workers
+
+            for _ in range(pairs):
+                e_small, e_big = excess(small), excess(big)
+                slopes.append((e_big - e_small) / (big - small))
+                excess_big.append(e_big / big)
+        finally:
+            store.dispose()
+            if started:
+                ray.shutdown()
+    med = 1000 * statistics.median(slopes)
+    return [Figure(f"farm overhead per harness (trivial catalog, {workers} workers, slope {small}->{big})", med,
+                   "ms", 2.0, spread=f"{1000 * min(slopes):.2f}-{1000 * max(slopes):.2f} over {pairs} pair(s)"),
+            Figure(f"farm overhead per harness incl. fixed costs ({big} trivial harnesses)",
+                   1000 * statistics.median(excess_big), "ms",
+                   spread="actor start + jax import spread over the sweep")]
+
+
+def dashboard_figures(db_url: str, repeats: int = 5, log: Callable[[str], None] = lambda s: None) -> list[Figure]:
+    """Server time of the overview, compare (latest vs previous) and harness pages on
+    ``db_url`` through Flask's test client (one warm-up, then ``repeats``), with the
+    number of SQL statements each page runs."""
+    from sqlalchemy import event, func, select
+
+    from dashboards.app import create_app
+    from farm.store.models import HarnessRow, ResultRow, Run
+
+    app = create_app(db_url)
+    store = app.config["STORE"]
+    with store.session() as s:
+        ids = s.scalars(select(Run.id).order_by(Run.id.desc()).limit(2)).all()
+        if len(ids) < 2:
+            from farm.errors import ConfigError
+
+            raise ConfigError(f"{db_url} needs at least two runs for the compare page (see `farm bench --make-db`)")
+        n_runs = s.scalar(select(func.count()).select_from(Run))
+        per_run = s.scalar(select(func.count()).select_from(ResultRow).where(ResultRow.run_id == ids[0]))
+        # the harness with the most records in the latest run, first by name among them
+        fp = s.scalar(select(HarnessRow.fingerprint).join(ResultRow, ResultRow.harness_id == HarnessRow.id)
+                      .where(ResultRow.run_id == ids[0]).group_by(HarnessRow.id, HarnessRow.name)
+                      .order_by(func.count().desc(), HarnessRow.name).limit(1))
+    pages = {"overview": "/", "compare": f"/compare?base={ids[1]}&head={ids[0]}", "harness": f"/harness/{fp}"}
+    statements = [0]
+
+    def count(*_a: Any, **_k: Any) -> None:
+        statements[0] += 1
+
+    event.listen(store.engine, "before_cursor_execute", count)
+    client = app.test_client()
+    figs: list[Figure] = []
+    log(f"bench: dashboard pages on {n_runs} runs x {per_run} results ({db_url})")
+    try:
+        for page, path in pages.items():
+            t0 = time.perf_counter()
+            first = client.get(path)
+            cold = time.perf_counter() - t0
+            if first.status_code != 200:
+                raise RuntimeError(f"GET {path} answered {first.status_code}")
+            statements[0] = 0
+            med, lo, hi = timed(lambda: client.get(path), repeats=repeats, warmup=0)
+            per_request = statements[0] // repeats
+            figs.append(Figure(f"dashboard {page} page, server time ({n_runs} runs x {per_run} results)",
+                               1000 * med, "ms", 300.0,
+                               spread=f"{1000 * lo:.0f}-{1000 * hi:.0f} ms, first {1000 * cold:.0f} ms, "
+                                      f"{per_request} SQL statements"))
+    finally:
+        event.remove(store.engine, "before_cursor_execute", count)
+        store.dispose()
     return figs
 
 

@@ -1,10 +1,11 @@
 """Read queries the CLI, analysis and dashboard need. Plain dicts out."""
 from __future__ import annotations
 
+import json
 from collections import Counter, defaultdict
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Text, func, select, type_coerce
 from sqlalchemy.orm import Session
 
 from farm.errors import RunNotFound
@@ -74,25 +75,52 @@ def list_runs(session: Session, limit: int = 50, offset: int = 0) -> list[dict[s
 def results(session: Session, run_id: int, *, primitive: str | None = None, dtype: str | None = None,
             platform: str | None = None, status: str | None = None, stage: str | None = None,
             detail: bool = False) -> list[dict[str, Any]]:
-    """Flat result rows of a run joined with their harness (stable field names)."""
-    q = (select(ResultRow, HarnessRow.name, HarnessRow.fingerprint, HarnessRow.primitive, HarnessRow.dtype,
-                HarnessRow.family, HarnessRow.grp, HarnessRow.catalog)
-         .join(HarnessRow, HarnessRow.id == ResultRow.harness_id).where(ResultRow.run_id == run_id))
-    for col, val in ((HarnessRow.primitive, primitive), (HarnessRow.dtype, dtype), (ResultRow.platform, platform),
-                     (ResultRow.status, status), (ResultRow.stage, stage)):
+    """Flat result rows of a run joined with their harness (stable field names).
+
+    Plain columns, not ORM objects: a full-catalog run is ~100k rows, and building an
+    instance per row cost more than the query itself."""
+    r = ResultRow
+    cols = [HarnessRow.name, HarnessRow.fingerprint, HarnessRow.primitive, HarnessRow.dtype, HarnessRow.family,
+            HarnessRow.grp, HarnessRow.catalog, r.platform, r.stage, r.status, r.seconds, r.error_type, r.error,
+            _raw_json(r.metrics), _raw_json(r.facts), r.artifact_sha, r.comparable] + ([r.detail] if detail else [])
+    q = select(*cols).join(HarnessRow, HarnessRow.id == r.harness_id).where(r.run_id == run_id)
+    for col, val in ((HarnessRow.primitive, primitive), (HarnessRow.dtype, dtype), (r.platform, platform),
+                     (r.status, status), (r.stage, stage)):
         if val:
             vals = val.split(",") if isinstance(val, str) else list(val)
             q = q.where(col.in_(vals))
+    keys = ("harness", "fingerprint", "primitive", "dtype", "family", "group", "catalog", "platform", "stage",
+            "status", "seconds", "error_type", "error", "metrics", "facts", "artifact", "comparable") + (
+        ("detail",) if detail else ())
+    load = _JsonLoader()
     out = []
-    for r, name, fp, prim, dt, fam, grp, cat in session.execute(q.order_by(HarnessRow.name, ResultRow.id)):
-        d = {"harness": name, "fingerprint": fp, "primitive": prim, "dtype": dt, "family": fam, "group": grp,
-             "catalog": cat, "platform": r.platform, "stage": r.stage, "status": r.status, "seconds": r.seconds,
-             "error_type": r.error_type, "error": r.error, "metrics": r.metrics, "facts": r.facts,
-             "artifact": r.artifact_sha, "comparable": r.comparable}
-        if detail:
-            d["detail"] = r.detail
+    for row in session.connection().execute(q.order_by(HarnessRow.name, r.id)).all():
+        d = dict(zip(keys, row))
+        d["metrics"], d["facts"] = load(d["metrics"]), load(d["facts"])
         out.append(d)
     return out
+
+
+def _raw_json(col: Any) -> Any:
+    """A JSON column as the driver returns it (text on SQLite), decoded by ``_JsonLoader``."""
+    return type_coerce(col, Text).label(col.key)
+
+
+class _JsonLoader:
+    """Decodes JSON text, once per distinct text: most rows of a run repeat a few metrics
+    and facts objects. Each call returns a fresh (shallow) copy, so callers may mutate it.
+    Values the driver already decoded (PostgreSQL) pass through."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, Any] = {}
+
+    def __call__(self, v: Any) -> Any:
+        if not isinstance(v, str):
+            return v if v is not None else {}
+        d = self.seen.get(v)
+        if d is None:
+            d = self.seen[v] = json.loads(v)
+        return dict(d) if isinstance(d, dict) else d
 
 
 def worst(statuses: list[str]) -> str:
