@@ -36,8 +36,10 @@ INEXACT = FLOAT + COMPLEX
 NUMERIC = INTEGER + INEXACT
 ALL = ("bool",) + NUMERIC
 
-#: Stages a Limitation can name, in pipeline order.
-LIMITATION_STAGES = ("trace", "lower", "census", "compile", "execute", "compare")
+#: Stages a Limitation can name, in pipeline order. An ``export`` limitation names the
+#: platforms whose part of the multi-platform export JAX refuses (the export is redone
+#: without them); ``serialize`` is the artifact's serialize/deserialize round trip.
+LIMITATION_STAGES = ("trace", "lower", "census", "export", "serialize", "compile", "execute", "compare")
 
 #: Default tolerances (rtol, atol) by result dtype; integers and bool are exact.
 DEFAULT_TOL: dict[str, tuple[float, float]] = {
@@ -118,6 +120,24 @@ class StaticArg:
 
 
 @dataclass(frozen=True, slots=True)
+class DtypeArg(StaticArg):
+    """A dtype name passed as a static argument (a conversion's target, an accumulator).
+
+    Unlike a plain ``StaticArg`` it counts for ``Harness.needs_x64``: a harness that
+    converts to ``float64`` runs with x64 enabled, or JAX would silently make it
+    ``float32``.
+    """
+
+    def __post_init__(self) -> None:
+        if self.value not in DTYPES:
+            raise UnknownName("dtype", self.value, DTYPES)
+
+    @property
+    def dtype(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True, slots=True)
 class CustomArg:
     """An input made by a function of the seeded generator (indices, SPD matrices...).
 
@@ -138,7 +158,16 @@ class CustomArg:
         return self.name
 
 
-Arg = RandArg | StaticArg | CustomArg
+Arg = RandArg | StaticArg | DtypeArg | CustomArg
+
+
+def _arg_dtype(a: Arg) -> str:
+    """The dtype an argument brings into the computation ("" for plain static values)."""
+    if isinstance(a, DtypeArg):
+        return a.value
+    if isinstance(a, StaticArg):
+        return ""
+    return getattr(a, "dtype", "")
 
 
 # -------------------------------------------------------------------- limitations
@@ -265,9 +294,7 @@ class Harness:
     def needs_x64(self) -> bool:
         if self.catalog == "upstream":
             return False
-        return self.dtype in X64_DTYPES or any(
-            getattr(a, "dtype", "") in X64_DTYPES for a in self.args
-        )
+        return self.dtype in X64_DTYPES or any(_arg_dtype(a) in X64_DTYPES for a in self.args)
 
     @property
     def fingerprint(self) -> str:

@@ -22,9 +22,11 @@ from farm.references import reference_outputs
 from farm.stages import census, compare, compile as compile_stage, execute, export, lower, trace
 from farm.stages.record import Record
 
-#: Which Limitation stage judges a record of each pipeline stage.
-_LIMIT_STAGE = {"trace": "trace", "lower": "lower", "census": "census", "compile": "compile",
-                "execute": "execute", "compare": "compare"}
+#: Which Limitation stage judges a record of each pipeline stage. Export records are
+#: per platform that JAX refused to export ("cuda", ...) or for the artifact ("export",
+#: which only a limitation for all platforms covers); serialize records are for "export".
+_LIMIT_STAGE = {"trace": "trace", "lower": "lower", "census": "census", "export": "export",
+                "serialize": "serialize", "compile": "compile", "execute": "execute", "compare": "compare"}
 _PLATFORM_OF_KIND = {"gpu": ("cuda", "rocm")}
 
 
@@ -210,15 +212,15 @@ def _run(h: Harness, opts: Options) -> tuple[list[Record], list[Artifact]]:
     good = tuple(p for p in opts.platforms if lowered[p].ok)
     serialized: export.Serialized | None = None
     if good:
-        ex = export.run(tr, good)
-        recs.append(ex.with_status(ex.status, handle=None))
+        ex, *refused = export.run_all(tr, good)
+        recs += [r.with_status(r.status, handle=None) for r in (ex, *refused)]
         se = export.serialize(ex)
         recs.append(se.with_status(se.status, handle=None))
         if se.status == "ok":
             serialized = se
             blob, _ = se.handle
             arts.append(Artifact(se.artifact, "export", blob, {
-                "platforms": list(good), "calling_convention_version": ex.facts["calling_convention_version"],
+                "platforms": ex.facts["platforms"], "calling_convention_version": ex.facts["calling_convention_version"],
                 "jax_version": jax_version(), "format": "jax.export.serialize"}))
             text = export.module_text(ex)
             recs.append(census.run(census.parse(text), "export", exported=True))
@@ -256,7 +258,7 @@ def _run(h: Harness, opts: Options) -> tuple[list[Record], list[Artifact]]:
                 for p in opts.platforms:
                     if p == native or not lowered[p].ok:
                         continue
-                    recs += _crossexec(lowered[p], lo, dyn, actual, opts, rtol, atol, exact)
+                    recs += _crossexec(h, args, lowered[p], lo, dyn, actual, opts, rtol, atol, exact)
     return recs, arts
 
 
@@ -271,24 +273,40 @@ def _roundtrip(se: export.Serialized, dyn: list[Any], native: list[np.ndarray]) 
     return compare.run(out, native, platform="export", against="native", rtol=0.0, atol=0.0, exact=True)
 
 
-def _crossexec(lo: lower.Lowered, native_lo: lower.Lowered, dyn: list[Any], native: list[np.ndarray],
-               opts: Options, rtol: float, atol: float, exact: bool) -> list[Record]:
-    """Run another platform's module on this backend and compare with the native result."""
+def _crossexec(h: Harness, args: list[Any], lo: lower.Lowered, native_lo: lower.Lowered, dyn: list[Any],
+               native: list[np.ndarray], opts: Options, rtol: float, atol: float, exact: bool) -> list[Record]:
+    """Run another platform's module on this backend and compare with the native result.
+
+    A module whose platform-only custom calls (cuSOLVER, hipSPARSE...) have no handler
+    here is ``not_runnable_here``, whether the compile or the first run finds out.
+    Non-unique results (a harness with an invariant) are judged by the invariant: an
+    SVD's signs may differ between two correct lowerings."""
     if lo.facts["module_sha256"] == native_lo.facts["module_sha256"]:
         return [Record("crossexec", lo.platform, "ok", facts={"identical_to": native_lo.platform})]
     c, e = _compile_execute(lo, dyn, opts, "crossexec")
     if c.status != "ok":
         return [c]
     if not e.ok:
-        return [e.with_status(e.status, stage="crossexec")]
-    cmp = compare.run(e.handle, native, platform=lo.platform, against=native_lo.platform,
-                      rtol=rtol, atol=atol, exact=exact, stage="crossexec")
+        return [compile_stage.not_runnable(e.with_status(e.status, stage="crossexec"))]
+    if h.invariant is not None:
+        like = [{"dtype": str(a.dtype), "shape": list(a.shape)} for a in native]
+        got = [{"dtype": str(a.dtype), "shape": list(a.shape)} for a in e.handle]
+        if got != like:
+            cmp = compare.Compared("crossexec", lo.platform, "fail", error_type="Mismatch",
+                                   error=f"outputs {got} differ in dtype or shape from {native_lo.platform}'s {like}",
+                                   facts={"against": native_lo.platform})
+        else:
+            cmp = _invariant(h, args, e.handle, lo.platform, stage="crossexec")
+    else:
+        cmp = compare.run(e.handle, native, platform=lo.platform, against=native_lo.platform,
+                          rtol=rtol, atol=atol, exact=exact, stage="crossexec")
     return [cmp.with_status(cmp.status, seconds=c.seconds + e.seconds,
                             metrics={**cmp.metrics, "compile_s": c.metrics.get("compile_s", 0.0),
                                      "execute_s": e.metrics.get("execute_s", 0.0)})]
 
 
-def _invariant(h: Harness, args: list[Any], actual: list[np.ndarray], platform: str) -> Record:
+def _invariant(h: Harness, args: list[Any], actual: list[np.ndarray], platform: str,
+               stage: str = "compare") -> Record:
     """Non-unique results (eig, svd signs, sort ties): check invariants instead."""
     from farm.references import upcast
 
@@ -297,13 +315,15 @@ def _invariant(h: Harness, args: list[Any], actual: list[np.ndarray], platform: 
             err = float(h.invariant(*[upcast(a) for a in args], *actual))
         rtol, atol = h.tolerance(platform)
         ok = err <= max(rtol, atol) * 10
-        return compare.Compared("compare", platform, "ok" if ok else "fail",
+        return compare.Compared(stage, platform, "ok" if ok else "fail",
                                 error=None if ok else f"invariant error {err:.3g}",
-                                metrics={"invariant_err": err}, facts={"against": "invariant"})
+                                error_type=None if ok else "Mismatch",
+                                metrics={"invariant_err": err},
+                                facts={"against": "invariant", "rtol": rtol, "atol": atol})
     except Exception as e:
         from farm.stages.record import failure
 
-        return failure(compare.Compared, "compare", platform, e, 0.0)
+        return failure(compare.Compared, stage, platform, e, 0.0, facts={"against": "invariant"})
 
 
 def jax_version() -> str:

@@ -4,26 +4,13 @@ same-width and different-width types, and reduce_precision to bf16/f16 formats.
 Inputs are chosen inside the target's range (float→int truncates toward zero and
 out-of-range values are implementation-defined), so NumPy's ``astype`` is the reference.
 """
-from dataclasses import dataclass
-
 import numpy as np
 from jax import lax
 
-from farm.catalog import ALL, INTEGER, UNSIGNED, CustomArg, RandArg, StaticArg, define, np_dtype
+from farm.catalog import ALL, INTEGER, UNSIGNED, CustomArg, DtypeArg, RandArg, define, np_dtype
 
 FAMILY = "conversion"
 SHAPE = (3, 4)
-
-
-@dataclass(frozen=True, slots=True)
-class DtypeArg(StaticArg):
-    """A static target dtype name. It exposes ``dtype`` so that a harness converting to a
-    64-bit type runs with x64 enabled (``Harness.needs_x64`` looks at argument dtypes);
-    without it, ``float64`` would silently become ``float32``."""
-
-    @property
-    def dtype(self) -> str:
-        return self.value
 
 
 def _domain(src: str, dst: str) -> str:

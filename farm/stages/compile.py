@@ -1,14 +1,33 @@
 """compile: a lowered module on the local backend; cost and memory analysis."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from farm.stages.lower import Lowered
 from farm.stages.record import Record, Timer, failure
 
+#: Error text meaning "this module calls something this backend does not have" (a
+#: platform-only custom call, e.g. cuSOLVER's ``cusolver_potrf_ffi`` compiled on the host):
+#: the module cannot run here, which says nothing about whether it is right. XLA reports a
+#: missing FFI handler at compile time or only when the executable first runs.
 NOT_RUNNABLE_MARKERS = ("custom call", "custom_call", "No registered implementation",
-                        "Unsupported platform", "not supported on this platform")
+                        "Unsupported platform", "not supported on this platform",
+                        "No FFI handler registered for")
+_MISSING_HANDLER = re.compile(r"No FFI handler registered for (\S+)")
+
+
+def not_runnable(rec: Record, message: str | None = None) -> Record:
+    """``rec`` as ``not_runnable_here`` if its error (or the full exception ``message``)
+    says the module cannot run on this backend, with the missing custom-call target as a
+    fact; else unchanged."""
+    text = (rec.error or "") if message is None else message
+    if rec.status != "error" or not any(m in text for m in NOT_RUNNABLE_MARKERS):
+        return rec
+    missing = _MISSING_HANDLER.search(text)
+    facts = {**rec.facts, "missing_handler": missing.group(1)} if missing else rec.facts
+    return rec.with_status("not_runnable_here", facts=facts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +70,4 @@ def run(lowered: Lowered, stage: str = "compile") -> Compiled:
         return Compiled(stage, lowered.platform, "ok", timer.seconds,
                         metrics={"compile_s": timer.seconds, **_cost(compiled)}, handle=compiled)
     except Exception as e:
-        rec = failure(Compiled, stage, lowered.platform, e, timer.seconds)
-        if any(m in str(e) for m in NOT_RUNNABLE_MARKERS):
-            return rec.with_status("not_runnable_here")
-        return rec
+        return not_runnable(failure(Compiled, stage, lowered.platform, e, timer.seconds), str(e))

@@ -1,17 +1,26 @@
 """export: one multi-platform ``jax.export`` artifact, then a serialize round trip."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from farm.stages.record import Record, Timer, failure
 from farm.stages.trace import Traced
 
+#: JAX refuses to export a module with custom calls that have no compatibility guarantee.
+UNGUARANTEED = "custom calls whose targets have no compatibility guarantees"
+_TARGET = re.compile(r"stablehlo\.custom_call @([\w.$-]+)")
+
 
 @dataclass(frozen=True, slots=True)
 class Exported(Record):
-    """facts: platforms, calling-convention version, devices; ``handle`` is the Exported."""
+    """facts: platforms, calling-convention version, devices; ``handle`` is the Exported.
+
+    ``platform`` is ``"export"`` for the artifact, or a platform name for the record of
+    a platform that could not be exported (see ``run_all``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,8 +28,8 @@ class Serialized(Record):
     """The round trip: artifact bytes, size, sha256; ``handle`` is (bytes, deserialized)."""
 
 
-def run(traced: Traced, platforms: tuple[str, ...]) -> Exported:
-    label = "export"
+def run(traced: Traced, platforms: tuple[str, ...], label: str = "export") -> Exported:
+    """``jax.export`` for these platforms at once."""
     if not traced.ok:
         return Exported("export", label, "skipped", error="trace did not succeed")
     import jax
@@ -36,7 +45,39 @@ def run(traced: Traced, platforms: tuple[str, ...]) -> Exported:
                                "nr_devices": exp.nr_devices},
                         handle=exp)
     except Exception as e:
-        return failure(Exported, "export", label, e, timer.seconds)
+        rec = failure(Exported, "export", label, e, timer.seconds, facts={"platforms": list(platforms)})
+        if UNGUARANTEED in str(e):
+            targets = sorted(set(_TARGET.findall(str(e))))
+            rec = rec.with_status("error", error_type="UnguaranteedCustomCall",
+                                  error=f"cannot export for {','.join(platforms)}: custom calls without a "
+                                        f"compatibility guarantee: {', '.join(targets) or '?'}",
+                                  facts={**rec.facts, "unguaranteed": targets})
+        return rec
+
+
+def run_all(traced: Traced, platforms: tuple[str, ...]) -> list[Exported]:
+    """The multi-platform export, and what stopped any platform from being in it.
+
+    When JAX refuses the export because some platforms' lowerings call custom calls
+    without a compatibility guarantee, each platform is exported alone to find which:
+    each of those gets its own failed record (``platform`` = its name, so limitations
+    and coverage attribute the gap to it), and the artifact is exported again for the
+    others, with ``dropped_platforms`` as a fact. The artifact record comes first.
+    """
+    ex = run(traced, platforms)
+    if ex.ok or ex.error_type != "UnguaranteedCustomCall" or len(platforms) < 2:
+        return [ex]
+    alone = [run(traced, (p,), label=p) for p in platforms]
+    refused = [r for r in alone if not r.ok]
+    kept = tuple(p for p, r in zip(platforms, alone) if r.ok)
+    if not refused:  # every platform exports alone, not together: report the joint failure
+        return [ex]
+    dropped = {"dropped_platforms": [r.platform for r in refused]}
+    if not kept:
+        return [Exported("export", "export", "skipped", ex.seconds, error="no platform could be exported",
+                         facts={**ex.facts, **dropped})] + refused
+    again = run(traced, kept)
+    return [again.with_status(again.status, facts={**again.facts, **dropped})] + refused
 
 
 def serialize(exported: Exported) -> Serialized:
@@ -51,18 +92,58 @@ def serialize(exported: Exported) -> Serialized:
         with t_de():
             back = jax.export.deserialize(bytearray(blob))
         sha = hashlib.sha256(blob).hexdigest()
-        exp = exported.handle
-        same = (back.in_avals == exp.in_avals and back.out_avals == exp.out_avals
-                and back.platforms == exp.platforms
-                and bytes(back.mlir_module_serialized) == bytes(exp.mlir_module_serialized))
-        return Serialized("serialize", exported.platform, "ok" if same else "fail",
+        changed, not_carried = differences(exported.handle, back)
+        facts: dict[str, Any] = {"sha256": sha}
+        if not_carried:
+            facts["not_carried"] = not_carried
+        return Serialized("serialize", exported.platform, "fail" if changed else "ok",
                           t_ser.seconds + t_de.seconds,
-                          error=None if same else "deserialized artifact differs from the exported one",
+                          error=f"deserialized artifact differs from the exported one: {', '.join(changed)}"
+                          if changed else None,
                           metrics={"artifact_bytes": float(len(blob)), "serialize_s": t_ser.seconds,
                                    "deserialize_s": t_de.seconds},
-                          facts={"sha256": sha}, artifact=sha, handle=(blob, back))
+                          facts=facts, artifact=sha, handle=(blob, back))
     except Exception as e:
         return failure(Serialized, "serialize", exported.platform, e, t_ser.seconds + t_de.seconds)
+
+
+#: Per-aval details that JAX's serialization format does not write: an aval keeps only
+#: shape, dtype and memory space, and gets its sharding back from the artifact's named
+#: shardings (None when the function had no in/out shardings), so an output aval that
+#: carried the mesh of a shard_map or sharding constraint comes back with an empty mesh.
+#: ``Exported.call`` builds its results from the named shardings, never from these.
+_AVAL_NOT_CARRIED = ("sharding", "weak_type")
+
+
+def differences(exp: Any, back: Any) -> tuple[list[str], dict[str, str]]:
+    """(what the round trip changed, what it dropped that the format does not carry:
+    field → the exported value).
+
+    Every field of ``jax.export.Exported`` must survive (module bytes, platforms, trees,
+    HLO and named shardings, effects, kept vars...), avals by shape, dtype and memory
+    space; ``_get_vjp`` is rebuilt on demand and is not compared.
+    """
+    changed: list[str] = []
+    not_carried: dict[str, str] = {}
+    for f in dataclasses.fields(exp):
+        if f.name == "_get_vjp":
+            continue
+        a, b = getattr(exp, f.name), getattr(back, f.name)
+        if f.name in ("in_avals", "out_avals"):
+            if len(a) != len(b):
+                changed.append(f.name)
+                continue
+            for i, (x, y) in enumerate(zip(a, b)):
+                if (x.shape, x.dtype, x.memory_space) != (y.shape, y.dtype, y.memory_space):
+                    changed.append(f"{f.name}[{i}]")
+                not_carried.update({f"{f.name}[{i}].{k}": str(getattr(x, k, None)) for k in _AVAL_NOT_CARRIED
+                                    if getattr(x, k, None) != getattr(y, k, None)})
+        elif f.name == "mlir_module_serialized":
+            if bytes(a) != bytes(b):
+                changed.append(f.name)
+        elif a != b:
+            changed.append(f.name)
+    return changed, not_carried
 
 
 def module_text(exported: Exported) -> str:
