@@ -328,3 +328,20 @@ def boundary(session: Session, run_id: int, **filters: Any) -> list[dict[str, An
 
 def count_runs(session: Session) -> int:
     return session.scalar(select(func.count()).select_from(Run)) or 0
+
+
+def stage_counts(session: Session, run_id: int) -> list[tuple[str, str, str, int]]:
+    """(stage, platform, status, results) for a run, one grouped query."""
+    q = (select(ResultRow.stage, ResultRow.platform, ResultRow.status, func.count())
+         .where(ResultRow.run_id == run_id)
+         .group_by(ResultRow.stage, ResultRow.platform, ResultRow.status))
+    return [tuple(r) for r in session.execute(q)]
+
+
+def census_facts(session: Session, run_id: int) -> list[dict[str, Any]]:
+    """Every census record's platform, status and facts (one query)."""
+    q = (select(HarnessRow.name, HarnessRow.primitive, ResultRow.platform, ResultRow.status, ResultRow.facts)
+         .join(HarnessRow, HarnessRow.id == ResultRow.harness_id)
+         .where(ResultRow.run_id == run_id, ResultRow.stage == "census"))
+    return [{"harness": n, "primitive": p, "platform": pl, "status": st, "facts": f or {}}
+            for n, p, pl, st, f in session.execute(q)]
