@@ -19,7 +19,7 @@ import numpy as np
 from farm.catalog import Harness
 from farm.platforms import LOWERING_PLATFORMS, NATIVE_PLATFORM
 from farm.references import reference_outputs
-from farm.stages import census, compare, compile as compile_stage, execute, export, lower, trace
+from farm.stages import census, compare, compile as compile_stage, execute, export, lower, trace, xhost
 from farm.stages.record import Record
 
 #: Which Limitation stage judges a record of each pipeline stage. Export records are
@@ -62,9 +62,10 @@ class Outcome:
     records: list[Record]
     artifacts: list[Artifact] = field(default_factory=list)
     seconds: float = 0.0
+    worker: str = ""  # where it ran: "ray:<node id>:<pid>", "standalone:<host>:<pid>"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"fingerprint": self.fingerprint, "name": self.name, "seconds": self.seconds,
+        return {"fingerprint": self.fingerprint, "name": self.name, "seconds": self.seconds, "worker": self.worker,
                 "records": [r.to_dict() for r in self.records],
                 "artifacts": [{"sha256": a.sha256, "kind": a.kind, "data": a.data, "meta": a.meta}
                               for a in self.artifacts]}
@@ -73,7 +74,7 @@ class Outcome:
     def from_dict(cls, d: dict[str, Any]) -> "Outcome":
         return cls(d["fingerprint"], d["name"], [Record.from_dict(r) for r in d["records"]],
                    [Artifact(a["sha256"], a["kind"], a["data"], a.get("meta") or {}) for a in d["artifacts"]],
-                   d.get("seconds", 0.0))
+                   d.get("seconds", 0.0), d.get("worker", ""))
 
     @classmethod
     def failed(cls, fingerprint: str, name: str, status: str, message: str, *, stage: str = "execute",
@@ -95,8 +96,12 @@ def _judge(h: Harness, rec: Record) -> Record:
     stage = _LIMIT_STAGE.get(rec.stage)
     if stage is None:
         return rec
+    platforms = (rec.platform,) + _PLATFORM_OF_KIND.get(rec.platform, ())
+    if rec.stage == "export" and rec.platform == "export" and rec.status == "ok":
+        # the artifact holds these platforms: a limitation saying one cannot be exported is stale
+        platforms += tuple(rec.facts.get("platforms", ()))
     lim = None
-    for platform in (rec.platform,) + _PLATFORM_OF_KIND.get(rec.platform, ()):
+    for platform in platforms:
         lim = h.limitation(platform, stage)
         if lim:
             break
@@ -174,20 +179,23 @@ def _compile_execute(lowered: lower.Lowered, dyn: list[Any], opts: Options, stag
     return c.with_status(c.status, handle=None), e
 
 
-def run_harness(h: Harness, opts: Options = Options()) -> Outcome:
-    """Run every stage for one harness; exceptions inside stages become records."""
+def run_harness(h: Harness, opts: Options = Options(), prior: xhost.Prior | None = None) -> Outcome:
+    """Run every stage for one harness; exceptions inside stages become records.
+
+    ``prior``: another host's serialized export of this harness (with its inputs and
+    outputs), run here too and compared three ways (the ``xhost`` stage)."""
     import time
 
     import jax
 
     t0 = time.perf_counter()
     with jax.enable_x64(h.needs_x64):
-        records, artifacts = _run(h, opts)
+        records, artifacts = _run(h, opts, prior)
     records = [_judge(h, r) for r in records]
     return Outcome(h.fingerprint, h.name, records, artifacts, time.perf_counter() - t0)
 
 
-def _run(h: Harness, opts: Options) -> tuple[list[Record], list[Artifact]]:
+def _run(h: Harness, opts: Options, prior: xhost.Prior | None = None) -> tuple[list[Record], list[Artifact]]:
     recs: list[Record] = []
     arts: list[Artifact] = []
     args = h.make_args()
@@ -233,7 +241,7 @@ def _run(h: Harness, opts: Options) -> tuple[list[Record], list[Artifact]]:
             continue
         c, e = _compile_execute(lo, dyn, opts, "compile")
         actual = e.handle if e.ok else None
-        if actual is not None and kind == "cpu":
+        if actual is not None:
             io_art = _io_artifact(dyn, actual)
             arts.append(io_art)
             e = e.with_status(e.status, artifact=io_art.sha256)
@@ -251,6 +259,8 @@ def _run(h: Harness, opts: Options) -> tuple[list[Record], list[Artifact]]:
         elif h.compare != "none" or actual is None:
             recs.append(compare.run(actual, ref, platform=native, against="reference", rtol=rtol, atol=atol,
                                     exact=exact, promised=promised))
+        if prior is not None:
+            recs.append(_xhost(h, args, prior, native, dyn, actual, ref, rtol, atol, exact, promised))
         if actual is not None and kind == "cpu":
             if opts.roundtrip and serialized is not None:
                 recs.append(_roundtrip(serialized, dyn, actual))
@@ -260,6 +270,21 @@ def _run(h: Harness, opts: Options) -> tuple[list[Record], list[Artifact]]:
                         continue
                     recs += _crossexec(h, args, lowered[p], lo, dyn, actual, opts, rtol, atol, exact)
     return recs, arts
+
+
+def _xhost(h: Harness, args: list[Any], prior: xhost.Prior, platform: str, dyn: list[Any],
+           actual: list[np.ndarray] | None, ref: list[np.ndarray] | None, rtol: float, atol: float,
+           exact: bool, promised: list[dict[str, Any]] | None) -> Record:
+    """Another host's artifact run here; non-unique results are judged by the invariant."""
+    invariant = None
+    if h.invariant is not None:
+        from farm.references import upcast
+
+        def invariant(outs: list[np.ndarray]) -> float:
+            with np.errstate(all="ignore"):
+                return float(h.invariant(*[upcast(a) for a in args], *outs))
+    return xhost.run(prior, platform, dyn, native=actual, reference=ref, rtol=rtol, atol=atol, exact=exact,
+                     promised=promised, invariant=invariant)
 
 
 def _roundtrip(se: export.Serialized, dyn: list[Any], native: list[np.ndarray]) -> Record:

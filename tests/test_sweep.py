@@ -43,6 +43,9 @@ def test_sweep_stores_every_stage(ray_local, sqlite_url) -> None:  # noqa: ANN00
             ("compare", "cpu"), ("crossexec", "tpu")} <= stages
     assert {x["status"] for x in rows} == {"ok"}
     assert len({x["harness"] for x in rows}) == len(hs)
+    with store.session() as s:  # each outcome says which Ray node and worker process ran it
+        where = s.execute(select(OutcomeRow.worker).where(OutcomeRow.run_id == run.id)).scalars().all()
+    assert len(where) == len(hs) and all(w.startswith("ray:") and len(w.split(":")) == 3 for w in where)
     # a second sweep in the same environment reuses every result (result cache)
     run2, stats2 = sweep(store, hs, options=Options(), catalog="farm", filters={}, config=SweepConfig(workers=2))
     assert stats2.cached == len(hs) and stats2.done == 0

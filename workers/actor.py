@@ -14,7 +14,10 @@ class HarnessWorker:
     """A long-lived worker. The driver replaces it when it dies, hangs or grows too big."""
 
     def __init__(self, catalog: str, modules: list[str], options: dict[str, Any], clear_every: int = 200) -> None:
+        import os
+
         self.runner = JobRunner(catalog, modules, options, clear_every)
+        self.runner.label = f"ray:{ray.get_runtime_context().get_node_id()[:12]}:{os.getpid()}"
 
     def info(self) -> dict[str, Any]:
         return self.runner.info()

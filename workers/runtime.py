@@ -3,6 +3,7 @@ to harnesses, run them through the pipeline, and keep memory bounded."""
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -35,6 +36,8 @@ class JobRunner:
         self.clear_every = clear_every
         self.count = 0
         self.peak_rss = 0
+        #: Where outcomes say they ran; a Ray actor sets "ray:<node id>:<pid>".
+        self.label = f"standalone:{socket.gethostname()}:{os.getpid()}"
 
     def info(self) -> dict[str, Any]:
         from farm.platforms import local_device_kinds
@@ -63,6 +66,7 @@ class JobRunner:
         self.peak_rss = max(self.peak_rss, rss)
         out["rss"] = rss
         out["pid"] = os.getpid()
+        out["worker"] = self.label
         return out
 
     def run_batch(self, fps: list[str]) -> Iterator[dict[str, Any]]:

@@ -147,7 +147,7 @@ class Writer:
                                 "metrics": _finite(r.metrics), "facts": dict(r.facts), "artifact_sha": r.artifact,
                                 "comparable": comparable_key(o.fingerprint, r.platform, self.env_fp)})
             marks.append({"run_id": self.run.id, "harness_id": hid, "environment_id": self.env_id,
-                          "worst": o.worst, "seconds": o.seconds, "worker": worker})
+                          "worst": o.worst, "seconds": o.seconds, "worker": (o.worker or worker)[:128]})
         self.session.flush()
         _insert_ignore(self.session, ResultRow, results, ["run_id", "harness_id", "platform", "stage"])
         _insert_ignore(self.session, OutcomeRow, marks, ["run_id", "harness_id"])
