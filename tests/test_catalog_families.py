@@ -100,3 +100,34 @@ def test_declared_limitation_is_expected_fail() -> None:
     h = catalog.select(catalog.Filters(family=("linalg",), primitive=("eig",), dtype=("float32",)))[0]
     out = run_harness(h, Options(platforms=("tpu",), run_on=(), repeats=1, crossexec=False))
     assert [r.status for r in out.records if r.stage == "lower"] == ["expected_fail"]
+
+
+def test_a_static_dtype_argument_counts_for_x64() -> None:
+    """A conversion to float64 must run with x64 on, or JAX silently makes it float32."""
+    to64 = catalog.define("test_only", "convert_element_type", lambda x, to: lax.convert_element_type(x, to),
+                          [catalog.RandArg((3,), "float32"), catalog.DtypeArg("float64")], dtype="float32",
+                          catalog="test_dtype_arg")
+    plain = catalog.define("test_only", "convert_element_type", lambda x, to: lax.convert_element_type(x, to),
+                           [catalog.RandArg((3,), "float32"), catalog.StaticArg("float64")], dtype="float32",
+                           catalog="test_dtype_arg", params={"static": "plain"})
+    assert to64.needs_x64 and not plain.needs_x64
+    assert to64.static_argnums() == (1,) and to64.make_args()[1] == "float64"
+    assert to64.args[1].describe() == plain.args[1].describe()  # same fingerprint input as before
+    out = run_harness(to64, Options(platforms=("cpu",), repeats=1, crossexec=False))
+    assert [r.facts["outputs"] for r in out.records if r.stage == "trace"] == [[{"shape": [3], "dtype": "float64"}]]
+    with pytest.raises(UnknownName):
+        catalog.DtypeArg("float65")
+
+
+def test_conversion_family_uses_the_catalog_dtype_arg() -> None:
+    hs = catalog.select(catalog.Filters(family=("conversion",), primitive=("convert_element_type",),
+                                        dtype=("float32",), name=("to=float64",)))
+    assert [type(a) for a in hs[0].args] == [catalog.RandArg, catalog.DtypeArg] and hs[0].needs_x64
+
+
+def test_export_and_serialize_are_limitation_stages() -> None:
+    assert {"export", "serialize"} <= set(catalog.LIMITATION_STAGES)
+    with pytest.raises(ValueError):
+        catalog.Limitation("no such stage", stage="crossexec_run")
+    eig = catalog.select(catalog.Filters(family=("linalg",), primitive=("eig",), dtype=("float32",)))[0]
+    assert eig.limitation("cuda", "export") and eig.limitation("cpu", "export") is None

@@ -105,3 +105,145 @@ def test_output_dtype_must_match_what_tracing_promised() -> None:
     status, err, _ = compare_outputs([np.ones(3, np.float32)], [np.ones(3)], 1e-5, 0, False,
                                      promised=[{"dtype": "float16", "shape": [3]}])
     assert status == "fail" and "float16" in err
+
+
+# ------------------------------------------------- limits of running foreign modules here
+def _statuses(out) -> dict[tuple[str, str], str]:  # noqa: ANN001
+    return {(r.stage, r.platform): r.status for r in out.records}
+
+
+def _linalg(primitive: str, dtype: str = "float32") -> catalog.Harness:
+    return catalog.select(catalog.Filters(family=("linalg",), primitive=(primitive,), dtype=(dtype,)))[0]
+
+
+def test_missing_ffi_handler_is_not_runnable_here() -> None:
+    from farm.stages.compile import not_runnable
+    from farm.stages.record import Record
+
+    missing = Record("crossexec", "cuda", "error", error_type="XlaRuntimeError",
+                     error="NOT_FOUND: No FFI handler registered for cusolver_potrf_ffi on a platform Host")
+    rec = not_runnable(missing)
+    assert rec.status == "not_runnable_here" and rec.facts["missing_handler"] == "cusolver_potrf_ffi"
+    assert not_runnable(missing.with_status("error", error="INTERNAL: wrong answer")).status == "error"
+    assert not_runnable(missing.with_status("fail")).status == "fail"
+
+
+def test_crossexec_of_a_gpu_solver_on_the_host_is_not_runnable_here() -> None:
+    """cuSOLVER's potrf has no host handler (jaxlib 0.10 says so when compiling)."""
+    out = run_harness(_linalg("cholesky"), Options(platforms=("cpu", "cuda"), repeats=1))
+    (rec,) = [r for r in out.records if r.stage == "crossexec"]
+    assert (rec.platform, rec.status) == ("cuda", "not_runnable_here")
+    assert rec.facts["missing_handler"] == "cusolver_potrf_ffi"
+    assert _statuses(out)[("compare", "cpu")] == "ok"
+
+
+def test_missing_ffi_handler_found_at_run_time_is_not_runnable_here(monkeypatch) -> None:  # noqa: ANN001
+    """Some XLA versions compile such a module and fail when it first runs."""
+    from jax import lax
+
+    from farm import pipeline
+    from farm.stages import execute
+
+    real = execute.run
+
+    def run(compiled, dyn, **kw):  # noqa: ANN001, ANN202
+        if kw.get("stage") != "crossexec_run":
+            return real(compiled, dyn, **kw)
+        return execute.Executed("crossexec_run", compiled.platform, "error", error_type="XlaRuntimeError",
+                                error="NOT_FOUND: No FFI handler registered for tpu_only_ffi on a platform Host")
+
+    monkeypatch.setattr(pipeline.execute, "run", run)
+    out = run_harness(_sin_or(lax.cos, None), Options(platforms=("cpu", "tpu"), repeats=1))
+    (rec,) = [r for r in out.records if r.stage == "crossexec"]
+    assert (rec.platform, rec.status, rec.facts["missing_handler"]) == ("tpu", "not_runnable_here", "tpu_only_ffi")
+
+
+def _sin_or(default, invariant):  # noqa: ANN001, ANN202
+    """sin on cpu, ``default`` on every other platform's module."""
+    from jax import lax
+
+    return catalog.define("test_only", "sin", lambda x: lax.platform_dependent(x, cpu=lax.sin, default=default),
+                          [catalog.RandArg((8,), "float32")], dtype="float32", catalog="test_crossexec",
+                          invariant=invariant)
+
+
+def test_crossexec_judges_non_unique_results_by_the_invariant() -> None:
+    """A result defined up to sign (like an SVD's vectors): the tpu module returns -sin,
+    which the invariant accepts; a tpu module returning cos fails it."""
+    from jax import lax
+
+    up_to_sign = lambda x, y: np.abs(np.abs(y) - np.abs(np.sin(x))).max()  # noqa: E731
+    opts = Options(platforms=("cpu", "tpu"), repeats=1)
+    flipped = run_harness(_sin_or(lambda x: -lax.sin(x), up_to_sign), opts)
+    wrong = run_harness(_sin_or(lax.cos, up_to_sign), opts)
+    (ok,) = [r for r in flipped.records if r.stage == "crossexec"]
+    (bad,) = [r for r in wrong.records if r.stage == "crossexec"]
+    assert (ok.status, ok.facts["against"]) == ("ok", "invariant")
+    assert (bad.status, bad.facts["against"]) == ("fail", "invariant")
+    assert bad.metrics["invariant_err"] > 0.1
+
+
+def test_crossexec_of_svd_on_tpu_passes_by_invariant_where_raw_values_differ() -> None:
+    h = _linalg("svd")
+    out = run_harness(h, Options(platforms=("cpu", "tpu"), repeats=1))
+    (rec,) = [r for r in out.records if r.stage == "crossexec"]
+    assert (rec.platform, rec.status, rec.facts["against"]) == ("tpu", "ok", "invariant")
+
+
+# --------------------------------------------------------------------- export limits
+def test_export_refused_for_one_platform_is_redone_without_it() -> None:
+    """cuda's eig is a custom call without a compatibility guarantee: the cuda part is its
+    own record (expected_fail by the harness's limitation), the artifact has the rest."""
+    out = run_harness(_linalg("eig"), Options(platforms=("cpu", "cuda"), repeats=1, crossexec=False))
+    st = _statuses(out)
+    assert st[("export", "cuda")] == "expected_fail"
+    assert st[("export", "export")] == "ok" and st[("serialize", "export")] == "ok"
+    recs = {(r.stage, r.platform): r for r in out.records}
+    assert recs[("export", "cuda")].facts["unguaranteed"] == ["cuhybrid_eig_real"]
+    assert recs[("export", "export")].facts["dropped_platforms"] == ["cuda"]
+    assert [a.meta["platforms"] for a in out.artifacts if a.kind == "export"] == [["cpu"]]
+
+
+def test_undeclared_export_refusal_is_an_error() -> None:
+    from dataclasses import replace
+
+    h = replace(_linalg("eig"), limitations=(), catalog="test_export")
+    out = run_harness(h, Options(platforms=("cpu", "rocm"), run_on=(), repeats=1))
+    assert _statuses(out)[("export", "rocm")] == "error"
+    (rec,) = [r for r in out.records if (r.stage, r.platform) == ("export", "rocm")]
+    assert "hiphybrid_eig_real" in rec.error and rec.error_type == "UnguaranteedCustomCall"
+
+
+def test_stale_export_limitation_is_unexpected_pass() -> None:
+    from jax import lax
+
+    stale = catalog.Limitation("claims sin cannot be exported for cuda", platforms=("cuda",), stage="export")
+    h = catalog.define("test_only", "sin", lax.sin, [catalog.RandArg((3,), "float32")], dtype="float32",
+                       catalog="test_stale", reference=np.sin, limitations=[stale])
+    out = run_harness(h, Options(platforms=("cpu", "cuda"), run_on=(), repeats=1))
+    (rec,) = [r for r in out.records if r.stage == "export"]
+    assert (rec.platform, rec.status) == ("export", "unexpected_pass")
+    assert "limitation no longer holds" in rec.error
+
+
+def test_serialize_compares_the_calling_convention() -> None:
+    """What the format carries must survive; an output aval's mesh, which it does not
+    carry, is a fact, not a failure."""
+    import dataclasses
+
+    import jax
+    from jax import lax
+    from jax.sharding import PartitionSpec as P
+
+    from farm.stages import export
+
+    def psum(x):  # noqa: ANN001, ANN202
+        mesh = jax.make_mesh((1,), ("x",), axis_types=(jax.sharding.AxisType.Auto,))
+        return jax.shard_map(lambda b: lax.psum(b, "x"), mesh=mesh, in_specs=P("x"), out_specs=P())(x)
+
+    exp = jax.export.export(jax.jit(psum), platforms=("cpu", "tpu"))(np.ones((2, 3), np.float32))
+    back = jax.export.deserialize(exp.serialize())
+    changed, not_carried = export.differences(exp, back)
+    assert changed == [] and list(not_carried) == ["out_avals[0].sharding"]
+    other = dataclasses.replace(back, platforms=("cpu",), out_avals=(back.out_avals[0].update(dtype=np.int32),))
+    assert export.differences(exp, other)[0] == ["out_avals[0]", "platforms"]
