@@ -129,5 +129,22 @@ def priors(store: Any, run_ref: str, fingerprints: list[str],
             _, io_npz = artifacts.get(s, d["execute"])
             meta = {"jax_version": row.jax_version, "platforms": (row.meta or {}).get("platforms"),
                     "run": run.name, "sha256": d["serialize"]}
-            out[fp] = Prior.from_blobs(blob, io_npz, meta).to_json()
+            out[fp] = _typed(Prior.from_blobs(blob, io_npz, meta)).to_json()
     return out
+
+
+def _typed(prior: Any) -> Any:
+    """io blobs written before dtype names were kept hold bfloat16 as raw ``|V2``: take the
+    dtypes from the export's avals instead."""
+    if not any(a.dtype.kind == "V" for a in prior.inputs + prior.outputs):
+        return prior
+    import dataclasses
+
+    import jax
+
+    exp = jax.export.deserialize(bytearray(prior.export))
+
+    def fix(arrays: list[Any], avals: Any) -> list[Any]:
+        return [a.view(av.dtype) if a.dtype.kind == "V" else a for a, av in zip(arrays, avals)]
+
+    return dataclasses.replace(prior, inputs=fix(prior.inputs, exp.in_avals), outputs=fix(prior.outputs, exp.out_avals))

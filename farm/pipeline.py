@@ -8,7 +8,6 @@ this module runs in whatever process it is given.
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -117,12 +116,9 @@ def _judge(h: Harness, rec: Record) -> Record:
 
 
 def _io_artifact(dyn: list[Any], outputs: list[np.ndarray] | None) -> Artifact:
-    buf = io.BytesIO()
-    arrays = {f"in{i}": np.asarray(a) for i, a in enumerate(dyn)}
-    for i, o in enumerate(outputs or []):
-        arrays[f"out{i}"] = o
-    np.savez(buf, **arrays)
-    data = buf.getvalue()
+    from farm import iofile
+
+    data = iofile.pack(dyn, outputs or [])
     return Artifact(hashlib.sha256(data).hexdigest(), "io", data,
                     {"inputs": len(dyn), "outputs": len(outputs or [])})
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import io
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -183,20 +182,17 @@ def _data_dicts(obj: Any, path: tuple[str, ...]) -> Iterable[tuple[tuple[str, ..
 
 # ------------------------------------------------------------------ storing
 def io_blob(inputs: Sequence[Any], outputs: Sequence[Any]) -> tuple[str, bytes]:
-    """The pipeline's ``io`` artifact layout: npz with in0.. and out0..."""
-    buf = io.BytesIO()
-    arrays = {f"in{i}": np.asarray(a) for i, a in enumerate(inputs)}
-    arrays.update({f"out{i}": np.asarray(o) for i, o in enumerate(outputs)})
-    np.savez(buf, **arrays)
-    data = buf.getvalue()
+    """The pipeline's ``io`` artifact layout (``farm.iofile``)."""
+    from farm import iofile
+
+    data = iofile.pack(inputs, outputs)
     return hashlib.sha256(data).hexdigest(), data
 
 
 def read_io(data: bytes) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    with np.load(io.BytesIO(data), allow_pickle=False) as z:
-        ins = [z[f"in{i}"] for i in range(sum(1 for k in z.files if k.startswith("in")))]
-        outs = [z[f"out{i}"] for i in range(sum(1 for k in z.files if k.startswith("out")))]
-    return ins, outs
+    from farm import iofile
+
+    return iofile.unpack(data)
 
 
 def import_backcompat(session: Session, entries: Sequence[BackCompatEntry]) -> list[StoredExport]:

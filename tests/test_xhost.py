@@ -171,3 +171,27 @@ def test_split_bundle_keeps_only_chosen_artifacts_and_imports_as_one_run(sqlite_
         assert {r.stage for r in rows} >= {"trace", "serialize", "execute"}
         assert all(r.artifact_sha is None for r in rows if r.stage == "serialize")
         assert all(r.artifact_sha for r in rows if r.stage == "execute")
+
+
+def test_bfloat16_inputs_and_outputs_survive_the_io_artifact() -> None:
+    from farm import iofile
+
+    h = _one("sin", "bfloat16")
+    out = run_harness(h, CPU)
+    prior = _prior_of(out)
+    assert [a.dtype.name for a in prior.inputs + prior.outputs] == ["bfloat16", "bfloat16"]
+    ins, outs = iofile.unpack(iofile.pack(prior.inputs, prior.outputs))
+    assert ins[0].tobytes() == prior.inputs[0].tobytes() and outs[0].dtype == prior.outputs[0].dtype
+    x = _xhost(run_harness(h, CPU, prior))
+    assert x.status == "ok" and x.facts["vs_cpu_host"] == "ok" and x.facts["native_vs_cpu_host"] == "ok", x.error
+
+
+def test_artifact_without_this_platform_is_not_runnable_here() -> None:
+    import jax
+
+    h = _one("sin")
+    args = h.make_args()
+    exp = jax.export.export(jax.jit(h.fun), platforms=("tpu",))(*args)
+    prior = Prior(bytes(exp.serialize()), [np.asarray(a) for a in args], [], {"platforms": ["tpu"]})
+    x = _xhost(run_harness(h, CPU, prior))
+    assert x.status == "not_runnable_here" and "tpu" in x.error

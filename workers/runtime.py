@@ -58,7 +58,13 @@ class JobRunner:
                                   error_type="UnknownHarness").to_dict()
         from farm.stages.xhost import Prior
 
-        out = run_harness(h, self.options, Prior.from_json(prior) if prior else None).to_dict()
+        try:
+            out = run_harness(h, self.options, Prior.from_json(prior) if prior else None).to_dict()
+        except Exception as e:  # the farm's own bug: one error outcome, not a dead worker
+            from farm.pipeline import Outcome
+
+            out = Outcome.failed(fp, h.name, "error", f"farm error: {type(e).__name__}: {e}"[:500],
+                                 stage="trace", error_type=type(e).__name__).to_dict()
         self.count += 1
         if self.count % self.clear_every == 0:
             clear_caches()

@@ -50,6 +50,7 @@ def matrix(rows: Iterable[Row]) -> dict[str, Any]:
     counts. Also the agreement by dtype for the CPU-host artifact against the CPU host's
     own outputs (where device numerics show)."""
     native_vs_ref: Counter = Counter()
+    native_vs_cpu: Counter = Counter()
     art: dict[str, Counter] = {a: Counter() for a in AGAINST}
     by_dtype: dict[str, Counter] = defaultdict(Counter)
     disagreements: list[dict[str, Any]] = []
@@ -59,10 +60,13 @@ def matrix(rows: Iterable[Row]) -> dict[str, Any]:
         if r["stage"] != "xhost":
             continue
         facts = r.get("facts") or {}
-        if r["status"] == "error":
-            art["cpu_host"]["error"] += 1
-            disagreements.append(_finding(r, "error"))
+        if r["status"] in ("error", "not_runnable_here"):
+            art["cpu_host"][r["status"]] += 1
+            if r["status"] == "error":
+                disagreements.append(_finding(r, "error"))
             continue
+        if "native_vs_cpu_host" in facts:
+            native_vs_cpu[facts["native_vs_cpu_host"]] += 1
         for a in AGAINST:
             st = facts.get(f"vs_{a}")
             if st is not None:
@@ -73,7 +77,7 @@ def matrix(rows: Iterable[Row]) -> dict[str, Any]:
             bad = []
         if bad:
             disagreements.append(_finding(r, ",".join(bad)))
-    return {"device_lowering": {"reference": dict(native_vs_ref)},
+    return {"device_lowering": {"reference": dict(native_vs_ref), "cpu_host": dict(native_vs_cpu)},
             "cpu_host_artifact": {a: dict(c) for a, c in art.items() if c},
             "cpu_host_artifact_vs_cpu_host_by_dtype": {d: dict(c) for d, c in sorted(by_dtype.items())},
             "disagreements": sorted(disagreements, key=lambda f: (f["against"], f["harness"]))}
@@ -107,7 +111,8 @@ def slowest(rows: Iterable[Row], platform: str, n: int = 15) -> list[dict[str, A
 def render_text(summary: Mapping[str, Any]) -> str:
     lines = [f"harnesses by worst status: {summary['worst']}", "", "lowered-on × run-on (status counts):"]
     m = summary["matrix"]
-    lines.append(f"  device-host lowering   vs reference: {m['device_lowering']['reference']}")
+    for a, c in m["device_lowering"].items():
+        lines.append(f"  device-host lowering   vs {a.replace('_', ' ')}: {c}")
     for a, c in m["cpu_host_artifact"].items():
         lines.append(f"  CPU-host artifact      vs {a.replace('_', ' ')}: {c}")
     lines.append("  CPU-host artifact vs CPU-host outputs, by dtype:")

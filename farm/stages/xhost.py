@@ -11,13 +11,13 @@ or this host's lowering rules.
 from __future__ import annotations
 
 import base64
-import io
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from farm import iofile
 from farm.stages.compare import compare_outputs
 from farm.stages.record import SEVERITY, Record, Timer, failure
 
@@ -41,11 +41,8 @@ class Prior:
     meta: dict[str, Any]
 
     def to_json(self) -> dict[str, Any]:
-        buf = io.BytesIO()
-        np.savez(buf, **{f"in{i}": a for i, a in enumerate(self.inputs)},
-                 **{f"out{i}": a for i, a in enumerate(self.outputs)})
-        return {"export": base64.b64encode(self.export).decode(), "io": base64.b64encode(buf.getvalue()).decode(),
-                "meta": self.meta}
+        return {"export": base64.b64encode(self.export).decode(),
+                "io": base64.b64encode(iofile.pack(self.inputs, self.outputs)).decode(), "meta": self.meta}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Prior":
@@ -53,9 +50,7 @@ class Prior:
 
     @classmethod
     def from_blobs(cls, export: bytes, io_npz: bytes, meta: dict[str, Any]) -> "Prior":
-        with np.load(io.BytesIO(io_npz), allow_pickle=False) as z:
-            ins = [z[k] for k in sorted((k for k in z.files if k.startswith("in")), key=lambda k: int(k[2:]))]
-            outs = [z[k] for k in sorted((k for k in z.files if k.startswith("out")), key=lambda k: int(k[3:]))]
+        ins, outs = iofile.unpack(io_npz)
         return cls(export, ins, outs, meta)
 
 
@@ -87,6 +82,10 @@ def run(prior: Prior, platform: str, dyn: list[Any] | None, *, native: list[np.n
     try:
         with timer():
             exp = jax.export.deserialize(bytearray(prior.export))
+            if platform not in exp.platforms:
+                return CrossHost("xhost", platform, "not_runnable_here", timer.seconds,
+                                 error=f"the artifact was exported for {', '.join(exp.platforms)} only",
+                                 facts={**facts, "artifact_platforms": list(exp.platforms)})
             x64 = any(np.dtype(a.dtype).name in _X64 for a in list(exp.in_avals) + list(exp.out_avals))
             with jax.enable_x64(x64):
                 out = jax.block_until_ready(jax.jit(exp.call)(*prior.inputs))
@@ -100,20 +99,28 @@ def run(prior: Prior, platform: str, dyn: list[Any] | None, *, native: list[np.n
     against = {"cpu_host": prior.outputs, "native": native if identical else None,
                "reference": reference if identical else None}
     verdicts = {}
-    for label, expected in against.items():
-        if expected is None:
-            facts[f"vs_{label}"] = "skipped"
-            continue
-        st, err, m = compare_outputs(actual, list(expected), rtol, atol, exact, promised)
-        facts[f"vs_{label}"] = st
-        metrics.update({f"{label}_{k}": v for k, v in m.items()})
-        verdicts[label] = (st, err)
-    if invariant is not None and identical:
-        err_inv = invariant(actual)
-        metrics["invariant_err"] = err_inv
-        ok = err_inv <= max(rtol, atol) * 10
-        facts["vs_invariant"] = "ok" if ok else "fail"
-        verdicts = {"invariant": ("ok", None) if ok else ("fail", f"invariant error {err_inv:.3g}")}
+    try:
+        for label, expected in against.items():
+            if expected is None:
+                facts[f"vs_{label}"] = "skipped"
+                continue
+            st, err, m = compare_outputs(actual, list(expected), rtol, atol, exact, promised)
+            facts[f"vs_{label}"] = st
+            metrics.update({f"{label}_{k}": v for k, v in m.items()})
+            verdicts[label] = (st, err)
+        if native is not None and identical:
+            # the device host's own lowering against the CPU host's outputs (same inputs)
+            st, _, m = compare_outputs(list(native), list(prior.outputs), rtol, atol, exact, promised)
+            facts["native_vs_cpu_host"] = st
+            metrics.update({f"native_cpu_host_{k}": v for k, v in m.items()})
+        if invariant is not None and identical:
+            err_inv = invariant(actual)
+            metrics["invariant_err"] = err_inv
+            ok = err_inv <= max(rtol, atol) * 10
+            facts["vs_invariant"] = "ok" if ok else "fail"
+            verdicts = {"invariant": ("ok", None) if ok else ("fail", f"invariant error {err_inv:.3g}")}
+    except Exception as e:  # a comparison that cannot even be made is an error, not a crash
+        return failure(CrossHost, "xhost", platform, e, timer.seconds, facts=facts)
     for label, (st, err) in verdicts.items():
         if SEVERITY[st] > SEVERITY[worst]:
             worst, first_err = st, f"vs {label.replace('_', ' ')}: {err}"
