@@ -56,6 +56,21 @@ def _worse(a: str, b: str) -> str:
     return max(a, b, key=SEVERITY.__getitem__)
 
 
+def _check_exists(url: str) -> None:
+    """A SQLite source that is not there would be created empty: say so instead."""
+    from pathlib import Path
+
+    from sqlalchemy.engine import make_url
+
+    try:
+        u = make_url(url)
+    except Exception:
+        return  # open_store gives the clear error
+    if u.drivername.startswith("sqlite") and u.database and u.database != ":memory:" \
+            and not Path(u.database).expanduser().exists():
+        raise ConfigError(f"source database {url!r} does not exist")
+
+
 def make_db(src_url: str, dst_url: str, *, runs: int = 10, src_run: str = "latest", seed: int = 0,
             noise: float = 0.05, step_fraction: float = 0.01, flip_fraction: float = 0.002,
             log: Callable[[str], None] = lambda s: print(s, file=sys.stderr)) -> dict[str, Any]:
@@ -83,6 +98,7 @@ def make_db(src_url: str, dst_url: str, *, runs: int = 10, src_run: str = "lates
 
     if runs < 1:
         raise ConfigError(f"'runs' must be at least 1, got {runs}")
+    _check_exists(src_url)
     t0 = time.perf_counter()
     rng = random.Random(seed)
     src = open_store(src_url, upgrade=False)
@@ -134,7 +150,7 @@ def make_db(src_url: str, dst_url: str, *, runs: int = 10, src_run: str = "lates
                     ArtifactRow.sha256.in_(missing[i:i + 200]))).mappings()]
             with dst.engine.begin() as dc:
                 if rows:
-                    dc.execute(insert(ArtifactRow), rows)
+                    dc.execute(insert(ArtifactRow.__table__), rows)
 
         step_hids = {h for h in sorted(hid) if rng.random() < step_fraction}
         step_from = runs // 2
@@ -170,8 +186,8 @@ def make_db(src_url: str, dst_url: str, *, runs: int = 10, src_run: str = "lates
                                    error="benchdb: planted status flip (ok -> fail)")
                     rows.append(row)
                 for i in range(0, len(rows), 5000):
-                    s.execute(insert(ResultRow), rows[i:i + 5000])
-                s.execute(insert(OutcomeRow), [
+                    s.connection().execute(insert(ResultRow.__table__), rows[i:i + 5000])
+                s.connection().execute(insert(OutcomeRow.__table__), [
                     {"run_id": rid, "harness_id": hid[o["harness_id"]], "environment_id": env_id,
                      "worst": _worse(o["worst"], "fail") if last and o["harness_id"] in flip_hids else o["worst"],
                      "seconds": max(0.0, (o["seconds"] or 0.0) + factors.get(o["harness_id"], 0.0)),

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from sqlalchemy import func, select
 
+from farm.errors import ConfigError
 from farm.pipeline import Artifact, Outcome
 from farm.stages.record import Record
 from farm.store import open_store, queries, writes
@@ -279,8 +280,11 @@ def test_benchdb_replicates_a_run(two_runs: dict[str, Any], tmp_path: Any) -> No
         assert len(set(ratios)) > 100 and all(0.5 < x < 2.5 for x in ratios)
         assert s.scalar(select(func.count()).select_from(Run)) == 4
     store.dispose()
-    with pytest.raises(Exception, match="already has run"):
+    with pytest.raises(ConfigError, match="already has run"):
         make_db(two_runs["url"], dst, runs=4, src_run="head", log=lambda s: None)
+    with pytest.raises(ConfigError, match="does not exist"):
+        make_db(f"sqlite:///{tmp_path / 'missing.db'}", dst, log=lambda s: None)
+    assert not (tmp_path / "missing.db").exists()
     # the same seed makes the same database
     again = f"sqlite:///{tmp_path / 'again.db'}"
     make_db(two_runs["url"], again, runs=4, src_run="head", seed=3, step_fraction=0.05, flip_fraction=0.2,
