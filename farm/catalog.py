@@ -39,7 +39,11 @@ ALL = ("bool",) + NUMERIC
 #: Stages a Limitation can name, in pipeline order. An ``export`` limitation names the
 #: platforms whose part of the multi-platform export JAX refuses (the export is redone
 #: without them); ``serialize`` is the artifact's serialize/deserialize round trip.
-LIMITATION_STAGES = ("trace", "lower", "census", "export", "serialize", "compile", "execute", "compare")
+LIMITATION_STAGES = ("trace", "lower", "census", "export", "serialize", "compile", "execute", "compare", "run")
+#: ``stage="run"``: "does not work on this device" without saying where it breaks (JAX's own
+#: ``jax_unimplemented``). Any of these native stages failing on the platform is the
+#: expected failure; all of them passing where the platform ran natively makes it stale.
+RUN_STAGES = ("lower", "compile", "execute", "compare", "xhost")
 
 #: Default tolerances (rtol, atol) by result dtype; integers and bool are exact.
 DEFAULT_TOL: dict[str, tuple[float, float]] = {
@@ -176,7 +180,8 @@ class Limitation:
     """A known gap, as data: on these platforms x dtypes this stage is expected to fail.
 
     Empty ``platforms`` or ``dtypes`` means all. ``stage="compare"`` with ``tol`` set
-    means "needs a looser tolerance" rather than "fails".
+    means "needs a looser tolerance" rather than "fails". ``stage="run"``: fails somewhere
+    between lowering and comparing on that platform (see ``RUN_STAGES``).
     """
 
     description: str

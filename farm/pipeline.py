@@ -115,6 +115,30 @@ def _judge(h: Harness, rec: Record) -> Record:
     return rec
 
 
+def _judge_run(h: Harness, records: list[Record]) -> list[Record]:
+    """Limitations with ``stage="run"``, judged per platform over its native stages: the
+    failing ones are expected; if the platform ran natively (an execute record) and
+    nothing failed, the limitation is stale (``unexpected_pass`` on the last of them)."""
+    from farm.catalog import RUN_STAGES
+
+    out = list(records)
+    for platform in dict.fromkeys(r.platform for r in records):
+        lim = h.limitation(platform, "run")
+        if lim is None:
+            continue
+        idx = [i for i, r in enumerate(out) if r.platform == platform and r.stage in RUN_STAGES]
+        bad = [i for i in idx if out[i].status in ("fail", "error", "not_runnable_here")]
+        for i in bad:
+            out[i] = out[i].with_status("expected_fail", facts={**out[i].facts, "limitation": lim.description})
+        ran = any(out[i].stage == "execute" for i in idx)
+        if not bad and ran and all(out[i].status in ("ok", "skipped") for i in idx):
+            i = max(i for i in idx if out[i].status == "ok") if any(out[i].status == "ok" for i in idx) else None
+            if i is not None:
+                out[i] = out[i].with_status("unexpected_pass", facts={**out[i].facts, "limitation": lim.description},
+                                            error=f"limitation no longer holds: {lim.description}")
+    return out
+
+
 def _io_artifact(dyn: list[Any], outputs: list[np.ndarray] | None) -> Artifact:
     from farm import iofile
 
@@ -187,7 +211,7 @@ def run_harness(h: Harness, opts: Options = Options(), prior: xhost.Prior | None
     t0 = time.perf_counter()
     with jax.enable_x64(h.needs_x64):
         records, artifacts = _run(h, opts, prior)
-    records = [_judge(h, r) for r in records]
+    records = _judge_run(h, [_judge(h, r) for r in records])
     return Outcome(h.fingerprint, h.name, records, artifacts, time.perf_counter() - t0)
 
 

@@ -112,7 +112,7 @@ def _limitations(h: Any, dtype: str) -> list[dict[str, Any]]:
         devices = (lim.devices,) if isinstance(lim.devices, str) else tuple(lim.devices)
         platforms = tuple(p for d in devices for p in PLATFORMS_OF_DEVICE.get(d, ()))
         out.append({"description": f"upstream: {lim.description}", "platforms": list(platforms),
-                    "dtypes": [dtype], "stage": "execute" if lim.skip_run else "lower"})
+                    "dtypes": [dtype], "stage": "run"})
     return out
 
 

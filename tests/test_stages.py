@@ -247,3 +247,25 @@ def test_serialize_compares_the_calling_convention() -> None:
     assert changed == [] and list(not_carried) == ["out_avals[0].sharding"]
     other = dataclasses.replace(back, platforms=("cpu",), out_avals=(back.out_avals[0].update(dtype=np.int32),))
     assert export.differences(exp, other)[0] == ["out_avals[0]", "platforms"]
+
+
+def _run_limited(ref, lim: catalog.Limitation, platforms=("cpu", "tpu")):  # noqa: ANN001, ANN202
+    h = catalog.define("test", "sin", __import__("jax").lax.sin, [catalog.RandArg((3,), "float32")],
+                       dtype="float32", catalog="test_run_lim", reference=ref, limitations=[lim])
+    out = run_harness(h, Options(platforms=platforms))
+    return {(r.stage, r.platform): r.status for r in out.records}
+
+
+def test_run_limitation_expects_whichever_native_stage_fails() -> None:
+    """JAX's "unimplemented on this device": the native compare fails → expected, nothing else moves."""
+    st = _run_limited(np.cos, catalog.Limitation("wrong on cpu", platforms=("cpu",), stage="run"))
+    assert st[("compare", "cpu")] == "expected_fail"
+    assert st[("lower", "cpu")] == st[("execute", "cpu")] == "ok"
+
+
+def test_run_limitation_that_no_longer_holds_is_one_unexpected_pass() -> None:
+    st = _run_limited(np.sin, catalog.Limitation("claims cpu cannot run sin", platforms=("cpu",), stage="run"))
+    assert [k for k, v in st.items() if v == "unexpected_pass"] == [("compare", "cpu")]
+    # a platform only lowered here (not run natively) cannot show the limitation is stale
+    st = _run_limited(np.sin, catalog.Limitation("claims tpu cannot run sin", platforms=("tpu",), stage="run"))
+    assert "unexpected_pass" not in st.values()

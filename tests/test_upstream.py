@@ -44,7 +44,7 @@ def test_limitations_map_devices_and_stages(hs) -> None:
             devices = (lim.devices,) if isinstance(lim.devices, str) else tuple(lim.devices)
             want = {p for d in devices for p in upstream.PLATFORMS_OF_DEVICE[d]}
             assert any(set(l.platforms) == want for l in ours)
-            assert any(l.stage == ("execute" if lim.skip_run else "lower") for l in ours)
+            assert all(l.stage == "run" for l in ours)  # unimplemented on the device: fails somewhere on it
             checked[lim.skip_run] += 1
     assert checked[True] and checked[False]
 
