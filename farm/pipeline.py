@@ -218,6 +218,11 @@ def run_harness(h: Harness, opts: Options = Options(), prior: xhost.Prior | None
 def _run(h: Harness, opts: Options, prior: xhost.Prior | None = None) -> tuple[list[Record], list[Artifact]]:
     recs: list[Record] = []
     arts: list[Artifact] = []
+    have = _device_count()
+    if h.devices > have:
+        return [Record("trace", "any", "not_runnable_here", error_type="TooFewDevices",
+                       error=f"needs {h.devices} devices; this host's default backend has {have}",
+                       facts={"devices_needed": h.devices, "devices_here": have})], arts
     args = h.make_args()
     tr = trace.run(h, args)
     recs.append(tr.with_status(tr.status, handle=None))
@@ -369,6 +374,12 @@ def _invariant(h: Harness, args: list[Any], actual: list[np.ndarray], platform: 
         from farm.stages.record import failure
 
         return failure(compare.Compared, stage, platform, e, 0.0, facts={"against": "invariant"})
+
+
+def _device_count() -> int:
+    import jax
+
+    return jax.device_count()
 
 
 def jax_version() -> str:

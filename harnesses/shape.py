@@ -4,8 +4,7 @@ squeeze, expand_dims, iota, select_n, clamp. Results are compared exactly."""
 import numpy as np
 from jax import lax
 
-from farm.catalog import ALL, FLOAT, INTEGER, NUMERIC, CustomArg, RandArg, StaticArg, define, np_dtype
-from harnesses.conversion import DtypeArg
+from farm.catalog import ALL, FLOAT, INTEGER, NUMERIC, CustomArg, DtypeArg, RandArg, StaticArg, define, np_dtype
 
 FAMILY = "shape"
 SHAPE = (2, 3, 4)

@@ -269,3 +269,15 @@ def test_run_limitation_that_no_longer_holds_is_one_unexpected_pass() -> None:
     # a platform only lowered here (not run natively) cannot show the limitation is stale
     st = _run_limited(np.sin, catalog.Limitation("claims tpu cannot run sin", platforms=("tpu",), stage="run"))
     assert "unexpected_pass" not in st.values()
+
+
+def test_too_few_devices_is_not_runnable_here(monkeypatch) -> None:  # noqa: ANN001
+    """A multi-device harness on a host with one GPU: said, not an error."""
+    from farm import pipeline
+
+    h = catalog.select(catalog.Filters.parse(family="collective"))[0]
+    assert h.devices > 1
+    monkeypatch.setattr(pipeline, "_device_count", lambda: 1)
+    out = run_harness(h, Options(platforms=("cpu",)))
+    (rec,) = out.records
+    assert (rec.stage, rec.status, rec.error_type) == ("trace", "not_runnable_here", "TooFewDevices")
