@@ -17,7 +17,7 @@ from farm.errors import FarmError
 from farm.store import open_store
 
 #: The page modules, in navigation order.
-PAGES = ("overview", "runs", "compare", "harness", "coverage", "boundary", "api")
+PAGES = ("overview", "runs", "compare", "harness", "coverage", "boundary", "crosshost", "api")
 
 
 def _wants_json() -> bool:
@@ -41,10 +41,10 @@ def create_app(db_url: str | None = None, token: str | None = None) -> Flask:
     app.json.sort_keys = False
 
     from dashboards import views
-    from dashboards.views import api, boundary, compare, coverage, harness, overview, runs
+    from dashboards.views import api, boundary, compare, coverage, crosshost, harness, overview, runs
 
     views.install(app)
-    for page in (overview, runs, compare, harness, coverage, boundary, api):
+    for page in (overview, runs, compare, harness, coverage, boundary, crosshost, api):
         page.register(app)
 
     def _error(status: int, title: str, message: str) -> Any:

@@ -18,6 +18,11 @@ from farm.stages.xhost import Prior
 
 CPU = Options(platforms=("cpu",), run_on=("cpu",), crossexec=False, repeats=1)
 
+# These run the CPU path (cpu modules compiled on the default backend); on a GPU host the
+# same code is checked by tests/test_gpu.py.
+pytestmark = pytest.mark.skipif(__import__("jax").default_backend() != "cpu",
+                                reason="CPU-host path; a GPU host runs tests/test_gpu.py")
+
 
 def _one(primitive: str, dtype: str = "float32") -> catalog.Harness:
     return catalog.select(catalog.Filters.parse(primitive=primitive, dtype=dtype))[0]
