@@ -415,6 +415,11 @@ def sweep(store: Any, harnesses: list[Harness], *, options: Options, catalog: st
                 r = s.get(type(run), run.id)
                 writes.finish_run(s, r, status, {**stats.to_dict(), "resumed": bool(resume)})
             writer_session.close()
+        # The dashboard's default compare page (this run against the previous one) opens
+        # at once if its report is stored now; this never raises (a failure is one line).
+        from farm.store import reports
+
+        reports.precompute(store, run.id, log)
         return run, stats
     finally:
         if started:

@@ -1,20 +1,41 @@
 """Compare: the regression report between two runs, and accepting a regression.
 
-``report`` is the one adapter between the store's rows and ``farm.analysis.report``
-(it computes the status flips itself if that package is missing). Accepting a flip is the dashboard's only write; it needs the
-write token and is recorded in the newer run's ``stats["accepted"]``.
+The page reads the report that ``farm.store.reports`` keeps per pair of finished runs
+(``farm sweep`` stores the one against the previous run when it ends); a pair seen for
+the first time is computed and stored then. ``summarize`` turns that analysis report
+into the page's flips; ``report`` is the same over two runs' rows (it computes the status
+flips itself if ``farm.analysis`` is missing). Accepting a flip is the dashboard's only
+user write; it needs the write token and is recorded in the newer run's
+``stats["accepted"]``, applied after the report, which it does not change.
 """
 from __future__ import annotations
 
 from datetime import datetime, timezone
 from typing import Any
 
-from flask import Flask, redirect, request, url_for
+from flask import Flask, current_app, redirect, request, url_for
 
 from dashboards.views import require_token, store, twin
 from farm.errors import ConfigError
 from farm.stages.record import BAD, SEVERITY
-from farm.store import queries
+from farm.store import queries, reports
+
+
+def summarize(full: dict[str, Any]) -> dict[str, Any]:
+    """The page's report from a ``farm.analysis.report``: its status findings as flips, the
+    rest as ``findings``, and the whole of it as ``analysis`` (see ``report``)."""
+    flips: list[dict[str, Any]] = []
+    findings: list[dict[str, Any]] = []
+    for f in full["findings"]:
+        if f["kind"] != "status":
+            findings.append(f)
+            continue
+        kind = "regression" if f["regression"] else "fix" if f.get("change") == "fixed" else "change"
+        flips.append({k: f.get(k) for k in ("harness", "fingerprint", "primitive", "dtype", "platform",
+                                            "stage", "change", "error")}
+                     | {"before": f.get("base"), "after": f.get("candidate"), "kind": kind})
+    return _page_report(flips, findings, full["harnesses"]["added"], full["harnesses"]["removed"],
+                        full["summary"]["results_compared"], full)
 
 
 def report(base: dict[str, Any], head: dict[str, Any], base_rows: list[dict[str, Any]],
@@ -31,36 +52,28 @@ def report(base: dict[str, Any], head: dict[str, Any], base_rows: list[dict[str,
         from farm import analysis
     except ImportError:
         analysis = None
-    flips: list[dict[str, Any]] = []
-    findings: list[dict[str, Any]] = []
-    full = None
     if analysis is not None:
-        full = analysis.report(base, base_rows, head, head_rows)
-        for f in full["findings"]:
-            if f["kind"] != "status":
-                findings.append(f)
-                continue
-            kind = "regression" if f["regression"] else "fix" if f.get("change") == "fixed" else "change"
-            flips.append({k: f.get(k) for k in ("harness", "fingerprint", "primitive", "dtype", "platform",
-                                                "stage", "change", "error")}
-                         | {"before": f.get("base"), "after": f.get("candidate"), "kind": kind})
-        new, gone = full["harnesses"]["added"], full["harnesses"]["removed"]
-        compared = full["summary"]["results_compared"]
-    else:
-        before = {(r["fingerprint"], r["platform"], r["stage"]): r for r in base_rows}
-        for r in head_rows:
-            b = before.get((r["fingerprint"], r["platform"], r["stage"]))
-            if b is None or b["status"] == r["status"]:
-                continue
-            worse = SEVERITY[r["status"]] > SEVERITY[b["status"]]
-            kind = ("regression" if r["status"] in BAD and worse else
-                    "fix" if b["status"] in BAD and not worse else "change")
-            flips.append({"harness": r["harness"], "fingerprint": r["fingerprint"], "primitive": r["primitive"],
-                          "dtype": r["dtype"], "platform": r["platform"], "stage": r["stage"], "change": None,
-                          "before": b["status"], "after": r["status"], "kind": kind, "error": r["error"]})
-        names = lambda rows: {r["harness"] for r in rows}  # noqa: E731
-        new, gone = sorted(names(head_rows) - names(base_rows)), sorted(names(base_rows) - names(head_rows))
-        compared = len(before.keys() & {(r["fingerprint"], r["platform"], r["stage"]) for r in head_rows})
+        return summarize(analysis.report(base, base_rows, head, head_rows))
+    flips: list[dict[str, Any]] = []
+    before = {(r["fingerprint"], r["platform"], r["stage"]): r for r in base_rows}
+    for r in head_rows:
+        b = before.get((r["fingerprint"], r["platform"], r["stage"]))
+        if b is None or b["status"] == r["status"]:
+            continue
+        worse = SEVERITY[r["status"]] > SEVERITY[b["status"]]
+        kind = ("regression" if r["status"] in BAD and worse else
+                "fix" if b["status"] in BAD and not worse else "change")
+        flips.append({"harness": r["harness"], "fingerprint": r["fingerprint"], "primitive": r["primitive"],
+                      "dtype": r["dtype"], "platform": r["platform"], "stage": r["stage"], "change": None,
+                      "before": b["status"], "after": r["status"], "kind": kind, "error": r["error"]})
+    names = lambda rows: {r["harness"] for r in rows}  # noqa: E731
+    new, gone = sorted(names(head_rows) - names(base_rows)), sorted(names(base_rows) - names(head_rows))
+    compared = len(before.keys() & {(r["fingerprint"], r["platform"], r["stage"]) for r in head_rows})
+    return _page_report(flips, [], new, gone, compared, None)
+
+
+def _page_report(flips: list[dict[str, Any]], findings: list[dict[str, Any]], new: list[str], gone: list[str],
+                 compared: int, full: dict[str, Any] | None) -> dict[str, Any]:
     order = {"regression": 0, "change": 1, "fix": 2}
     flips.sort(key=lambda f: (order[f["kind"]], f["harness"], f["platform"], f["stage"]))
     summary = {k: sum(f["kind"] == k for f in flips) for k in order}
@@ -71,12 +84,9 @@ def report(base: dict[str, Any], head: dict[str, Any], base_rows: list[dict[str,
 
 
 def context() -> dict[str, Any]:
-    base_ref = request.args.get("base", "previous")
-    head_ref = request.args.get("head", "latest")
-    with store().session() as s:
-        b, h = queries.resolve_run(s, base_ref), queries.resolve_run(s, head_ref)
-        base, head = queries.run_dict(s, b), queries.run_dict(s, h)
-        rep = report(base, head, queries.results(s, b.id), queries.results(s, h.id))
+    c = reports.comparison(store(), request.args.get("base", "previous"), request.args.get("head", "latest"),
+                           reports.DASHBOARD, log=current_app.logger.warning)
+    base, head, rep = c.base, c.head, summarize(c.report)
     accepted = {(a["fingerprint"], a["platform"], a["stage"]) for a in head["stats"].get("accepted", [])
                 if a.get("base") == base["id"]}
     for f in rep["flips"]:

@@ -12,7 +12,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="compare a candidate run with a base run; exit 1 on regressions",
                        description="Status flips, numeric drift, performance changes and flaky results of "
                                    "CAND relative to BASE, worst first and grouped by primitive. Exits 1 when "
-                                   "a regression of a --fail-on kind is present.")
+                                   "a regression of a --fail-on kind is present. The report of two finished "
+                                   "runs is stored and reused for the same settings.")
     p.add_argument("base", help="base run: id, name, latest or previous")
     p.add_argument("cand", help="candidate run: id, name, latest or previous")
     p.add_argument("--format", choices=("text", "md", "json"), default="text")
@@ -24,6 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--history", type=int, default=20, metavar="N",
                    help="earlier runs to use for performance history and flakiness (default 20)")
     p.add_argument("--all", action="store_true", help="also list performance results judged noise")
+    p.add_argument("--recompute", action="store_true",
+                   help="recompute the report even if one is stored for these runs and settings")
     add_db(p)
     p.set_defaults(func=run)
 
@@ -39,34 +42,13 @@ def fail_kinds(text: str) -> list[str]:
     return kinds
 
 
-def load(store, base: str, cand: str, history: int) -> tuple:  # noqa: ANN001
-    """(base run dict, base rows, cand run dict, cand rows, history) from the store."""
-    from sqlalchemy import select
-
-    from farm.store import queries
-    from farm.store.models import Run
-
-    with store.session() as s:
-        b = queries.resolve_run(s, base)
-        c = queries.resolve_run(s, cand)
-        hist = []
-        if history > 0:
-            ids = s.scalars(select(Run.id).where(Run.id < c.id, Run.id != b.id)
-                            .order_by(Run.id.desc()).limit(history)).all()
-            for rid in ids:
-                r = s.get(Run, rid)
-                hist.append((queries.run_dict(s, r, with_counts=False), queries.results(s, rid)))
-        return (queries.run_dict(s, b, with_counts=False), queries.results(s, b.id),
-                queries.run_dict(s, c, with_counts=False), queries.results(s, c.id), hist)
-
-
 def run(args: argparse.Namespace) -> int:
-    from farm.analysis import failing, render_markdown, render_text, report
+    from farm.analysis import failing, render_markdown, render_text
+    from farm.store import reports
 
     kinds = fail_kinds(args.fail_on)
-    base_run, base_rows, cand_run, cand_rows, hist = load(store_from(args), args.base, args.cand, args.history)
-    rep = report(base_run, base_rows, cand_run, cand_rows, hist, threshold=args.threshold,
-                 include_noise=args.all)
+    settings = reports.Settings(history=max(0, args.history), threshold=args.threshold, include_noise=args.all)
+    rep = reports.comparison(store_from(args), args.base, args.cand, settings, recompute=args.recompute).report
     if args.format == "json":
         print(json.dumps(rep, indent=1, default=str))
     elif args.format == "md":

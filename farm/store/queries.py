@@ -108,11 +108,13 @@ def _raw_json(col: Any) -> Any:
 
 class _JsonLoader:
     """Decodes JSON text, once per distinct text: most rows of a run repeat a few metrics
-    and facts objects. Each call returns a fresh (shallow) copy, so callers may mutate it.
-    Values the driver already decoded (PostgreSQL) pass through."""
+    and facts objects. Each call returns a fresh (shallow) copy, so callers may mutate it,
+    unless ``shared``: then equal texts give the same object. Values the driver already
+    decoded (PostgreSQL) pass through."""
 
-    def __init__(self) -> None:
+    def __init__(self, shared: bool = False) -> None:
         self.seen: dict[str, Any] = {}
+        self.shared = shared
 
     def __call__(self, v: Any) -> Any:
         if not isinstance(v, str):
@@ -120,7 +122,7 @@ class _JsonLoader:
         d = self.seen.get(v)
         if d is None:
             d = self.seen[v] = json.loads(v)
-        return dict(d) if isinstance(d, dict) else d
+        return d if self.shared or not isinstance(d, dict) else dict(d)
 
 
 def worst(statuses: list[str]) -> str:
@@ -345,3 +347,32 @@ def census_facts(session: Session, run_id: int) -> list[dict[str, Any]]:
          .where(ResultRow.run_id == run_id, ResultRow.stage == "census"))
     return [{"harness": n, "primitive": p, "platform": pl, "status": st, "facts": f or {}}
             for n, p, pl, st, f in session.execute(q)]
+
+
+# --------------------------------------------------------------------------- comparison reports
+def comparison_rows(session: Session, run_id: int) -> list[dict[str, Any]]:
+    """A run's result rows with only the fields ``farm.analysis.report`` reads, in no order.
+
+    About a third faster than ``results`` on a full-catalog run: no ordering, fewer
+    columns, and each distinct metrics or facts text is decoded once and the decoded
+    object shared by every row that has it, so callers must not mutate ``metrics`` or
+    ``facts`` (the analysis does not)."""
+    r = ResultRow
+    q = (select(HarnessRow.name, HarnessRow.fingerprint, HarnessRow.primitive, HarnessRow.dtype, r.platform,
+                r.stage, r.status, r.seconds, r.error, _raw_json(r.metrics), _raw_json(r.facts))
+         .join(HarnessRow, HarnessRow.id == r.harness_id).where(r.run_id == run_id))
+    load = _JsonLoader(shared=True)
+    return [{"harness": name, "fingerprint": fp, "primitive": prim, "dtype": dt, "platform": plat, "stage": stage,
+             "status": status, "seconds": sec, "error": err, "metrics": load(m), "facts": load(f)}
+            for name, fp, prim, dt, plat, stage, status, sec, err, m, f in session.connection().execute(q).all()]
+
+
+def status_counts(session: Session, run_ids: list[int]) -> dict[int, dict[str, int]]:
+    """run id -> status -> results, for several runs in one grouped query."""
+    out: dict[int, dict[str, int]] = {i: {} for i in run_ids}
+    if run_ids:
+        q = (select(ResultRow.run_id, ResultRow.status, func.count()).where(ResultRow.run_id.in_(run_ids))
+             .group_by(ResultRow.run_id, ResultRow.status))
+        for rid, status, n in session.execute(q):
+            out[rid][status] = n
+    return out

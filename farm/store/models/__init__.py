@@ -4,8 +4,9 @@ from farm.store.models.base import Base
 from farm.store.models.environment import Environment
 from farm.store.models.harness import HarnessRow
 from farm.store.models.outcome import OutcomeRow
+from farm.store.models.report import ReportRow
 from farm.store.models.result import ResultRow
 from farm.store.models.run import RUN_KINDS, RUN_STATUSES, Run
 
 __all__ = ["ARTIFACT_KINDS", "ArtifactRow", "Base", "Environment", "HarnessRow", "OutcomeRow",
-           "ResultRow", "RUN_KINDS", "RUN_STATUSES", "Run"]
+           "ReportRow", "ResultRow", "RUN_KINDS", "RUN_STATUSES", "Run"]
