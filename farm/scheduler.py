@@ -366,10 +366,15 @@ def sweep(store: Any, harnesses: list[Harness], *, options: Options, catalog: st
 
     from farm.store import queries, writes
 
-    started, slots = ray_init(config.address, config.workers)
-    config.workers = slots
+    # A local CPU sweep is always feasible: start Ray only if something is left to run
+    # (a warm re-sweep whose results are all cached never pays for a cluster).
+    lazy = config.address is None and tuple(options.run_on) == ("cpu",) and not ray.is_initialized()
+    started = False
+    if not lazy:
+        started, config.workers = ray_init(config.address, config.workers)
     try:
-        check_feasible(options.run_on)
+        if not lazy:
+            check_feasible(options.run_on)
         env = _cluster_environment(options.run_on)
         with store.session() as s:
             if resume:
@@ -390,6 +395,8 @@ def sweep(store: Any, harnesses: list[Harness], *, options: Options, catalog: st
         if cached:
             log(f"{len(cached)} harnesses unchanged since an earlier run in this environment: results reused "
                 f"(use --force to recompute)")
+        if todo and lazy:
+            started, config.workers = ray_init(config.address, config.workers)
         writer_session = store.sessions()
         writer = writes.Writer(writer_session, writer_session.merge(run), hids)
 
@@ -419,7 +426,8 @@ def sweep(store: Any, harnesses: list[Harness], *, options: Options, catalog: st
         # at once if its report is stored now; this never raises (a failure is one line).
         from farm.store import reports
 
-        reports.precompute(store, run.id, log)
+        if stats.done:  # nothing new was computed: the report would only restate its cache source
+            reports.precompute(store, run.id, log)
         return run, stats
     finally:
         if started:

@@ -26,12 +26,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=list_runs)
 
 
-def run_json(store, ref: str) -> dict:  # noqa: ANN001
+BAD = ("fail", "error", "crashed", "timeout", "unexpected_pass")
+
+
+def run_json(store, ref: str, only_bad: bool = False) -> dict:  # noqa: ANN001
+    """The run's rows by harness; ``only_bad`` loads just the bad results (big runs)."""
     from farm.store import queries
 
     with store.session() as s:
         run = queries.resolve_run(s, ref)
-        rows = queries.results(s, run.id)
+        rows = queries.results(s, run.id, status=",".join(BAD) if only_bad else None)
         info = queries.run_dict(s, run)
     harnesses: dict[str, dict] = {}
     for r in rows:
@@ -43,10 +47,22 @@ def run_json(store, ref: str) -> dict:  # noqa: ANN001
     return {"run": info, "harnesses": list(harnesses.values())}
 
 
+def _size(store, ref: str) -> int:  # noqa: ANN001
+    from sqlalchemy import func, select
+
+    from farm.store import queries
+    from farm.store.models import OutcomeRow
+
+    with store.session() as s:
+        run = queries.resolve_run(s, ref)
+        return s.scalar(select(func.count()).select_from(OutcomeRow).where(OutcomeRow.run_id == run.id)) or 0
+
+
 def print_run(store, ref: str, fmt: str = "table", status: str | None = None,  # noqa: ANN001
               max_rows: int | None = None) -> int:
-    """The run's matrix. With ``max_rows``, a big run shows only rows with a bad status."""
-    data = run_json(store, ref)
+    """The run's matrix. With ``max_rows``, a big run shows only its bad results."""
+    big = fmt != "json" and max_rows is not None and not status and _size(store, ref) > max_rows
+    data = run_json(store, ref, only_bad=big)
     if status:
         wanted = set(status.split(","))
         data["harnesses"] = [h for h in data["harnesses"]
@@ -70,11 +86,9 @@ def print_run(store, ref: str, fmt: str = "table", status: str | None = None,  #
                     stages_of[p].append(s)
     rows = data["harnesses"]
     hidden = 0
-    if max_rows is not None and len(rows) > max_rows:
-        bad_rows = [h for h in rows if any(v["status"] in ("fail", "error", "crashed", "timeout", "unexpected_pass")
-                                           for st in h["platforms"].values() for v in st.values())]
-        hidden = len(rows) - min(len(bad_rows), max_rows)
-        rows = bad_rows[:max_rows]
+    if big:
+        hidden = (data["run"].get("done") or 0) - min(len(rows), max_rows)
+        rows = rows[:max_rows]
     width = min(max([len(h["harness"]) for h in rows] + [7]), 70)
     head = f"{'harness':<{width}}  " + "  ".join(f"{p:<{max(len(stages_of[p]), len(p))}}" for p in platforms)
     print(f"run {run['name']} (id {run['id']}, {run['status']}, {run['done']}/{run['total']} harnesses, "
@@ -88,15 +102,16 @@ def print_run(store, ref: str, fmt: str = "table", status: str | None = None,  #
             cells.append(f"{cell:<{max(len(stages_of[p]), len(p))}}")
         print(f"{h['harness'][:width]:<{width}}  " + "  ".join(cells))
     if hidden:
-        print(f"... {hidden} more rows not shown (only rows with failures are listed; "
-              f"`farm show {run['name']}` prints them all)")
+        print(f"... {hidden} more harnesses not shown (a big run lists only its bad results; "
+              f"`farm show {run['name']}` prints every row)")
     print("stages per platform: " + "; ".join(f"{p}: {' '.join(stages_of[p])}" for p in platforms))
     print("legend: " + "  ".join(f"{v}={k}" for k, v in ABBREV.items()))
-    totals: Counter = Counter()
-    for h in data["harnesses"]:
-        for st in h["platforms"].values():
-            for v in st.values():
-                totals[v["status"]] += 1
+    totals: Counter = Counter(data["run"].get("status_counts") or {})
+    if not totals:
+        for h in data["harnesses"]:
+            for st in h["platforms"].values():
+                for v in st.values():
+                    totals[v["status"]] += 1
     print("totals: " + ", ".join(f"{k} {v}" for k, v in sorted(totals.items(), key=lambda kv: SEVERITY[kv[0]])))
     bad = [(h["harness"], p, s, v) for h in data["harnesses"] for p, st in h["platforms"].items()
            for s, v in st.items() if v["status"] in ("fail", "error", "crashed", "timeout", "unexpected_pass")]

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, insert, literal, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -35,6 +35,18 @@ def _insert_ignore(session: Session, model: type, rows: list[dict[str, Any]], ke
         stmt = insert(model)
     for i in range(0, len(rows), 500):
         session.execute(stmt, rows[i:i + 500])
+
+
+def _insert_select(session: Session, model: type, cols: list[str], query: Any, keys: list[str]) -> None:
+    """INSERT INTO model (cols) SELECT ..., skipping rows whose natural key exists."""
+    dialect = session.get_bind().dialect.name
+    if dialect == "sqlite":
+        stmt = sqlite.insert(model).from_select(cols, query).on_conflict_do_nothing(index_elements=keys)
+    elif dialect == "postgresql":
+        stmt = postgresql.insert(model).from_select(cols, query).on_conflict_do_nothing(index_elements=keys)
+    else:
+        stmt = insert(model).from_select(cols, query)
+    session.execute(stmt)
 
 
 def unique_name(session: Session, base: str) -> str:
@@ -181,19 +193,21 @@ def copy_cached(session: Session, run: Run, env_id: int, harness_ids_: list[int]
         if not take:
             continue
         ids = list(take)
+        cols = ["harness_id", "platform", "stage", "status", "seconds", "error_type", "error", "detail", "metrics",
+                "facts", "artifact_sha", "comparable"]
+        ocols = ["harness_id", "worst", "seconds"]
         for i in range(0, len(ids), 500):
             chunk = ids[i:i + 500]
-            res = session.execute(select(ResultRow).where(ResultRow.run_id == src.id,
-                                                          ResultRow.harness_id.in_(chunk))).scalars().all()
-            _insert_ignore(session, ResultRow, [
-                {"run_id": run.id, "harness_id": r.harness_id, "platform": r.platform, "stage": r.stage,
-                 "status": r.status, "seconds": r.seconds, "error_type": r.error_type, "error": r.error,
-                 "detail": r.detail, "metrics": r.metrics, "facts": {**r.facts, "cached_from": src.id},
-                 "artifact_sha": r.artifact_sha, "comparable": r.comparable} for r in res],
-                ["run_id", "harness_id", "platform", "stage"])
-        _insert_ignore(session, OutcomeRow, [
-            {"run_id": run.id, "harness_id": hid, "environment_id": env_id, "worst": w, "seconds": s,
-             "worker": "cache", "cached_from": src.id} for hid, (w, s) in take.items()], ["run_id", "harness_id"])
+            # one INSERT ... SELECT per chunk in the database: no row makes a round trip through Python
+            _insert_select(session, ResultRow, ["run_id", *cols],
+                           select(literal(run.id), *[getattr(ResultRow, c) for c in cols])
+                           .where(ResultRow.run_id == src.id, ResultRow.harness_id.in_(chunk)),
+                           ["run_id", "harness_id", "platform", "stage"])
+            _insert_select(session, OutcomeRow, ["run_id", "environment_id", "worker", "cached_from", *ocols],
+                           select(literal(run.id), literal(env_id), literal("cache"), literal(src.id),
+                                  *[getattr(OutcomeRow, c) for c in ocols])
+                           .where(OutcomeRow.run_id == src.id, OutcomeRow.harness_id.in_(chunk)),
+                           ["run_id", "harness_id"])
         copied |= set(take)
         wanted -= set(take)
     return copied
