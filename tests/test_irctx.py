@@ -46,7 +46,9 @@ def test_install_is_idempotent_and_reversible() -> None:
     try:
         assert irctx.install(every=2) and irctx.install(every=2)
         a, b, c = mlir.make_ir_context(), mlir.make_ir_context(), mlir.make_ir_context()
-        assert a is b and c is not a  # replaced after `every` uses
+        assert a is b
+        fresh = before() is not before()  # newer jax versions may already reuse contexts themselves
+        assert (c is not a) == fresh  # replaced after `every` uses
     finally:
         irctx.uninstall()
     assert mlir.make_ir_context is before
