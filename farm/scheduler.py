@@ -199,6 +199,7 @@ class Sweep:
             queue.append(hs[i:i + size])
             i += size
         retry_alone: set[str] = set()
+        node_requeues: dict[str, int] = {}
         kind = (self.options.run_on or ("cpu",))[0]
         n_slots = max(1, cfg.workers or 1)
         slots = [self._new_actor(kind) for _ in range(min(n_slots, max(1, len(queue))))]
@@ -296,7 +297,13 @@ class Sweep:
                                 slot.gen = None
                                 slots[j] = lose(slot)
                                 continue
-                            if cur.fingerprint in retry_alone or slot.isolated:
+                            node_lost = int(ray.cluster_resources().get(SLOT_RESOURCE[kind], 0)) < target
+                            if node_lost and node_requeues.get(cur.fingerprint, 0) < 3:
+                                # its node went away (the cluster has fewer slots): not the harness's fault
+                                node_requeues[cur.fingerprint] = node_requeues.get(cur.fingerprint, 0) + 1
+                                queue.appendleft([cur])
+                                requeue_rest(slot, slot.pos + 1)
+                            elif cur.fingerprint in retry_alone or slot.isolated:
                                 self.stats.crashed += 1
                                 finish(Outcome.failed(cur.fingerprint, cur.name, "crashed", f"worker process died: {type(e).__name__}"))
                                 requeue_rest(slot, slot.pos + 1)
