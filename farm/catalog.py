@@ -189,6 +189,9 @@ class Limitation:
     dtypes: tuple[str, ...] = ()
     stage: str = "lower"
     tol: tuple[float, float] | None = None
+    #: the harness is known to kill the process there (JAX's ``skip_run``): a ``crashed``
+    #: outcome on a native run of that platform is the expected failure, not a finding
+    crashes: bool = False
 
     def __post_init__(self) -> None:
         if self.stage not in LIMITATION_STAGES:

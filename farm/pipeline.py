@@ -115,6 +115,21 @@ def _judge(h: Harness, rec: Record) -> Record:
     return rec
 
 
+def judge_crash(h: Harness, outcome: Outcome, run_on: tuple[str, ...]) -> Outcome:
+    """A ``crashed`` outcome where the harness is known to kill the process on a platform
+    it ran natively on (``Limitation.crashes``) is the expected failure."""
+    if outcome.worst != "crashed":
+        return outcome
+    for kind in run_on:
+        platform = NATIVE_PLATFORM.get(kind, kind)
+        for lim in h.limitations:
+            if lim.crashes and lim.applies(platform, h.dtype):
+                outcome.records = [r.with_status("expected_fail", facts={**r.facts, "limitation": lim.description})
+                                   if r.status == "crashed" else r for r in outcome.records]
+                return outcome
+    return outcome
+
+
 def _judge_run(h: Harness, records: list[Record]) -> list[Record]:
     """Limitations with ``stage="run"``, judged per platform over its native stages: the
     failing ones are expected; if the platform ran natively (an execute record) and

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from farm.catalog import Harness
 from farm.errors import CatalogMismatch, ClusterError, Infeasible
-from farm.pipeline import Options, Outcome
+from farm.pipeline import Options, Outcome, judge_crash
 from farm.platforms import DEVICE_KINDS, SLOT_RESOURCE
 
 
@@ -305,7 +305,9 @@ class Sweep:
                                 requeue_rest(slot, slot.pos + 1)
                             elif cur.fingerprint in retry_alone or slot.isolated:
                                 self.stats.crashed += 1
-                                finish(Outcome.failed(cur.fingerprint, cur.name, "crashed", f"worker process died: {type(e).__name__}"))
+                                finish(judge_crash(cur, Outcome.failed(cur.fingerprint, cur.name, "crashed",
+                                                                       f"worker process died: {type(e).__name__}"),
+                                                   (kind,)))
                                 requeue_rest(slot, slot.pos + 1)
                             else:
                                 retry_alone.add(cur.fingerprint)

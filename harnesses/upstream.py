@@ -112,7 +112,7 @@ def _limitations(h: Any, dtype: str) -> list[dict[str, Any]]:
         devices = (lim.devices,) if isinstance(lim.devices, str) else tuple(lim.devices)
         platforms = tuple(p for d in devices for p in PLATFORMS_OF_DEVICE.get(d, ()))
         out.append({"description": f"upstream: {lim.description}", "platforms": list(platforms),
-                    "dtypes": [dtype], "stage": "run"})
+                    "dtypes": [dtype], "stage": "run", "crashes": bool(lim.skip_run)})
     return out
 
 
@@ -219,7 +219,7 @@ def register() -> int:
     n = 0
     for e in entries():
         lims = [Limitation(l["description"], platforms=tuple(l["platforms"]), dtypes=tuple(l["dtypes"]),
-                           stage=l["stage"]) for l in e["limitations"]]
+                           stage=l["stage"], crashes=l.get("crashes", False)) for l in e["limitations"]]
         define(FAMILY, e["group"], _fun(e["fullname"]), (), dtype=e["dtype"], group=e["group"],
                params=e["params"], shapes=[tuple(s) for s in e["shapes"]], compare="none", limitations=lims,
                catalog=CATALOG, source=e["fullname"], arg_maker=_arg_maker(e["fullname"]))

@@ -281,3 +281,22 @@ def test_too_few_devices_is_not_runnable_here(monkeypatch) -> None:  # noqa: ANN
     out = run_harness(h, Options(platforms=("cpu",)))
     (rec,) = out.records
     assert (rec.stage, rec.status, rec.error_type) == ("trace", "not_runnable_here", "TooFewDevices")
+
+
+def test_known_crash_is_expected_only_where_declared() -> None:
+    """JAX's skip_run ("this crashes"): a crash there is expected; elsewhere it is a finding."""
+    from farm.pipeline import Outcome, judge_crash
+
+    def harness(crashes: bool) -> catalog.Harness:
+        lim = catalog.Limitation("internal XLA error", platforms=("cuda",), stage="run", crashes=crashes)
+        return catalog.define("test", "sin", __import__("jax").lax.sin, [catalog.RandArg((3,), "float32")],
+                              dtype="float32", catalog="test_crash", limitations=[lim])
+
+    def crashed(h: catalog.Harness) -> Outcome:
+        return Outcome.failed(h.fingerprint, h.name, "crashed", "worker process died")
+
+    h = harness(True)
+    assert judge_crash(h, crashed(h), ("gpu",)).worst == "expected_fail"
+    assert judge_crash(h, crashed(h), ("cpu",)).worst == "crashed"
+    h = harness(False)
+    assert judge_crash(h, crashed(h), ("gpu",)).worst == "crashed"

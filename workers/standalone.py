@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from farm.catalog import Harness
-from farm.pipeline import Outcome
+from farm.pipeline import Outcome, judge_crash
 
 
 def _child(conn: Any, catalog: str, modules: list[str], options: dict[str, Any]) -> None:
@@ -147,6 +147,7 @@ def run_jobs(jobs_path: str, out_path: str, *, workers: int = 1, deadline_s: flo
                 o, died = runner.run(h.fingerprint, h.name, h.timeout_s or timeout, prior)
                 if died and o.worst == "crashed":
                     o, _ = runner.run(h.fingerprint, h.name, h.timeout_s or timeout, prior)  # retried once alone
+                    o = judge_crash(h, o, tuple(jobs["options"].get("run_on") or ("cpu",)))
                 if job_fp != h.fingerprint:
                     o.records = [r.with_status(r.status, facts={**r.facts, "job_fingerprint": job_fp})
                                  if r.stage == "trace" else r for r in o.records]
