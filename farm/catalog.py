@@ -236,7 +236,7 @@ def _last_line(code: types.CodeType) -> int:
     return max(code.co_firstlineno, *own, *nested)
 
 
-def _code_digest(obj: Any, h: "hashlib._Hash", depth: int = 0) -> None:
+def _code_digest(obj: Any, h: "hashlib._Hash") -> None:
     """Feed a function's source text into a hash.
 
     Source lines, not bytecode: bytecode differs between Python versions, and a
@@ -249,7 +249,7 @@ def _code_digest(obj: Any, h: "hashlib._Hash", depth: int = 0) -> None:
     module = getattr(obj, "__module__", None) or ""
     if module.startswith(_LIBRARY) and not module.endswith("test_harnesses"):
         code = None  # a library function (lax.tanh): its name is the definition, not its body
-    if code is None or depth > 4:
+    if code is None:
         h.update(repr(getattr(obj, "__qualname__", type(obj).__name__)).encode())
         return
     lines = linecache.getlines(code.co_filename)

@@ -146,11 +146,11 @@ def _judge_run(h: Harness, records: list[Record]) -> list[Record]:
         for i in bad:
             out[i] = out[i].with_status("expected_fail", facts={**out[i].facts, "limitation": lim.description})
         ran = any(out[i].stage == "execute" for i in idx)
-        if not bad and ran and all(out[i].status in ("ok", "skipped") for i in idx):
-            i = max(i for i in idx if out[i].status == "ok") if any(out[i].status == "ok" for i in idx) else None
-            if i is not None:
-                out[i] = out[i].with_status("unexpected_pass", facts={**out[i].facts, "limitation": lim.description},
-                                            error=f"limitation no longer holds: {lim.description}")
+        passed = [i for i in idx if out[i].status == "ok"]
+        if not bad and ran and passed and all(out[i].status in ("ok", "skipped") for i in idx):
+            i = passed[-1]
+            out[i] = out[i].with_status("unexpected_pass", facts={**out[i].facts, "limitation": lim.description},
+                                        error=f"limitation no longer holds: {lim.description}")
     return out
 
 
@@ -317,13 +317,7 @@ def _xhost(h: Harness, args: list[Any], prior: xhost.Prior, platform: str, dyn: 
            actual: list[np.ndarray] | None, ref: list[np.ndarray] | None, rtol: float, atol: float,
            exact: bool, promised: list[dict[str, Any]] | None) -> Record:
     """Another host's artifact run here; non-unique results are judged by the invariant."""
-    invariant = None
-    if h.invariant is not None:
-        from farm.references import upcast
-
-        def invariant(outs: list[np.ndarray]) -> float:
-            with np.errstate(all="ignore"):
-                return float(h.invariant(*[upcast(a) for a in args], *outs))
+    invariant = None if h.invariant is None else (lambda outs: _invariant_error(h, args, outs))
     return xhost.run(prior, platform, dyn, native=actual, reference=ref, rtol=rtol, atol=atol, exact=exact,
                      promised=promised, invariant=invariant)
 
@@ -374,11 +368,8 @@ def _crossexec(h: Harness, args: list[Any], lo: lower.Lowered, native_lo: lower.
 def _invariant(h: Harness, args: list[Any], actual: list[np.ndarray], platform: str,
                stage: str = "compare") -> Record:
     """Non-unique results (eig, svd signs, sort ties): check invariants instead."""
-    from farm.references import upcast
-
     try:
-        with np.errstate(all="ignore"):
-            err = float(h.invariant(*[upcast(a) for a in args], *actual))
+        err = _invariant_error(h, args, actual)
         rtol, atol = h.tolerance(platform)
         ok = err <= max(rtol, atol) * 10
         return compare.Compared(stage, platform, "ok" if ok else "fail",
@@ -390,6 +381,14 @@ def _invariant(h: Harness, args: list[Any], actual: list[np.ndarray], platform: 
         from farm.stages.record import failure
 
         return failure(compare.Compared, stage, platform, e, 0.0, facts={"against": "invariant"})
+
+
+def _invariant_error(h: Harness, args: list[Any], outs: list[np.ndarray]) -> float:
+    """The harness invariant's error for these outputs, computed in float64."""
+    from farm.references import upcast
+
+    with np.errstate(all="ignore"):
+        return float(h.invariant(*[upcast(a) for a in args], *outs))
 
 
 def _device_count() -> int:

@@ -32,6 +32,7 @@ from sqlalchemy.orm import Session
 
 from farm.errors import ArtifactCorrupt, ArtifactNotFound, FarmError, UnknownFormatVersion
 from farm.stages.compare import compare_outputs
+from farm.stages.export import run_exported
 from farm.stages.record import Record
 
 #: JAX promises that a serialized artifact keeps running for about six months.
@@ -349,7 +350,7 @@ def _replay_one(session: Session, item: StoredExport, *, today: dt.date, platfor
         facts["cc_supported"] = _cc_supported(exported.calling_convention_version)
         if not meta.get("custom_call_targets"):
             facts["custom_calls"] = _custom_call_facts(custom_calls_of(exported))
-        actual = call(exported, inputs)
+        actual = run_exported(exported, inputs)
     except (ArtifactCorrupt, ArtifactNotFound, UnknownFormatVersion, ReplayError) as e:
         return stop("error", error=str(e), error_type=type(e).__name__, reason=_reason_of(e))
     except Exception as e:  # the artifact does not run on this jax: that is the finding
@@ -524,20 +525,6 @@ def _exported_from_bytecode(blob: bytes, meta: dict[str, Any], inputs: Sequence[
         disabled_safety_checks=(), mlir_module_serialized=bytes(blob), calling_convention_version=cc,
         nr_devices=int(meta.get("nr_devices") or 1), module_kept_var_idx=tuple(range(n_in)),
         uses_global_constants=any(not core.is_constant_shape(a.shape) for a in in_avals), _get_vjp=None)
-
-
-def needs_x64(arrays: Iterable[Any]) -> bool:
-    return any(np.dtype(getattr(a, "dtype", np.float32)).name in ("float64", "int64", "uint64", "complex128")
-               for a in arrays)
-
-
-def call(exported: Any, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """Run an Exported on this host's default backend with x64 on when its types need it."""
-    import jax
-
-    with jax.enable_x64(needs_x64(list(exported.in_avals) + list(exported.out_avals))):
-        out = jax.jit(exported.call)(*inputs)
-        return [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(out)]
 
 
 # ------------------------------------------------------------------ judging (pure)

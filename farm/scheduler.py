@@ -18,6 +18,7 @@ from typing import Any, Callable
 from farm.catalog import Harness
 from farm.errors import CatalogMismatch, ClusterError, Infeasible
 from farm.pipeline import Options, Outcome, judge_crash
+from farm.stages.record import BAD
 from farm.platforms import DEVICE_KINDS, SLOT_RESOURCE
 
 
@@ -222,7 +223,7 @@ class Sweep:
         def finish(o: Outcome) -> None:
             buffer.append(o)
             self.stats.done += 1
-            bad = o.worst in ("crashed", "timeout", "error", "fail", "unexpected_pass")
+            bad = o.worst in BAD
             self.stats.bad += bad
             progress.update(1, int(bad))
 

@@ -169,11 +169,8 @@ def run_jobs(jobs_path: str, out_path: str, *, workers: int = 1, deadline_s: flo
         t.join()
     seconds = time.monotonic() - t0
     env = infos[0].get("environment", {}) if infos else {}
-    done = {o.fingerprint for o in outcomes}
-    ran = [h for h in order if h.fingerprint in done]
     if jobs.get("keep_artifacts") is not None:
         bundle.keep_only(outcomes, set(jobs["keep_artifacts"]))
-    by_fp = {h.fingerprint: h.describe() for h in ran}
     paths = bundle.write_parts(out_path, per_part=int(jobs.get("per_bundle") or 10**9), environment=env,
                  run={"name": jobs.get("name"), "catalog": jobs["catalog"], "filters": jobs.get("filters", {}),
                       "platforms": jobs["options"].get("platforms", []),
@@ -182,6 +179,6 @@ def run_jobs(jobs_path: str, out_path: str, *, workers: int = 1, deadline_s: flo
                                 "unrun": len(order) - len(outcomes), "workers": workers, "seconds": seconds,
                                 "deadline_s": deadline_s, "priors": len(priors),
                                 "peak_rss_per_worker": max(peak_rss, default=0)}},
-                 harnesses=[by_fp[o.fingerprint] for o in outcomes], outcomes=outcomes)
+                 harnesses=[chosen[o.fingerprint][0].describe() for o in outcomes], outcomes=outcomes)
     return {"jobs": len(jobs["fingerprints"]), "run": len(outcomes), "missing": missing,
             "unrun": len(order) - len(outcomes), "seconds": seconds, "bundles": paths}

@@ -6,7 +6,7 @@ from typing import Any
 
 from flask import Flask, request
 
-from dashboards.views import store
+from dashboards.views import store, twin
 from farm.analysis.crosshost import summarize
 from farm.store import queries
 
@@ -21,6 +21,4 @@ def context() -> dict[str, Any]:
 
 
 def register(app: Flask) -> None:
-    from dashboards.views import twin
-
     twin(app, "/crosshost", "/crosshost.json", "crosshost", "crosshost.html", context)

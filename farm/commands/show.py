@@ -6,7 +6,7 @@ import json
 from collections import Counter, defaultdict
 
 from farm.commands import add_db, store_from
-from farm.stages.record import SEVERITY
+from farm.stages.record import BAD, SEVERITY
 
 ABBREV = {"ok": ".", "fail": "F", "error": "E", "expected_fail": "x", "unexpected_pass": "U", "skipped": "-",
           "not_runnable_here": "n", "crashed": "C", "timeout": "T"}
@@ -24,9 +24,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=("table", "json"), default="table")
     add_db(p)
     p.set_defaults(func=list_runs)
-
-
-BAD = ("fail", "error", "crashed", "timeout", "unexpected_pass")
 
 
 def run_json(store, ref: str, only_bad: bool = False) -> dict:  # noqa: ANN001
@@ -114,7 +111,7 @@ def print_run(store, ref: str, fmt: str = "table", status: str | None = None,  #
                     totals[v["status"]] += 1
     print("totals: " + ", ".join(f"{k} {v}" for k, v in sorted(totals.items(), key=lambda kv: SEVERITY[kv[0]])))
     bad = [(h["harness"], p, s, v) for h in data["harnesses"] for p, st in h["platforms"].items()
-           for s, v in st.items() if v["status"] in ("fail", "error", "crashed", "timeout", "unexpected_pass")]
+           for s, v in st.items() if v["status"] in BAD]
     for name, p, s, v in bad[:25]:
         print(f"  {v['status']:<15} {name} {p}/{s}: {v['error'] or ''}"[:200])
     if len(bad) > 25:

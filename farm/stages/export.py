@@ -4,9 +4,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from farm.catalog import X64_DTYPES
 from farm.stages.record import Record, Timer, failure
 from farm.stages.trace import Traced
 
@@ -146,10 +150,20 @@ def differences(exp: Any, back: Any) -> tuple[list[str], dict[str, str]]:
     return changed, not_carried
 
 
-def module_text(exported: Exported) -> str:
-    return exported.handle.mlir_module()
-
-
 def call(serialized: Serialized, dyn: list[Any]) -> Any:
     """Run the deserialized artifact on the local default backend."""
     return serialized.handle[1].call(*dyn)
+
+
+def needs_x64(arrays: Iterable[Any]) -> bool:
+    return any(np.dtype(getattr(a, "dtype", np.float32)).name in X64_DTYPES for a in arrays)
+
+
+def run_exported(exported: Any, inputs: Sequence[Any]) -> list[np.ndarray]:
+    """Run an ``Exported`` (from any host, any jax) on this host's default backend, with
+    x64 on when its types need it; outputs as numpy arrays. Replay and xhost share it."""
+    import jax
+
+    with jax.enable_x64(needs_x64(list(exported.in_avals) + list(exported.out_avals))):
+        out = jax.jit(exported.call)(*inputs)
+        return [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(out)]

@@ -19,10 +19,8 @@ import numpy as np
 
 from farm import iofile
 from farm.stages.compare import compare_outputs
+from farm.stages.export import run_exported
 from farm.stages.record import SEVERITY, Record, Timer, failure
-
-
-_X64 = ("float64", "int64", "uint64", "complex128")
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,10 +84,7 @@ def run(prior: Prior, platform: str, dyn: list[Any] | None, *, native: list[np.n
                 return CrossHost("xhost", platform, "not_runnable_here", timer.seconds,
                                  error=f"the artifact was exported for {', '.join(exp.platforms)} only",
                                  facts={**facts, "artifact_platforms": list(exp.platforms)})
-            x64 = any(np.dtype(a.dtype).name in _X64 for a in list(exp.in_avals) + list(exp.out_avals))
-            with jax.enable_x64(x64):
-                out = jax.block_until_ready(jax.jit(exp.call)(*prior.inputs))
-            actual = [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(out)]
+            actual = run_exported(exp, prior.inputs)
     except Exception as e:
         return failure(CrossHost, "xhost", platform, e, timer.seconds, facts=facts)
     identical = dyn is not None and same_inputs(prior.inputs, dyn)

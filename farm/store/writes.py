@@ -23,30 +23,27 @@ from farm.store.models import Environment, HarnessRow, OutcomeRow, ResultRow, Ru
 from farm.store.models.base import utcnow
 
 
+def _insert_skipping(session: Session, model: type, keys: list[str]) -> Any:
+    """An INSERT into ``model`` that skips rows whose natural key ``keys`` exists."""
+    dialect = session.get_bind().dialect.name
+    if dialect == "sqlite":
+        return sqlite.insert(model).on_conflict_do_nothing(index_elements=keys)
+    if dialect == "postgresql":
+        return postgresql.insert(model).on_conflict_do_nothing(index_elements=keys)
+    return insert(model)
+
+
 def _insert_ignore(session: Session, model: type, rows: list[dict[str, Any]], keys: list[str]) -> None:
     if not rows:
         return
-    dialect = session.get_bind().dialect.name
-    if dialect == "sqlite":
-        stmt = sqlite.insert(model).on_conflict_do_nothing(index_elements=keys)
-    elif dialect == "postgresql":
-        stmt = postgresql.insert(model).on_conflict_do_nothing(index_elements=keys)
-    else:
-        stmt = insert(model)
+    stmt = _insert_skipping(session, model, keys)
     for i in range(0, len(rows), 500):
         session.execute(stmt, rows[i:i + 500])
 
 
 def _insert_select(session: Session, model: type, cols: list[str], query: Any, keys: list[str]) -> None:
     """INSERT INTO model (cols) SELECT ..., skipping rows whose natural key exists."""
-    dialect = session.get_bind().dialect.name
-    if dialect == "sqlite":
-        stmt = sqlite.insert(model).from_select(cols, query).on_conflict_do_nothing(index_elements=keys)
-    elif dialect == "postgresql":
-        stmt = postgresql.insert(model).from_select(cols, query).on_conflict_do_nothing(index_elements=keys)
-    else:
-        stmt = insert(model).from_select(cols, query)
-    session.execute(stmt)
+    session.execute(_insert_skipping(session, model, keys).from_select(cols, query))
 
 
 def unique_name(session: Session, base: str) -> str:
@@ -187,12 +184,10 @@ def copy_cached(session: Session, run: Run, env_id: int, harness_ids_: list[int]
     for src in candidates:
         if not wanted:
             break
-        rows = session.execute(select(OutcomeRow.harness_id, OutcomeRow.worst, OutcomeRow.seconds)
-                               .where(OutcomeRow.run_id == src.id)).all()
-        take = {hid: (worst, secs) for hid, worst, secs in rows if hid in wanted}
-        if not take:
+        done = session.scalars(select(OutcomeRow.harness_id).where(OutcomeRow.run_id == src.id))
+        ids = [hid for hid in done if hid in wanted]
+        if not ids:
             continue
-        ids = list(take)
         cols = ["harness_id", "platform", "stage", "status", "seconds", "error_type", "error", "detail", "metrics",
                 "facts", "artifact_sha", "comparable"]
         ocols = ["harness_id", "worst", "seconds"]
@@ -208,8 +203,8 @@ def copy_cached(session: Session, run: Run, env_id: int, harness_ids_: list[int]
                                   *[getattr(OutcomeRow, c) for c in ocols])
                            .where(OutcomeRow.run_id == src.id, OutcomeRow.harness_id.in_(chunk)),
                            ["run_id", "harness_id"])
-        copied |= set(take)
-        wanted -= set(take)
+        copied.update(ids)
+        wanted.difference_update(ids)
     return copied
 
 
