@@ -252,7 +252,7 @@ def full_catalog_figures(log: Callable[[str], None], workers: int = 2) -> list[F
                                                                ResultRow.status == "ok")).scalars().all()
             stats = dict(run.stats or {})
         store.dispose()
-        reused = sum(1 for f in compiles if (f or {}).get("dedup"))
+        reused = sum(1 for f in compiles if (f or {}).get("reused"))
         floor = work / workers
         figs += [Figure(f"cold sweep, full upstream catalog ({n} harnesses), wall incl. Ray start", cold, "s", 300.0,
                         spread=f"{n / cold:.1f} harnesses/s"),

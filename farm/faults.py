@@ -4,6 +4,9 @@ Activated in a worker process by ``FARM_PLANT`` (comma list), before any harness
   wrong_lowering:PRIM:PLATFORM   the primitive lowers as its "twin" (sin→cos, exp→expm1, add→sub...)
   drop_dtype:PRIM:DTYPE           the primitive no longer lowers for that dtype
   chlo_leak:PRIM:PLATFORM         the primitive lowers through a chlo op
+  wrong_constant:PRIM:PLATFORM    the primitive adds a constant of its output's shape: ±0.0 on
+                                  every platform but PLATFORM, where one element is 1 (two modules
+                                  that differ only in the values of a large constant)
   slow:PRIM:SECONDS               executing the primitive sleeps (a host callback)
   abort:PRIM                      running the primitive aborts the process
   hang:PRIM                       running the primitive never returns
@@ -78,6 +81,30 @@ def chlo_leak(prim: str, platform: str) -> None:
     mlir.register_lowering(_prim(prim), rule, platform=platform)
 
 
+def wrong_constant(prim: str, platform: str) -> None:
+    import numpy as np
+    from jax._src.interpreters import mlir
+    from jax._src.lib.mlir.dialects import hlo
+
+    from farm.platforms import LOWERING_PLATFORMS
+
+    p = _prim(prim)
+    for target in LOWERING_PLATFORMS:
+        orig = _original_rule(p, target)
+
+        def rule(ctx, *args, _orig=orig, _wrong=target == platform, **kw):  # noqa: ANN001, ANN202
+            out = _orig(ctx, *args, **kw)
+            vals = list(out) if isinstance(out, (list, tuple)) else [out]
+            aval = ctx.avals_out[0]
+            c = np.zeros(aval.shape, dtype=aval.dtype)
+            c.flat[1::2] = -c.flat[1::2]  # 0.0, -0.0, ...: adds nothing, but is no splat (printed in full)
+            if _wrong and c.size:
+                c.flat[c.size - 1] = 1
+            return [hlo.add(vals[0], mlir.ir_constant(c)), *vals[1:]]
+
+        mlir.register_lowering(p, rule, platform=target)
+
+
 def _callback_wrap(prim: str, effect) -> None:  # noqa: ANN001
     """The primitive's own CPU lowering, its result passed through a host callback that
     runs ``effect`` first. Multi-platform lowerings (export) keep the original rule, so
@@ -122,5 +149,6 @@ def hang(prim: str) -> None:
     _callback_wrap(prim, lambda: time.sleep(10**6))
 
 
-PLANTERS = {"wrong_lowering": wrong_lowering, "drop_dtype": drop_dtype, "chlo_leak": chlo_leak, "slow": slow,
+PLANTERS = {"wrong_lowering": wrong_lowering, "drop_dtype": drop_dtype, "chlo_leak": chlo_leak,
+            "wrong_constant": wrong_constant, "slow": slow,
             "abort": abort, "hang": hang}

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import Any
 
 from farm.stages.record import Record, Timer, failure
 from farm.stages.trace import Traced
@@ -11,6 +12,18 @@ from farm.stages.trace import Traced
 @dataclass(frozen=True, slots=True)
 class Lowered(Record):
     """facts: module sha256 and size; ``handle`` is the jax Lowered object."""
+
+
+def module_identity(module: Any) -> tuple[str, str]:
+    """(sha256, text) of a module: the full printed text, no element elided.
+
+    The one definition of "the same module" (compile reuse, crossexec's "identical to
+    cpu" shortcut, the result cache): text printed with ``large_elements_limit`` shows
+    a big constant as ``dense_resource<__elided__>``, so two modules that differ only in
+    its values would share a hash. Debug locations are not printed (they are not part
+    of what the module computes)."""
+    text = module.operation.get_asm(enable_debug_info=False)
+    return hashlib.sha256(text.encode()).hexdigest(), text
 
 
 def run(traced: Traced, platform: str) -> Lowered:
@@ -22,8 +35,7 @@ def run(traced: Traced, platform: str) -> Lowered:
         with timer():
             lowered = jtraced.lower(lowering_platforms=(platform,))
             module = lowered.compiler_ir("stablehlo")
-        text = module.operation.get_asm(large_elements_limit=64)
-        sha = hashlib.sha256(text.encode()).hexdigest()
+        sha, text = module_identity(module)
         return Lowered("lower", platform, "ok", timer.seconds,
                        metrics={"module_bytes": float(len(text))},
                        facts={"module_sha256": sha}, handle=(lowered, module, text))

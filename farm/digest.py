@@ -1,0 +1,360 @@
+"""Content digests behind the result cache: the installation, the farm's own code, a
+harness's definition and the options of a sweep.
+
+Like Bazel's action cache, a cached result is keyed by the digest of *every* input that
+can change it, and a version label is never a key: an editable jax checkout with an
+edited lowering rule, a rebuilt jaxlib or a nightly plugin with the same version string
+all change the key. File contents are hashed once and memoized by path, size and mtime
+(on disk, shared by every process on the host), so checking an unchanged installation
+costs a directory walk and a stat per file.
+
+Two keys per harness (see ``result_key`` and ``downstream_key``):
+
+- the *result* key covers everything: a hit copies the whole outcome;
+- the *downstream* key replaces the Python side (jax's lowering rules, the harness's
+  function) with what it produced: the exact modules, the serialized export and the
+  input bytes. When only Python changed, trace and lower run again (they are cheap) and
+  compile, execute, compare and crossexec are reused only if this key is unchanged.
+
+No database, Ray or jax imports: device hosts use this too.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import re
+import sys
+import tempfile
+import threading
+import types
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: Bump when the meaning of a key changes: every earlier result stops matching.
+KEY_VERSION = "2"
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: The jax Python package: lowering rules, tracing. A change re-traces and re-lowers.
+PYTHON_PACKAGES = ("jax",)
+#: The compiler and runtime: jaxlib, PJRT plugins, libtpu. Matched against installed
+#: distribution names; their files are hashed.
+COMPILER_DISTS = re.compile(r"^(jaxlib|jax[-_](cuda|rocm)\d*[-_](plugin|pjrt)|libtpu.*|jax[-_]plugins.*)$", re.I)
+#: What the references and inputs are computed with.
+REFERENCE_PACKAGES = ("numpy", "scipy", "ml_dtypes")
+#: Big vendor libraries the plugins load (CUDA, cuDNN...): their wheel RECORD (which
+#: lists every file's sha256) stands for their content; nobody rebuilds them in place.
+VENDOR_DISTS = re.compile(r"^nvidia[-_]", re.I)
+
+#: The farm's code that shapes results, relative to the repository root. Everything a
+#: worker imports to run a harness must be in here (tests/test_digest.py checks it).
+#: Left out on purpose: the store, analysis, CLI commands and dashboards, which read
+#: results but never make them; and the family modules under harnesses/, which are part
+#: of each harness's own digest (editing one family re-runs only that family).
+FARM_CODE = ("farm/*.py", "farm/stages/*.py", "workers/*.py", "harnesses/__init__.py", "harnesses/upstream.py")
+FARM_CODE_EXCLUDE = ("farm/cli.py", "farm/bench.py", "farm/benchdb.py", "farm/schedule.py", "farm/coverage.py",
+                     "farm/scheduler.py", "farm/bundle.py", "farm/__main__.py", "farm/digest.py")
+
+#: Environment variables that change what a worker computes.
+ENV_VARS = ("XLA_FLAGS", "FARM_PLANT", "JAX_ENABLE_X64", "JAX_DEFAULT_MATMUL_PRECISION", "JAX_PLATFORMS",
+            "JAX_NUM_CPU_DEVICES", "JAX_DEFAULT_PRNG_IMPL", "JAX_THREEFRY_PARTITIONABLE", "LIBTPU_INIT_ARGS")
+#: Results that are never reused: they say something about one attempt, not about the code.
+NOT_REUSABLE = ("crashed", "timeout")
+
+
+# ------------------------------------------------------------------ file hashing
+class FileDigests:
+    """sha256 of files, memoized by (size, mtime_ns) in memory and in a JSON file."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or Path(os.environ.get("FARM_DIGEST_CACHE") or
+                                 Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+                                 / "lowering-farm" / "file-digests.json")
+        self._memo: dict[str, list[Any]] | None = None
+        self._dirty = False
+        self._lock = threading.Lock()
+        self.hashed_bytes = 0
+
+    def _load(self) -> dict[str, list[Any]]:
+        if self._memo is None:
+            try:
+                self._memo = json.loads(self.path.read_text())
+            except (OSError, ValueError):
+                self._memo = {}
+        return self._memo
+
+    def sha(self, path: str, st: os.stat_result | None = None) -> str:
+        st = st or os.stat(path)
+        memo = self._load()
+        hit = memo.get(path)
+        if hit and hit[0] == st.st_size and hit[1] == st.st_mtime_ns:
+            return hit[2]
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+        self.hashed_bytes += st.st_size
+        with self._lock:
+            memo[path] = [st.st_size, st.st_mtime_ns, h.hexdigest()]
+            self._dirty = True
+        return memo[path][2]
+
+    def tree(self, root: str | Path) -> str:
+        """Digest of every file under ``root`` (relative paths and contents; no bytecode caches)."""
+        root = str(root)
+        h = hashlib.sha256()
+        if os.path.isfile(root):
+            h.update(self.sha(root).encode())
+            return h.hexdigest()
+        entries: list[tuple[str, str]] = []
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+            for name in filenames:
+                if name.endswith((".pyc", ".pyo")):
+                    continue
+                p = os.path.join(dirpath, name)
+                try:
+                    st = os.stat(p)
+                except OSError:
+                    continue  # a dangling link
+                entries.append((os.path.relpath(p, root), self.sha(p, st)))
+        for rel, sha in sorted(entries):
+            h.update(f"{rel}\0{sha}\n".encode())
+        return h.hexdigest()
+
+    def save(self) -> None:
+        """Write the memo back (atomically: several workers may do this at once)."""
+        if not self._dirty or self._memo is None:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".file-digests.")
+            with os.fdopen(fd, "w") as f:
+                json.dump(self._memo, f)
+            os.replace(tmp, self.path)
+            self._dirty = False
+        except OSError:
+            pass  # a read-only home: the memo is only a speed-up
+
+
+FILES = FileDigests()
+
+
+def _sha(*parts: Any) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p if isinstance(p, bytes) else json.dumps(p, sort_keys=True, default=str).encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+# ------------------------------------------------------------------ installation
+def _module_roots(name: str) -> list[str]:
+    """Where an importable top-level module lives, without importing it (editable
+    installs included: the spec points at the checkout)."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return []
+    if spec is None:
+        return []
+    if spec.submodule_search_locations:
+        return sorted(set(spec.submodule_search_locations))
+    return [spec.origin] if spec.origin and os.path.exists(spec.origin) else []
+
+
+def _dist_modules(dist: importlib.metadata.Distribution) -> list[str]:
+    top = dist.read_text("top_level.txt")
+    if top:
+        return [t.strip() for t in top.split() if t.strip()]
+    names = set()
+    for f in dist.files or ():
+        first = f.parts[0] if f.parts else ""
+        if first and not first.endswith((".dist-info", ".data")) and first != "..":
+            names.add(first.removesuffix(".py"))
+    return sorted(names)
+
+
+@dataclass(frozen=True, slots=True)
+class Installation:
+    """Content digests of what a result depends on outside the farm.
+
+    ``python``: the jax package (lowering rules); ``compiler``: jaxlib, PJRT plugins,
+    libtpu and the vendor libraries they load; ``reference``: numpy, scipy, ml_dtypes;
+    ``parts``: a digest per package, to say what changed."""
+
+    python: str
+    compiler: str
+    reference: str
+    parts: Mapping[str, str]
+    seconds: float = 0.0
+
+    @property
+    def digest(self) -> str:
+        return _sha(self.python, self.compiler, self.reference)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"digest": self.digest, "python": self.python, "compiler": self.compiler,
+                "reference": self.reference, "parts": dict(self.parts), "seconds": round(self.seconds, 3)}
+
+
+def _packages_digest(modules: Iterable[str], parts: dict[str, str]) -> str:
+    out = []
+    for m in modules:
+        roots = _module_roots(m)
+        d = _sha([FILES.tree(r) for r in roots]) if roots else "absent"
+        parts[m] = d
+        out.append((m, d))
+    return _sha(out)
+
+
+def installation(refresh: bool = False) -> Installation:
+    """Hash the installed jax, jaxlib, plugins and reference libraries (memoized per
+    process; file contents memoized on disk)."""
+    if refresh:
+        _installation.cache_clear()
+    return _installation()
+
+
+@functools.lru_cache(maxsize=1)
+def _installation() -> Installation:
+    import time
+
+    t0 = time.perf_counter()
+    parts: dict[str, str] = {}
+    python = _packages_digest(PYTHON_PACKAGES, parts)
+    compiler_modules: list[str] = []
+    vendor: list[tuple[str, str]] = []
+    for dist in sorted(importlib.metadata.distributions(), key=lambda d: (d.metadata["Name"] or "").lower()):
+        name = dist.metadata["Name"] or ""
+        if COMPILER_DISTS.match(name):
+            compiler_modules += [m for m in _dist_modules(dist) if m not in compiler_modules]
+        elif VENDOR_DISTS.match(name):
+            record = dist.read_text("RECORD") or dist.version
+            vendor.append((name, hashlib.sha256(record.encode()).hexdigest()))
+    compiler = _sha(_packages_digest(sorted(compiler_modules), parts), vendor)
+    for name, d in vendor:
+        parts[name] = d
+    reference = _packages_digest(REFERENCE_PACKAGES, parts)
+    FILES.save()
+    return Installation(python, compiler, reference, parts, time.perf_counter() - t0)
+
+
+# ------------------------------------------------------------------ farm code
+def farm_code_files() -> list[Path]:
+    excluded = {ROOT / p for p in FARM_CODE_EXCLUDE}
+    files: set[Path] = set()
+    for pattern in FARM_CODE:
+        files.update(p for p in ROOT.glob(pattern) if p not in excluded)
+    return sorted(files)
+
+
+@functools.lru_cache(maxsize=1)
+def farm_code() -> str:
+    """Digest of the farm's stage, pipeline and worker code."""
+    d = _sha([(str(p.relative_to(ROOT)), FILES.sha(str(p))) for p in farm_code_files()])
+    FILES.save()
+    return d
+
+
+# ------------------------------------------------------------------ harnesses
+def _code_files(obj: Any, out: set[str], depth: int = 0) -> None:
+    """Source files of a callable and of the functions its closure holds."""
+    if depth > 4 or obj is None:
+        return
+    if isinstance(obj, functools.partial):
+        _code_files(obj.func, out, depth + 1)
+        for v in (*obj.args, *obj.keywords.values()):
+            if callable(v):
+                _code_files(v, out, depth + 1)
+        return
+    obj = getattr(obj, "__wrapped__", obj)
+    code = getattr(obj, "__code__", None)
+    if not isinstance(code, types.CodeType):
+        call = getattr(type(obj), "__call__", None)
+        code = getattr(call, "__code__", None)
+        if not isinstance(code, types.CodeType):
+            return
+    out.add(code.co_filename)
+    for cell in getattr(obj, "__closure__", None) or ():
+        try:
+            v = cell.cell_contents
+        except ValueError:
+            continue
+        if callable(v):
+            _code_files(v, out, depth + 1)
+
+
+def _repo_file(path: str) -> str | None:
+    try:
+        rel = Path(path).resolve().relative_to(ROOT)
+    except (ValueError, OSError):
+        return None  # a library file: covered by the installation digest
+    return str(rel) if Path(path).is_file() else None
+
+
+def harness_digest(h: Any) -> str:
+    """Everything that defines one harness: its fingerprint (key, args, seed, function
+    source), its whole description (compare mode, limitations, tolerances) and the
+    content of every farm source file its function, reference, invariant and argument
+    makers come from."""
+    cached = h.__dict__.get("_digest")
+    if cached is not None:
+        return cached
+    files: set[str] = set()
+    makers = [getattr(a, "maker", None) for a in h.args]
+    for f in (h.fun, h.reference, h.invariant, h.arg_maker, *makers):
+        _code_files(f, files)
+    sources = sorted((rel, FILES.sha(str(ROOT / rel))) for rel in filter(None, map(_repo_file, files)))
+    limits = [repr(l) for l in h.limitations]
+    d = _sha(KEY_VERSION, h.fingerprint, h.describe(), limits, h.tol, h.timeout_s, h.devices, h.needs_x64, sources)
+    object.__setattr__(h, "_digest", d)
+    return d
+
+
+# ------------------------------------------------------------------ options and keys
+def options_digest(options: Any, env: Mapping[str, str] | None = None, device_kinds: Iterable[str] = ()) -> str:
+    """The sweep options that change results, the worker environment variables that do,
+    the device kinds and the Python version."""
+    fields = {k: getattr(options, k) for k in getattr(options, "__dataclass_fields__", {})}
+    environ = {**{k: os.environ.get(k, "") for k in ENV_VARS}, **{k: v for k, v in (env or {}).items()}}
+    return _sha(KEY_VERSION, fields, sorted(environ.items()), sorted(device_kinds), sys.version)
+
+
+def result_key(harness: Any, options: str, install: Installation | None = None, code: str | None = None) -> str:
+    """Key of a whole outcome: a hit means nothing that shapes the result has changed."""
+    install = install or installation()
+    return _sha(KEY_VERSION, "result", harness_digest(harness), install.digest, code or farm_code(), options)[:40]
+
+
+def downstream_key(harness: Any, options: str, modules: Mapping[str, str], inputs_sha: str,
+                   install: Installation | None = None, code: str | None = None) -> str:
+    """Key of what runs after lowering (compile, execute, compare, crossexec): the exact
+    module of every platform (and the export artifact), the input bytes, the compiler,
+    the references' libraries, the harness definition and the farm code. jax's Python
+    is not in it: what it produced is."""
+    install = install or installation()
+    return _sha(KEY_VERSION, "downstream", harness_digest(harness), install.compiler, install.reference,
+                code or farm_code(), options, sorted(modules.items()), inputs_sha)[:40]
+
+
+def inputs_digest(arrays: Iterable[Any]) -> str:
+    """sha256 over the arguments' dtypes, shapes and bytes (static arguments by repr)."""
+    import numpy as np
+
+    h = hashlib.sha256()
+    for a in arrays:
+        if isinstance(a, np.ndarray) or hasattr(a, "__array__") and hasattr(a, "dtype"):
+            arr = np.ascontiguousarray(np.asarray(a))
+            h.update(f"{arr.dtype.str}{arr.dtype.name}{arr.shape}".encode())
+            h.update(arr.tobytes())
+        else:
+            h.update(repr(a).encode())
+        h.update(b"\0")
+    return h.hexdigest()
