@@ -93,4 +93,4 @@ def test_a_reused_compile_is_recorded_as_reused_not_with_another_harness_time() 
     assert first.metrics["compile_s"] > 0 and not first.facts.get("reused")
     assert second.facts.get("reused") is True
     assert "compile_s" not in second.metrics and second.seconds == 0.0
-    assert second.metrics["flops"] == first.metrics["flops"]  # the module's analysis still holds
+    assert second.metrics == {k: v for k, v in first.metrics.items() if k != "compile_s"}  # the analysis holds

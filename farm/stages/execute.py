@@ -1,4 +1,5 @@
-"""execute: run a compiled executable with warm-up and repeats (median and spread)."""
+"""execute: run a compiled executable with warm-up and repeats (median, spread and every
+repeat's time, which ``farm.analysis.perf`` judges a change of execute time by)."""
 from __future__ import annotations
 
 import statistics
@@ -14,7 +15,8 @@ from farm.stages.record import Record, failure
 
 @dataclass(frozen=True, slots=True)
 class Executed(Record):
-    """metrics: median/min/max seconds over repeats; handle: outputs as numpy arrays."""
+    """metrics: median/min/max seconds over repeats; facts: ``samples_s``, each timed repeat's
+    seconds in order; handle: outputs as numpy arrays."""
 
 
 def _block(x: Any) -> Any:
@@ -64,6 +66,6 @@ def run(compiled: Compiled, dyn: list[Any], *, warmup: int = 1, repeats: int = 3
                         metrics={"execute_s": med, "execute_min_s": min(times, default=0.0),
                                  "execute_max_s": max(times, default=0.0), "repeats": float(repeats),
                                  **device_memory()},
-                        handle=arrays)
+                        facts={"samples_s": times}, handle=arrays)
     except Exception as e:
         return failure(Executed, stage, compiled.platform, e, time.perf_counter() - t_all)
