@@ -59,7 +59,7 @@ VENDOR_DISTS = re.compile(r"^nvidia[-_]", re.I)
 #: of each harness's own digest (editing one family re-runs only that family).
 FARM_CODE = ("farm/*.py", "farm/stages/*.py", "workers/*.py", "harnesses/__init__.py", "harnesses/upstream.py")
 FARM_CODE_EXCLUDE = ("farm/cli.py", "farm/bench.py", "farm/benchdb.py", "farm/schedule.py", "farm/coverage.py",
-                     "farm/scheduler.py", "farm/bundle.py", "farm/__main__.py", "farm/digest.py")
+                     "farm/scheduler.py", "farm/bundle.py", "farm/__main__.py")
 
 #: Environment variables that change what a worker computes.
 ENV_VARS = ("XLA_FLAGS", "FARM_PLANT", "JAX_ENABLE_X64", "JAX_DEFAULT_MATMUL_PRECISION", "JAX_PLATFORMS",
@@ -307,15 +307,28 @@ def harness_digest(h: Any) -> str:
     cached = h.__dict__.get("_digest")
     if cached is not None:
         return cached
+    from farm.catalog import _code_digest
+
     files: set[str] = set()
     makers = [getattr(a, "maker", None) for a in h.args]
+    own = hashlib.sha256()
     for f in (h.fun, h.reference, h.invariant, h.arg_maker, *makers):
         _code_files(f, files)
+        _code_digest(f, own)  # the function's own source (a library function: its name)
+        own.update(repr(f if f is None or isinstance(f, np_ufunc_types()) else type(f)).encode())
     sources = sorted((rel, FILES.sha(str(ROOT / rel))) for rel in filter(None, map(_repo_file, files)))
     limits = [repr(l) for l in h.limitations]
-    d = _sha(KEY_VERSION, h.fingerprint, h.describe(), limits, h.tol, h.timeout_s, h.devices, h.needs_x64, sources)
+    d = _sha(KEY_VERSION, h.fingerprint, h.describe(), limits, h.tol, h.timeout_s, h.devices, h.needs_x64, sources,
+             own.hexdigest())
     object.__setattr__(h, "_digest", d)
     return d
+
+
+def np_ufunc_types() -> tuple[type, ...]:
+    """Callables whose repr names them exactly (``<ufunc 'sin'>``)."""
+    import numpy as np
+
+    return (np.ufunc,)
 
 
 # ------------------------------------------------------------------ options and keys

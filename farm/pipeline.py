@@ -62,9 +62,13 @@ class Outcome:
     artifacts: list[Artifact] = field(default_factory=list)
     seconds: float = 0.0
     worker: str = ""  # where it ran: "ray:<node id>:<pid>", "standalone:<host>:<pid>"
+    #: the result cache's keys (``farm.digest``); None: never reuse this outcome
+    result_key: str | None = None
+    downstream_key: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"fingerprint": self.fingerprint, "name": self.name, "seconds": self.seconds, "worker": self.worker,
+                "result_key": self.result_key, "downstream_key": self.downstream_key,
                 "records": [r.to_dict() for r in self.records],
                 "artifacts": [{"sha256": a.sha256, "kind": a.kind, "data": a.data, "meta": a.meta}
                               for a in self.artifacts]}
@@ -73,7 +77,7 @@ class Outcome:
     def from_dict(cls, d: dict[str, Any]) -> "Outcome":
         return cls(d["fingerprint"], d["name"], [Record.from_dict(r) for r in d["records"]],
                    [Artifact(a["sha256"], a["kind"], a["data"], a.get("meta") or {}) for a in d["artifacts"]],
-                   d.get("seconds", 0.0), d.get("worker", ""))
+                   d.get("seconds", 0.0), d.get("worker", ""), d.get("result_key"), d.get("downstream_key"))
 
     @classmethod
     def failed(cls, fingerprint: str, name: str, status: str, message: str, *, stage: str = "execute",
@@ -217,35 +221,89 @@ def _compile_execute(lowered: lower.Lowered, dyn: list[Any], opts: Options, stag
     return c.with_status(c.status, handle=None), e
 
 
-def run_harness(h: Harness, opts: Options = Options(), prior: xhost.Prior | None = None) -> Outcome:
+#: Stages that run before anything is compiled: always run again on a result-cache miss.
+#: Everything after them (compile, execute, compare, crossexec, xhost) may be reused
+#: when the downstream key (exact modules, export artifact, inputs, compiler) is unchanged.
+UPSTREAM_STAGES = ("trace", "lower", "census", "export", "serialize")
+
+
+@dataclass(frozen=True, slots=True)
+class Reuse:
+    """An earlier outcome's downstream records, offered to a re-run of the same harness:
+    used only if its downstream key equals the one computed now."""
+
+    key: str
+    run: int  # the run that computed them
+    records: tuple[dict[str, Any], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "run": self.run, "records": list(self.records)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Reuse":
+        return cls(d["key"], int(d["run"]), tuple(d["records"]))
+
+
+def run_harness(h: Harness, opts: Options = Options(), prior: xhost.Prior | None = None,
+                reuse: Reuse | None = None, options_digest: str | None = None) -> Outcome:
     """Run every stage for one harness; exceptions inside stages become records.
 
     ``prior``: another host's serialized export of this harness (with its inputs and
-    outputs), run here too and compared three ways (the ``xhost`` stage)."""
+    outputs), run here too and compared three ways (the ``xhost`` stage).
+    ``reuse``: an earlier run's downstream records, taken instead of compiling and
+    running again only if the exact modules, inputs and compiler are unchanged.
+    ``options_digest``: the driver's digest of the sweep options and environment (the
+    cache key part it looks results up by); computed here when not given."""
     import time
 
     import jax
 
+    from farm import digest
+
     t0 = time.perf_counter()
+    opt_d = options_digest or digest.options_digest(opts)
     with jax.enable_x64(h.needs_x64):
-        records, artifacts = _run(h, opts, prior)
+        records, artifacts, dkey = _run(h, opts, prior, reuse, opt_d)
     records = _judge_run(h, [_judge(h, r) for r in records])
-    return Outcome(h.fingerprint, h.name, records, artifacts, time.perf_counter() - t0)
+    return Outcome(h.fingerprint, h.name, records, artifacts, time.perf_counter() - t0,
+                   result_key=digest.result_key(h, opt_d), downstream_key=dkey)
 
 
-def _run(h: Harness, opts: Options, prior: xhost.Prior | None = None) -> tuple[list[Record], list[Artifact]]:
+def _downstream_key(h: Harness, opts: Options, options_digest: str, args: list[Any],
+                    lowered: dict[str, lower.Lowered], serialized: export.Serialized | None) -> str:
+    from farm import digest
+
+    modules = {p: lo.facts["module_sha256"] if lo.ok else f"{lo.status}:{lo.error_type}:{lo.error}"
+               for p, lo in lowered.items()}
+    modules["export"] = serialized.artifact if serialized is not None else "none"
+    return digest.downstream_key(h, options_digest, modules, digest.inputs_digest(args))
+
+
+def _reused(reuse: Reuse) -> list[Record]:
+    """The earlier run's downstream records, each saying where it came from."""
+    out = []
+    for d in reuse.records:
+        r = Record.from_dict(d)
+        if r.stage in UPSTREAM_STAGES:
+            continue
+        out.append(r.with_status(r.status, facts={**r.facts, "reused_from": r.facts.get("reused_from", reuse.run)}))
+    return out
+
+
+def _run(h: Harness, opts: Options, prior: xhost.Prior | None = None, reuse: Reuse | None = None,
+         options_digest: str = "") -> tuple[list[Record], list[Artifact], str | None]:
     recs: list[Record] = []
     arts: list[Artifact] = []
     have = _device_count()
     if h.devices > have:
         return [Record("trace", "any", "not_runnable_here", error_type="TooFewDevices",
                        error=f"needs {h.devices} devices; this host's default backend has {have}",
-                       facts={"devices_needed": h.devices, "devices_here": have})], arts
+                       facts={"devices_needed": h.devices, "devices_here": have})], arts, None
     args = h.make_args()
     tr = trace.run(h, args)
     recs.append(tr.with_status(tr.status, handle=None))
     if not tr.ok:
-        return recs, arts
+        return recs, arts, None
     _, _, dyn = tr.handle
     promised = tr.facts.get("outputs")
 
@@ -277,6 +335,18 @@ def _run(h: Harness, opts: Options, prior: xhost.Prior | None = None) -> tuple[l
             recs.append(census.run(census.parse_artifact(bytes(ex.handle.mlir_module_serialized)), "export",
                                    exported=True))
 
+    dkey = _downstream_key(h, opts, options_digest, args, lowered, serialized)
+    if reuse is not None and reuse.key == dkey and prior is None:
+        return recs + _reused(reuse), arts, dkey
+    recs += _native(h, opts, args, dyn, promised, lowered, serialized, prior, arts)
+    return recs, arts, dkey
+
+
+def _native(h: Harness, opts: Options, args: list[Any], dyn: list[Any], promised: list[dict[str, Any]] | None,
+            lowered: dict[str, lower.Lowered], serialized: export.Serialized | None, prior: xhost.Prior | None,
+            arts: list[Artifact]) -> list[Record]:
+    """Compile, execute and judge on each run-on kind; crossexec the other platforms' modules."""
+    recs: list[Record] = []
     ref = None
     for kind in opts.run_on:
         native = NATIVE_PLATFORM[kind]
@@ -313,7 +383,7 @@ def _run(h: Harness, opts: Options, prior: xhost.Prior | None = None) -> tuple[l
                     if p == native or not lowered[p].ok:
                         continue
                     recs += _crossexec(h, args, lowered[p], lo, dyn, actual, opts, rtol, atol, exact)
-    return recs, arts
+    return recs
 
 
 def _xhost(h: Harness, args: list[Any], prior: xhost.Prior, platform: str, dyn: list[Any],

@@ -11,10 +11,11 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from farm import digest
 from farm.catalog import Harness
 from farm.errors import CatalogMismatch, ClusterError, Infeasible
 from farm.pipeline import Options, Outcome, judge_crash
@@ -48,9 +49,13 @@ class SweepStats:
     bad: int = 0
     wall_s: float = 0.0
     dedup_hits: int = 0
+    downstream_reused: int = 0  # re-traced and re-lowered; compile, execute and compare reused
+    install_digest_s: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"done": self.done, "cached": self.cached, "crashed": self.crashed, "timeouts": self.timeouts,
+        return {"done": self.done, "cached": self.cached, "downstream_reused": self.downstream_reused,
+                "install_digest_s": round(self.install_digest_s, 3),
+                "crashed": self.crashed, "timeouts": self.timeouts,
                 "workers_replaced": self.workers_replaced, "bad": self.bad, "wall_s": round(self.wall_s, 3),
                 "peak_rss_per_worker": max(self.peak_rss.values(), default=0),
                 "workers_seen": len(self.peak_rss)}
@@ -166,20 +171,25 @@ class Sweep:
     """Runs harnesses on Ray actors and hands outcomes to ``sink`` as they finish."""
 
     def __init__(self, harnesses: list[Harness], options: Options, catalog: str, config: SweepConfig,
-                 sink: Callable[[list[Outcome], str], None]) -> None:
+                 sink: Callable[[list[Outcome], str], None], *, options_digest: str | None = None,
+                 reuse: dict[str, dict[str, Any]] | None = None) -> None:
         self.harnesses = harnesses
         self.options = options
         self.catalog = catalog
         self.config = config
         self.sink = sink
         self.stats = SweepStats()
+        self.options_digest = options_digest
+        #: fingerprint -> an earlier run's downstream records (``pipeline.Reuse`` as a dict)
+        self.reuse = reuse or {}
 
     def _new_actor(self, kind: str) -> _Slot:
         from workers.actor import HarnessWorker
 
         opts = {"platforms": list(self.options.platforms), "run_on": [kind], "warmup": self.options.warmup,
                 "repeats": self.options.repeats, "crossexec": self.options.crossexec,
-                "roundtrip": self.options.roundtrip, "keep_modules": self.options.keep_modules}
+                "roundtrip": self.options.roundtrip, "keep_modules": self.options.keep_modules,
+                "options_digest": self.options_digest}
         extra = {"runtime_env": {"env_vars": dict(self.config.env)}} if self.config.env else {}
         actor = HarnessWorker.options(num_cpus=0, resources={SLOT_RESOURCE[kind]: 1}, **extra).remote(
             self.catalog, list(self.config.modules), opts)
@@ -223,6 +233,7 @@ class Sweep:
         def finish(o: Outcome) -> None:
             buffer.append(o)
             self.stats.done += 1
+            self.stats.downstream_reused += any("reused_from" in r.facts for r in o.records)
             bad = o.worst in BAD
             self.stats.bad += bad
             progress.update(1, int(bad))
@@ -272,7 +283,8 @@ class Sweep:
                         slot.batch, slot.pos, slot.since = batch, 0, time.monotonic()
                         slot.isolated = len(batch) == 1 and batch[0].fingerprint in retry_alone
                         slot.gen = slot.actor.run_batch.options(num_returns="streaming").remote(
-                            [h.fingerprint for h in batch])
+                            [h.fingerprint for h in batch],
+                            {h.fingerprint: self.reuse[h.fingerprint] for h in batch if h.fingerprint in self.reuse})
                 active = [s for s in slots if s.gen is not None]
                 if not active and not queue:
                     break
@@ -386,6 +398,8 @@ def sweep(store: Any, harnesses: list[Harness], *, options: Options, catalog: st
         if not lazy:
             check_feasible(options.run_on)
         env = _cluster_environment(options.run_on)
+        install = digest.installation()
+        opt_d = digest.options_digest(options, env=config.env)
         with store.session() as s:
             if resume:
                 run = queries.resolve_run(s, resume)
@@ -396,15 +410,23 @@ def sweep(store: Any, harnesses: list[Harness], *, options: Options, catalog: st
             hids = writes.harness_ids(s, harnesses)
             done = writes.finished(s, run.id)
             todo = [h for h in harnesses if hids[h.fingerprint] not in done]
-            cached: set[int] = set()
+            cached: dict[int, int] = {}
+            reuse: dict[str, dict[str, Any]] = {}
             if not force:
-                cached = writes.copy_cached(s, run, run.environment_id, [hids[h.fingerprint] for h in todo])
+                cached = writes.copy_cached(s, run, {hids[h.fingerprint]: digest.result_key(h, opt_d) for h in todo})
                 todo = [h for h in todo if hids[h.fingerprint] not in cached]
+                priors = writes.downstream_priors(s, run, [hids[h.fingerprint] for h in todo])
+                reuse = {h.fingerprint: priors[hids[h.fingerprint]] for h in todo if hids[h.fingerprint] in priors}
+            run.stats = {**(run.stats or {}), "installation": install.to_dict()}
         if resume:
             log(f"resuming run {run.name}: {len(done)} done, {len(todo)} to go")
         if cached:
-            log(f"{len(cached)} harnesses unchanged since an earlier run in this environment: results reused "
-                f"(use --force to recompute)")
+            sources = ", ".join(f"{n} from run {r}" for r, n in sorted(Counter(cached.values()).items()))
+            log(f"{len(cached)} harnesses reused whole: nothing that shapes their results changed "
+                f"(harness, jax/jaxlib/plugin files, farm code, options) [{sources}] (use --force to recompute)")
+        if reuse:
+            log(f"{len(todo)} to run: trace and lower again; compile, execute and compare are reused where the "
+                f"exact modules, inputs and compiler are unchanged ({len(reuse)} have an earlier result)")
         if todo and lazy:
             started, config.workers = ray_init(config.address, config.workers)
         writer_session = store.sessions()
@@ -414,7 +436,7 @@ def sweep(store: Any, harnesses: list[Harness], *, options: Options, catalog: st
             writer.write(outcomes, worker)
             writer_session.commit()
 
-        sw = Sweep(todo, options, catalog, config, sink)
+        sw = Sweep(todo, options, catalog, config, sink, options_digest=opt_d, reuse=reuse)
         status = "finished"
         try:
             stats = sw.run() if todo else sw.stats
@@ -428,6 +450,7 @@ def sweep(store: Any, harnesses: list[Harness], *, options: Options, catalog: st
         finally:
             stats = sw.stats
             stats.cached = len(cached)
+            stats.install_digest_s = install.seconds
             with store.session() as s:
                 r = s.get(type(run), run.id)
                 writes.finish_run(s, r, status, {**stats.to_dict(), "resumed": bool(resume)})

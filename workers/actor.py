@@ -22,5 +22,5 @@ class HarnessWorker:
     def info(self) -> dict[str, Any]:
         return self.runner.info()
 
-    def run_batch(self, fps: list[str]) -> Iterator[dict[str, Any]]:
-        yield from self.runner.run_batch(fps)
+    def run_batch(self, fps: list[str], reuse: dict[str, dict[str, Any]] | None = None) -> Iterator[dict[str, Any]]:
+        yield from self.runner.run_batch(fps, reuse)

@@ -35,6 +35,9 @@ class JobRunner:
 
         self.planted = plant_from_env()
         self.harnesses = cat.by_fingerprint(cat.load(catalog, modules))
+        options = dict(options)
+        #: the driver's digest of options and environment, the part of the cache key it looks up by
+        self.options_digest: str | None = options.pop("options_digest", None)
         self.options = Options(**{k: tuple(v) if isinstance(v, list) else v for k, v in options.items()})
         self.clear_every = clear_every
         self.count = 0
@@ -49,9 +52,10 @@ class JobRunner:
         return {"pid": os.getpid(), "device_kinds": list(local_device_kinds()), "environment": describe(),
                 "harnesses": len(self.harnesses)}
 
-    def run_one(self, fp: str, prior: dict[str, Any] | None = None) -> dict[str, Any]:
-        """One harness; ``prior``: another host's artifact for it (``xhost.Prior`` as JSON)."""
-        from farm.pipeline import clear_caches, rss_bytes, run_harness
+    def run_one(self, fp: str, prior: dict[str, Any] | None = None, reuse: dict[str, Any] | None = None) -> dict[str, Any]:
+        """One harness; ``prior``: another host's artifact for it (``xhost.Prior`` as JSON);
+        ``reuse``: an earlier run's downstream records (``pipeline.Reuse`` as a dict)."""
+        from farm.pipeline import Reuse, clear_caches, rss_bytes, run_harness
 
         h = self.harnesses.get(fp)
         if h is None:
@@ -62,7 +66,8 @@ class JobRunner:
         from farm.stages.xhost import Prior
 
         try:
-            out = run_harness(h, self.options, Prior.from_json(prior) if prior else None).to_dict()
+            out = run_harness(h, self.options, Prior.from_json(prior) if prior else None,
+                              Reuse.from_dict(reuse) if reuse else None, self.options_digest).to_dict()
         except Exception as e:  # the farm's own bug: one error outcome, not a dead worker
             from farm.pipeline import Outcome
 
@@ -78,6 +83,6 @@ class JobRunner:
         out["worker"] = self.label
         return out
 
-    def run_batch(self, fps: list[str]) -> Iterator[dict[str, Any]]:
+    def run_batch(self, fps: list[str], reuse: dict[str, dict[str, Any]] | None = None) -> Iterator[dict[str, Any]]:
         for fp in fps:
-            yield self.run_one(fp)
+            yield self.run_one(fp, reuse=(reuse or {}).get(fp))

@@ -74,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"farm: interrupted; finished results are kept. Resume with: farm sweep --resume {r.name}",
                   file=sys.stderr)
         return 130
-    print(f"farm: run {run_row.name} (id {run_row.id}): {stats.done} run, {stats.cached} cached, "
+    print(f"farm: run {run_row.name} (id {run_row.id}): {stats.done} run ({stats.downstream_reused} of them "
+          f"re-lowered with compile/execute/compare reused), {stats.cached} reused whole, "
           f"{stats.crashed} crashed, {stats.timeouts} timed out in {stats.wall_s:.1f}s; "
           f"peak worker RSS {max(stats.peak_rss.values(), default=0) / 2**20:.0f} MiB", file=sys.stderr)
     print_run(store, str(run_row.id), args.format, max_rows=60)

@@ -15,6 +15,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from farm.catalog import Harness
+from farm.digest import NOT_REUSABLE
 from farm.pipeline import Outcome
 from farm.store import artifacts
 from farm.store.environment import fingerprint as env_fingerprint
@@ -155,8 +156,11 @@ class Writer:
                                 "error": (r.error or None) and r.error[:1000], "detail": r.detail,
                                 "metrics": _finite(r.metrics), "facts": dict(r.facts), "artifact_sha": r.artifact,
                                 "comparable": comparable_key(o.fingerprint, r.platform, self.env_fp)})
+            reusable = o.worst not in NOT_REUSABLE
             marks.append({"run_id": self.run.id, "harness_id": hid, "environment_id": self.env_id,
-                          "worst": o.worst, "seconds": o.seconds, "worker": (o.worker or worker)[:128]})
+                          "worst": o.worst, "seconds": o.seconds, "worker": (o.worker or worker)[:128],
+                          "result_key": o.result_key if reusable else None,
+                          "downstream_key": o.downstream_key if reusable else None})
         self.session.flush()
         _insert_ignore(self.session, ResultRow, results, ["run_id", "harness_id", "platform", "stage"])
         _insert_ignore(self.session, OutcomeRow, marks, ["run_id", "harness_id"])
@@ -171,41 +175,79 @@ def _finite(metrics: dict[str, float]) -> dict[str, float | str]:
     return out
 
 
-def copy_cached(session: Session, run: Run, env_id: int, harness_ids_: list[int]) -> set[int]:
-    """Result cache: copy complete results of the same harness, environment and settings
-    from the newest earlier run into ``run``. Returns the harness ids copied."""
-    if not harness_ids_:
-        return set()
-    candidates = [r for r in session.scalars(select(Run).where(Run.environment_id == env_id, Run.id != run.id,
-                                                               Run.kind == "sweep").order_by(Run.id.desc()))
-                  if list(r.platforms) == list(run.platforms) and list(r.run_on) == list(run.run_on)]
-    wanted = set(harness_ids_)
-    copied: set[int] = set()
-    for src in candidates:
-        if not wanted:
-            break
-        done = session.scalars(select(OutcomeRow.harness_id).where(OutcomeRow.run_id == src.id))
-        ids = [hid for hid in done if hid in wanted]
-        if not ids:
-            continue
-        cols = ["harness_id", "platform", "stage", "status", "seconds", "error_type", "error", "detail", "metrics",
-                "facts", "artifact_sha", "comparable"]
-        ocols = ["harness_id", "worst", "seconds"]
+def copy_cached(session: Session, run: Run, keys: dict[int, str]) -> dict[int, int]:
+    """Result cache, level 1: for each harness id, copy the newest earlier outcome with
+    the same result key (``farm.digest.result_key``: harness definition, installation
+    content, farm code, options) into ``run``. Outcomes without a key (crashed, timed
+    out, a farm error) are never copied. Returns harness id -> the run that computed it."""
+    if not keys:
+        return {}
+    by_key: dict[str, list[int]] = {}
+    for hid, key in keys.items():
+        by_key.setdefault(key, []).append(hid)
+    source: dict[int, tuple[int, int]] = {}  # harness id -> (source run, origin run)
+    key_list = list(by_key)
+    for i in range(0, len(key_list), 500):
+        rows = session.execute(
+            select(OutcomeRow.harness_id, OutcomeRow.run_id, OutcomeRow.cached_from, OutcomeRow.result_key)
+            .where(OutcomeRow.result_key.in_(key_list[i:i + 500]), OutcomeRow.run_id != run.id,
+                   OutcomeRow.worst.not_in(NOT_REUSABLE))
+            .order_by(OutcomeRow.run_id.desc())).tuples().all()
+        for hid, src, origin, key in rows:
+            if hid in keys and keys[hid] == key and hid not in source:
+                source[hid] = (src, origin or src)
+    by_src: dict[int, list[int]] = {}
+    for hid, (src, _) in source.items():
+        by_src.setdefault(src, []).append(hid)
+    cols = ["harness_id", "platform", "stage", "status", "seconds", "error_type", "error", "detail", "metrics",
+            "facts", "artifact_sha", "comparable"]
+    ocols = ["harness_id", "worst", "seconds", "result_key", "downstream_key"]
+    for src, ids in by_src.items():
         for i in range(0, len(ids), 500):
             chunk = ids[i:i + 500]
             # one INSERT ... SELECT per chunk in the database: no row makes a round trip through Python
             _insert_select(session, ResultRow, ["run_id", *cols],
                            select(literal(run.id), *[getattr(ResultRow, c) for c in cols])
-                           .where(ResultRow.run_id == src.id, ResultRow.harness_id.in_(chunk)),
+                           .where(ResultRow.run_id == src, ResultRow.harness_id.in_(chunk)),
                            ["run_id", "harness_id", "platform", "stage"])
             _insert_select(session, OutcomeRow, ["run_id", "environment_id", "worker", "cached_from", *ocols],
-                           select(literal(run.id), literal(env_id), literal("cache"), literal(src.id),
+                           select(literal(run.id), literal(run.environment_id), literal("cache"),
+                                  func.coalesce(OutcomeRow.cached_from, OutcomeRow.run_id),
                                   *[getattr(OutcomeRow, c) for c in ocols])
-                           .where(OutcomeRow.run_id == src.id, OutcomeRow.harness_id.in_(chunk)),
+                           .where(OutcomeRow.run_id == src, OutcomeRow.harness_id.in_(chunk)),
                            ["run_id", "harness_id"])
-        copied.update(ids)
-        wanted.difference_update(ids)
-    return copied
+    return {hid: origin for hid, (_, origin) in source.items()}
+
+
+def downstream_priors(session: Session, run: Run, harness_ids_: list[int]) -> dict[int, dict[str, Any]]:
+    """Result cache, level 2: for each harness, the newest earlier reusable outcome's
+    downstream key and records (``pipeline.Reuse`` as a dict). The worker takes them only
+    if the key it computes after lowering is the same."""
+    from farm.pipeline import UPSTREAM_STAGES
+
+    newest: dict[int, tuple[int, int, str]] = {}  # harness -> (run id, origin run, key)
+    for i in range(0, len(harness_ids_), 500):
+        rows = session.execute(
+            select(OutcomeRow.harness_id, OutcomeRow.run_id, OutcomeRow.cached_from, OutcomeRow.downstream_key)
+            .where(OutcomeRow.harness_id.in_(harness_ids_[i:i + 500]), OutcomeRow.run_id != run.id,
+                   OutcomeRow.downstream_key.is_not(None), OutcomeRow.worst.not_in(NOT_REUSABLE))
+            .order_by(OutcomeRow.run_id.desc())).tuples().all()
+        for hid, rid, origin, key in rows:
+            newest.setdefault(hid, (rid, origin or rid, key))
+    by_run: dict[int, list[int]] = {}
+    for hid, (rid, _, _) in newest.items():
+        by_run.setdefault(rid, []).append(hid)
+    records: dict[int, list[dict[str, Any]]] = {}
+    fields = ("stage", "platform", "status", "seconds", "error_type", "error", "detail", "metrics", "facts")
+    for rid, ids in by_run.items():
+        for i in range(0, len(ids), 500):
+            q = select(ResultRow.harness_id, ResultRow.artifact_sha, *[getattr(ResultRow, f) for f in fields]).where(
+                ResultRow.run_id == rid, ResultRow.harness_id.in_(ids[i:i + 500]),
+                ResultRow.stage.not_in(UPSTREAM_STAGES))
+            for row in session.execute(q).tuples():
+                records.setdefault(row[0], []).append({**dict(zip(fields, row[2:])), "artifact": row[1]})
+    return {hid: {"key": key, "run": origin, "records": records.get(hid, [])}
+            for hid, (_, origin, key) in newest.items()}
 
 
 def finish_run(session: Session, run: Run, status: str, stats: dict[str, Any] | None = None) -> None:
@@ -219,4 +261,4 @@ def count_outcomes(session: Session, run_id: int) -> int:
     return session.scalar(select(func.count()).select_from(OutcomeRow).where(OutcomeRow.run_id == run_id)) or 0
 
 
-__all__ = ["Writer", "copy_cached", "create_run", "env_fingerprint", "finish_run", "finished", "harness_ids"]
+__all__ = ["Writer", "copy_cached", "create_run", "downstream_priors", "env_fingerprint", "finish_run", "finished", "harness_ids"]

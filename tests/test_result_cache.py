@@ -1,0 +1,208 @@
+"""The content-addressed result cache: a hit only when nothing that shapes the result
+changed; jax Python changes re-lower and reuse compile/execute/compare only where the
+exact module is unchanged; crashes and timeouts are never reused."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from farm import catalog, digest
+from farm.pipeline import Options, Outcome
+from farm.stages.record import Record
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _sin(**kw):  # noqa: ANN003, ANN202
+    from jax import lax
+
+    return catalog.define("test_only", "sin", lax.sin, [catalog.RandArg((3,), "float32")], dtype="float32",
+                          catalog="test_only", reference=np.sin, **kw)
+
+
+# ------------------------------------------------------------------ the keys
+def test_harness_digest_sees_reference_tolerance_limitation_and_compare() -> None:
+    base = _sin()
+    d = digest.harness_digest(base)
+    variants = [
+        replace(base, reference=np.cos),
+        replace(base, tol=(1e-3, 1e-3)),
+        replace(base, compare="exact"),
+        replace(base, limitations=(catalog.Limitation("x", ("tpu",), stage="lower"),)),
+        replace(base, invariant=lambda x, y: 0.0),
+    ]
+    for v in variants:
+        assert digest.harness_digest(v) != d, v
+        assert v.fingerprint == base.fingerprint  # the harness is the same; its definition is not
+    assert digest.harness_digest(replace(base)) == d
+
+
+def test_options_digest_sees_what_changes_results(monkeypatch) -> None:  # noqa: ANN001
+    d = digest.options_digest(Options())
+    assert digest.options_digest(Options(crossexec=False)) != d
+    assert digest.options_digest(Options(repeats=5)) != d
+    assert digest.options_digest(Options(platforms=("cpu",))) != d
+    assert digest.options_digest(Options(), env={"XLA_FLAGS": "--xla_cpu_enable_fast_math=true"}) != d
+    monkeypatch.setenv("FARM_PLANT", "wrong_lowering:sin:tpu")
+    assert digest.options_digest(Options()) != d
+
+
+def _installation(shadow: Path, memo: Path) -> dict:
+    script = "import json; from farm import digest; print(json.dumps(digest.installation().to_dict()))"
+    env = {**os.environ, "PYTHONPATH": f"{shadow}{os.pathsep}{ROOT}", "FARM_DIGEST_CACHE": str(memo)}
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout)
+
+
+def test_installation_digest_follows_file_content_not_versions(tmp_path) -> None:  # noqa: ANN001
+    """A package found first on sys.path (an editable checkout) is hashed by content: the
+    same version with one edited byte is another installation."""
+    import ml_dtypes
+
+    shadow, memo = tmp_path / "site", tmp_path / "memo.json"
+    shutil.copytree(Path(ml_dtypes.__file__).parent, shadow / "ml_dtypes")
+    before = _installation(shadow, memo)
+    init = shadow / "ml_dtypes" / "__init__.py"
+    init.write_text(init.read_text() + "\n# edited\n")
+    after = _installation(shadow, memo)
+    assert after["parts"]["ml_dtypes"] != before["parts"]["ml_dtypes"]
+    assert after["reference"] != before["reference"] and after["digest"] != before["digest"]
+    assert after["python"] == before["python"] and after["compiler"] == before["compiler"]
+    init.write_text(init.read_text().replace("\n# edited\n", ""))
+    assert _installation(shadow, memo)["digest"] == before["digest"]
+
+
+def test_unchanged_files_are_not_hashed_again(tmp_path) -> None:  # noqa: ANN001
+    files = digest.FileDigests(tmp_path / "memo.json")
+    f = tmp_path / "a.txt"
+    f.write_text("one")
+    first = files.sha(str(f))
+    files.save()
+    again = digest.FileDigests(tmp_path / "memo.json")
+    assert again.sha(str(f)) == first and again.hashed_bytes == 0
+    f.write_text("two")  # new size and mtime: hashed again
+    assert again.sha(str(f)) != first and again.hashed_bytes == 3
+
+
+def test_farm_code_digest_covers_everything_a_worker_imports() -> None:
+    """Every farm module a worker process loads to run harnesses is in the farm-code
+    digest, or is a harness family module (part of each harness's own digest)."""
+    script = ("import sys, json\n"
+              "from workers.runtime import JobRunner\n"
+              "r = JobRunner('farm', [], {'platforms': ['cpu'], 'run_on': ['cpu']})\n"
+              "h = next(iter(r.harnesses.values())); r.run_one(h.fingerprint)\n"
+              "import workers.actor, workers.standalone\n"
+              "print(json.dumps(sorted(m.__file__ for m in list(sys.modules.values()) if getattr(m, '__file__', None))))")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    loaded = {Path(f).resolve() for f in json.loads(out.stdout.strip().splitlines()[-1])}
+    ours = {p for p in loaded if ROOT in p.parents and p.suffix == ".py" and ".venv" not in p.parts}
+    covered = set(digest.farm_code_files())
+    families = {p for p in ours if p.parent == ROOT / "harnesses"}
+    missing = sorted(str(p.relative_to(ROOT)) for p in ours - covered - families)
+    assert not missing, f"imported by workers but not in farm.digest.FARM_CODE: {missing}"
+
+
+# ------------------------------------------------------------------ the store
+def _outcome(h, status: str, key: str | None = "k") -> Outcome:  # noqa: ANN001
+    return Outcome(h.fingerprint, h.name, [Record("trace", "any", "ok"), Record("execute", "cpu", status)],
+                   result_key=key, downstream_key=key)
+
+
+@pytest.mark.parametrize("status", ["crashed", "timeout"])
+def test_crashes_and_timeouts_are_never_reused(sqlite_url, status) -> None:  # noqa: ANN001
+    from farm.environment import describe
+    from farm.store import writes
+    from farm.store.db import Store
+
+    store = Store(sqlite_url)
+    h = _sin()
+    with store.session() as s:
+        env = describe(device_kinds=["cpu"])
+        first = writes.create_run(s, env=env, name="first")
+        hids = writes.harness_ids(s, [h])
+        writes.Writer(s, first, hids).write([_outcome(h, status)])
+        second = writes.create_run(s, env=env, name="second")
+        assert writes.copy_cached(s, second, {hids[h.fingerprint]: "k"}) == {}
+        assert writes.downstream_priors(s, second, [hids[h.fingerprint]]) == {}
+        third = writes.create_run(s, env=env, name="third")
+        writes.Writer(s, third, hids).write([_outcome(h, "ok")])
+        fourth = writes.create_run(s, env=env, name="fourth")
+        assert writes.copy_cached(s, fourth, {hids[h.fingerprint]: "k"}) == {hids[h.fingerprint]: third.id}
+        assert writes.copy_cached(s, fourth, {hids[h.fingerprint]: "other"}) == {}
+
+
+# ------------------------------------------------------------------ end to end
+def _sweep(db: str, name: str, pythonpath: str, *extra: str) -> str:
+    env = {**os.environ, "PYTHONPATH": pythonpath, "RAY_USAGE_STATS_ENABLED": "0"}
+    p = subprocess.run([str(ROOT / ".venv/bin/farm") if (ROOT / ".venv/bin/farm").exists() else "farm",
+                        "sweep", "--db", db, "--primitive", "sin,exp", "--dtype", "float32", "--name", name,
+                        "--workers", "2", *extra], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return p.stderr
+
+
+def _results(path: Path, run: str) -> dict[str, dict[str, tuple[str, dict]]]:
+    con = sqlite3.connect(path)
+    rows = con.execute("SELECT h.name, r.stage || '/' || r.platform, r.status, r.facts FROM results r "
+                       "JOIN runs ON runs.id = r.run_id JOIN harnesses h ON h.id = r.harness_id "
+                       "WHERE runs.name = ?", (run,)).fetchall()
+    out: dict[str, dict[str, tuple[str, dict]]] = {}
+    for name, key, status, facts in rows:
+        out.setdefault(name, {})[key] = (status, json.loads(facts) if isinstance(facts, str) else facts)
+    return out
+
+
+def test_a_lowering_rule_edited_in_place_is_seen_by_the_next_sweep(tmp_path) -> None:  # noqa: ANN001
+    """A JAX developer edits sin's lowering rule in an editable jax (same version string)
+    and sweeps again. Keyed on versions, the farm copied the old ``ok``. Now: sin is
+    re-run and fails against the reference; exp is re-traced and re-lowered, its modules
+    are unchanged, so its compile/execute/compare are reused from the first run."""
+    import jax
+
+    shadow = tmp_path / "site"
+    shutil.copytree(Path(jax.__file__).parent, shadow / "jax")  # with its bytecode: 10 s less per process
+    path = f"{shadow}{os.pathsep}{ROOT}"
+    db_file = tmp_path / "farm.db"
+    db = f"sqlite:///{db_file}"
+    _sweep(db, "before", path)
+    before = _results(db_file, "before")
+    assert {s for r in before.values() for s, _ in r.values()} == {"ok"}
+
+    lax_py = shadow / "jax" / "_src" / "lax" / "lax.py"
+    text = lax_py.read_text()
+    assert "return _nary_lower_hlo(hlo.sine, ctx, x, accuracy=accuracy)" in text
+    lax_py.write_text(text.replace("return _nary_lower_hlo(hlo.sine, ctx, x, accuracy=accuracy)",
+                                   "return _nary_lower_hlo(hlo.cosine, ctx, x, accuracy=accuracy)"))
+    log = _sweep(db, "after", path)
+    after = _results(db_file, "after")
+    sin, exp = after["sin_float32_3x4"], after["exp_float32_3x4"]
+    assert sin["compare/cpu"][0] == "fail", log
+    assert not any("reused_from" in f for _, f in sin.values())
+    assert exp["compare/cpu"][0] == "ok"
+    reused = {k for k, (_, f) in exp.items() if "reused_from" in f}
+    assert {"compile/cpu", "execute/cpu", "compare/cpu", "crossexec/tpu"} <= reused
+    assert not reused & {"trace/any", "lower/cpu", "lower/tpu", "export/export"}
+    con = sqlite3.connect(db_file)
+    (first_id,) = con.execute("SELECT id FROM runs WHERE name = 'before'").fetchone()
+    assert {f["reused_from"] for k, (_, f) in exp.items() if k in reused} == {first_id}
+
+    # nothing changed since: both reused whole, from the runs that computed them
+    log = _sweep(db, "again", path)
+    assert "2 harnesses reused whole" in log
+    cached = dict(con.execute("SELECT h.name, o.cached_from FROM harness_outcomes o JOIN runs ON runs.id = o.run_id "
+                              "JOIN harnesses h ON h.id = o.harness_id WHERE runs.name = 'again'").fetchall())
+    (after_id,) = con.execute("SELECT id FROM runs WHERE name = 'after'").fetchone()
+    assert cached == {"sin_float32_3x4": after_id, "exp_float32_3x4": after_id}
