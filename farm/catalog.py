@@ -12,6 +12,7 @@ import fnmatch
 import hashlib
 import importlib
 import linecache
+import re
 import types
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -192,10 +193,25 @@ class Limitation:
     #: the harness is known to kill the process there (JAX's ``skip_run``): a ``crashed``
     #: outcome on a native run of that platform is the expected failure, not a finding
     crashes: bool = False
+    #: which failure is expected: a regular expression searched in "ErrorType: message"
+    #: (and the status it must have, e.g. "error" or "fail"). A different failure behind
+    #: the same limitation is a ``fail`` that shows both. None: any failure.
+    error: str | None = None
+    status: str | None = None
 
     def __post_init__(self) -> None:
         if self.stage not in LIMITATION_STAGES:
             raise ValueError(f"Limitation stage must be one of {LIMITATION_STAGES}, got {self.stage!r}")
+        if self.status is not None and self.status not in ("fail", "error", "not_runnable_here"):
+            raise ValueError(f"Limitation status must be fail, error or not_runnable_here, got {self.status!r}")
+        if self.error is not None:
+            re.compile(self.error)  # a bad pattern fails where the harness is defined
+
+    def expects(self, status: str, error_type: str | None, error: str | None) -> bool:
+        """Is this failure the one the limitation describes?"""
+        if self.status is not None and status != self.status:
+            return False
+        return self.error is None or re.search(self.error, f"{error_type or ''}: {error or ''}") is not None
 
     def applies(self, platform: str, dtype: str) -> bool:
         return (not self.platforms or platform in self.platforms) and (not self.dtypes or dtype in self.dtypes)
@@ -362,7 +378,7 @@ class Harness:
             "source": self.source,
             "limitations": [
                 {"description": l.description, "platforms": list(l.platforms), "dtypes": list(l.dtypes),
-                 "stage": l.stage, "tol": list(l.tol) if l.tol else None}
+                 "stage": l.stage, "tol": list(l.tol) if l.tol else None, "error": l.error, "status": l.status}
                 for l in self.limitations
             ],
         }

@@ -112,11 +112,26 @@ def _judge(h: Harness, rec: Record) -> Record:
         return rec
     facts = {**rec.facts, "limitation": lim.description}
     if rec.status in ("fail", "error", "not_runnable_here"):
-        return rec.with_status("expected_fail", facts=facts)
+        return _expected(rec, lim)
     if rec.status == "ok":
         return rec.with_status("unexpected_pass", facts=facts,
                                error=f"limitation no longer holds: {lim.description}")
     return rec
+
+
+def _expected(rec: Record, lim: Any) -> Record:
+    """A failure behind a limitation: ``expected_fail`` if it is the failure the limitation
+    describes, else ``fail`` showing what was expected and what happened."""
+    facts = {**rec.facts, "limitation": lim.description}
+    if lim.expects(rec.status, rec.error_type, rec.error):
+        return rec.with_status("expected_fail", facts=facts)
+    expected = " ".join(filter(None, (lim.status, lim.error and f"/{lim.error}/")))
+    return rec.with_status("fail", error_type="UnexpectedFailure",
+                           error=f"expected {expected} ({lim.description}); got {rec.status}: "
+                                 f"{rec.error_type}: {rec.error}"[:1000],
+                           facts={**facts, "expected_error": lim.error, "expected_status": lim.status,
+                                  "actual_status": rec.status, "actual_error_type": rec.error_type,
+                                  "actual_error": rec.error})
 
 
 def judge_crash(h: Harness, outcome: Outcome, run_on: tuple[str, ...]) -> Outcome:
@@ -148,7 +163,7 @@ def _judge_run(h: Harness, records: list[Record]) -> list[Record]:
         idx = [i for i, r in enumerate(out) if r.platform == platform and r.stage in RUN_STAGES]
         bad = [i for i in idx if out[i].status in ("fail", "error", "not_runnable_here")]
         for i in bad:
-            out[i] = out[i].with_status("expected_fail", facts={**out[i].facts, "limitation": lim.description})
+            out[i] = _expected(out[i], lim)
         ran = any(out[i].stage == "execute" for i in idx)
         passed = [i for i in idx if out[i].status == "ok"]
         if not bad and ran and passed and all(out[i].status in ("ok", "skipped") for i in idx):

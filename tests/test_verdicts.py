@@ -94,3 +94,48 @@ def test_a_reused_compile_is_recorded_as_reused_not_with_another_harness_time() 
     assert second.facts.get("reused") is True
     assert "compile_s" not in second.metrics and second.seconds == 0.0
     assert second.metrics == {k: v for k, v in first.metrics.items() if k != "compile_s"}  # the analysis holds
+
+
+# ------------------------------------------------------------ limitations that say which failure
+def test_a_different_failure_behind_a_limitation_is_a_fail() -> None:
+    """A limitation expects "no lowering for float32"; the planted failure is another
+    error. Before, any failure at the stage read ``expected_fail``."""
+    from jax import lax
+
+    def broken(x):  # noqa: ANN001, ANN202
+        raise TypeError("a new, different bug")
+
+    lim = catalog.Limitation("sin has no float32 rule", stage="trace", error=r"NotImplementedError: .*float32",
+                             status="error")
+    out = run_harness(catalog.define("test_only", "sin", broken, [catalog.RandArg((3,), "float32")],
+                                     dtype="float32", catalog="test_only", limitations=[lim]),
+                      Options(platforms=("cpu",), repeats=1))
+    tr = _by(out, "trace", "any")
+    assert tr.status == "fail" and tr.error_type == "UnexpectedFailure"
+    assert tr.facts["expected_error"] == lim.error and tr.facts["actual_error_type"] == "TypeError"
+    assert "a new, different bug" in tr.error
+
+    def expected(x):  # noqa: ANN001, ANN202
+        raise NotImplementedError("no rule for float32")
+
+    out = run_harness(catalog.define("test_only", "sin", expected, [catalog.RandArg((3,), "float32")],
+                                     dtype="float32", catalog="test_only", limitations=[lim]),
+                      Options(platforms=("cpu",), repeats=1))
+    assert _by(out, "trace", "any").status == "expected_fail"
+    assert lax.sin  # the harness module imports stay used
+
+
+def test_a_limitation_without_a_pattern_still_expects_any_failure() -> None:
+    lim = catalog.Limitation("broken everywhere", stage="trace")
+    h = catalog.define("test_only", "sin", lambda x: 1 / 0, [catalog.RandArg((3,), "float32")], dtype="float32",
+                       catalog="test_only", limitations=[lim])
+    assert _by(run_harness(h, Options(platforms=("cpu",))), "trace", "any").status == "expected_fail"
+
+
+def test_a_bad_limitation_pattern_fails_where_it_is_defined() -> None:
+    import re
+
+    with pytest.raises(re.error):
+        catalog.Limitation("x", error="(unclosed")
+    with pytest.raises(ValueError):
+        catalog.Limitation("x", status="ok")
