@@ -163,6 +163,8 @@ def test_runs_list_environment_duration_totals(client: Any, farm_db: dict[str, A
 
 
 def test_compare_reports_the_planted_regression(client: Any, farm_db: dict[str, Any]) -> None:
+    from farm.analysis import FORMAT_VERSION
+
     d = client.get(f"/compare.json?base={farm_db['base']}&head={farm_db['head']}").get_json()
     flips = {(f["harness"], f["platform"], f["stage"]): f for f in d["report"]["flips"]}
     f = flips[("sin_float32_3x4", "cpu", "execute")]
@@ -170,7 +172,7 @@ def test_compare_reports_the_planted_regression(client: Any, farm_db: dict[str, 
     stale = flips[("add_float32_3x4_3x4", "cpu", "compare")]  # a stale limitation is a finding too
     assert (stale["before"], stale["after"], stale["kind"]) == ("ok", "unexpected_pass", "regression")
     assert d["report"]["summary"]["regression"] == 2 and d["report"]["summary"]["compared"] > 50
-    assert d["report"]["source"] == "farm.analysis" and d["report"]["analysis"]["format_version"] == 1
+    assert d["report"]["source"] == "farm.analysis" and d["report"]["analysis"]["format_version"] == FORMAT_VERSION
     page = html(client.get("/compare"))  # defaults: previous -> latest
     assert "sin_float32_3x4" in page and 'class="flip-regression"' in page
 

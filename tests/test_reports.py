@@ -138,16 +138,16 @@ def test_a_report_of_an_older_format_is_recomputed(runs: dict[str, Any], analysi
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     store = runs["store"]
     reports.comparison(store, runs["base"], runs["head"])
-    # the analysis moves to format 2: the stored format-1 report is stale
-    computed = reports.analysis.report
-    monkeypatch.setattr(reports.analysis, "FORMAT_VERSION", 2)
+    # the analysis moves to the next format: the stored report is stale
+    computed, new = reports.analysis.report, reports.analysis.FORMAT_VERSION + 1
+    monkeypatch.setattr(reports.analysis, "FORMAT_VERSION", new)
     monkeypatch.setattr(reports.analysis, "report",
-                        functools.wraps(computed)(lambda *a, **k: computed(*a, **k) | {"format_version": 2}))
+                        functools.wraps(computed)(lambda *a, **k: computed(*a, **k) | {"format_version": new}))
     c = reports.comparison(store, runs["base"], runs["head"])
-    assert (c.from_store, c.stored, c.report["format_version"], len(analysis_calls)) == (False, True, 2, 2)
+    assert (c.from_store, c.stored, c.report["format_version"], len(analysis_calls)) == (False, True, new, 2)
     assert reports.comparison(store, runs["base"], runs["head"]).from_store
     with store.session() as s:
-        assert s.scalars(select(ReportRow.format_version)).all() == [2]  # replaced, not added
+        assert s.scalars(select(ReportRow.format_version)).all() == [new]  # replaced, not added
 
 
 def test_a_stored_json_of_another_format_is_recomputed(runs: dict[str, Any], analysis_calls: list[int]) -> None:

@@ -3,7 +3,9 @@
 The page reads the report that ``farm.store.reports`` keeps per pair of finished runs
 (``farm sweep`` stores the one against the previous run when it ends); a pair seen for
 the first time is computed and stored then. ``summarize`` turns that analysis report
-into the page's flips; ``report`` is the same over two runs' rows (it computes the status
+into the page's flips (the per-stage flips and the harness x platform gate's findings: a
+crash, a timeout or a vanished result, with stage ``*``); ``report`` is the same over two
+runs' rows (it computes the status
 flips itself if ``farm.analysis`` is missing). Accepting a flip is the dashboard's only
 user write; it needs the write token and is recorded in the newer run's
 ``stats["accepted"]``, applied after the report, which it does not change.
@@ -32,21 +34,27 @@ def summarize(full: dict[str, Any]) -> dict[str, Any]:
             continue
         kind = "regression" if f["regression"] else "fix" if f.get("change") == "fixed" else "change"
         flips.append({k: f.get(k) for k in ("harness", "fingerprint", "primitive", "dtype", "platform",
-                                            "stage", "change", "error")}
+                                            "stage", "change", "error", "scope", "platforms")}
                      | {"before": f.get("base"), "after": f.get("candidate"), "kind": kind})
-    return _page_report(flips, findings, full["harnesses"]["added"], full["harnesses"]["removed"],
+    page = _page_report(flips, findings, full["harnesses"]["added"], full["harnesses"]["removed"],
                         full["summary"]["results_compared"], full)
+    page["vanished"] = list(full["harnesses"].get("vanished", []))
+    page["pending"] = list(full["harnesses"].get("pending", []))
+    return page
 
 
 def report(base: dict[str, Any], head: dict[str, Any], base_rows: list[dict[str, Any]],
            head_rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The regression report between two runs' ``queries.results`` rows.
 
-    Uses ``farm.analysis.report`` (status flips, numeric drift, performance) when the
-    package is there, else computes the status flips here. Returns ``{"source", "flips",
-    "findings", "new", "gone", "summary", "analysis"}``; each flip is ``{harness,
-    fingerprint, primitive, dtype, platform, stage, before, after, kind
-    (regression|fix|change), change, error}``; ``findings`` are the analysis's numeric and
+    Uses ``farm.analysis.report`` (status flips, the harness x platform gate, numeric
+    drift, performance) when the package is there, else computes the status flips here.
+    Returns ``{"source", "flips", "findings", "new", "gone", "vanished", "pending",
+    "summary", "analysis"}``; each flip is ``{harness, fingerprint, primitive, dtype,
+    platform, stage, before, after, kind (regression|fix|change), change, error}`` (a
+    gate finding also has ``scope`` and, for a vanished harness, ``platforms``; ``after``
+    None: no result); ``gone`` are harnesses removed from the candidate's selection,
+    ``vanished`` those it should have run and lacks; ``findings`` are the analysis's numeric and
     performance findings (empty without it); ``analysis`` its whole report (or None)."""
     try:
         from farm import analysis
@@ -80,7 +88,7 @@ def _page_report(flips: list[dict[str, Any]], findings: list[dict[str, Any]], ne
     summary["compared"] = compared
     summary["numeric_or_perf_regressions"] = sum(bool(f.get("regression")) for f in findings)
     return {"source": "farm.analysis" if full is not None else "dashboard", "flips": flips, "findings": findings,
-            "new": new, "gone": gone, "summary": summary, "analysis": full}
+            "new": new, "gone": gone, "vanished": [], "pending": [], "summary": summary, "analysis": full}
 
 
 def context() -> dict[str, Any]:

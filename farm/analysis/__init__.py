@@ -3,21 +3,24 @@
 No Ray, database or web imports: the CLI and the dashboard load rows through
 ``farm.store.queries`` and hand them here.
 
-- ``report(base_run, base_rows, cand_run, cand_rows, history=None, threshold=0.2)``: the
-  whole comparison as one JSON-able dict (``render_text`` / ``render_markdown`` print it);
+- ``report(base_run, base_rows, cand_run, cand_rows, history=None, threshold=0.2,
+  selection=None)``: the whole comparison as one JSON-able dict (``render_text`` / ``render_markdown`` print it);
 - ``failing(report, kinds)``: which chosen kinds of regression it holds (a CI gate);
-- building blocks: ``flips`` (status changes), ``drift`` (numeric error growth),
+- building blocks: ``flips`` (status changes per stage), ``gate`` (worst status per
+  harness x platform: crashes, timeouts, vanished results), ``drift`` (numeric error growth),
   ``perf`` (performance verdicts), ``flaky``, ``steps`` (step detection), ``stats``.
 
-Report shape (``format_version`` 1)::
+Report shape (``format_version`` 2)::
 
-    {"format_version": 1,
+    {"format_version": 2,
      "base": {id, name, kind, status, started_at, finished_at, environment},
      "candidate": {...same...},
      "environment": {"same": bool, "differences": {key: {"base": v, "candidate": v}}},
      "settings": {threshold, drift_factor, z, alpha, min_history, history_runs},
-     "harnesses": {base, candidate, compared, added: [name], removed: [name], redefined: [name]},
-     "summary": {new_error, new_failure, unexpected_pass, missing, changed, fixed, new_result,
+     "harnesses": {base, candidate, compared, added: [name], removed: [name], redefined: [name],
+                   vanished: [name], pending: [name]},
+     "gate": {"selection": "catalog" | "run counts", "selected": int | None, "skipped_platforms": [p]},
+     "summary": {new_error, vanished, new_failure, unexpected_pass, missing, changed, fixed, new_result,
                  exceeds_tolerance, grew, shrank, back_in_tolerance,
                  perf: {regression, improvement, noise, "insufficient data"}, flaky, results_compared},
      "regressions": {"status": [harness], "numeric": [harness], "perf": [harness]},
@@ -26,8 +29,11 @@ Report shape (``format_version`` 1)::
 
 Every finding has kind ("status" | "numeric" | "perf" | "flaky"), regression (bool),
 severity, harness, fingerprint, primitive, dtype, platform, stage, and by kind:
-  status:  change (new_error | new_failure | unexpected_pass | missing | changed | fixed |
-           new_result), base, candidate (statuses), error, flaky ({rate, runs} if flaky);
+  status:  change (new_error | vanished | new_failure | unexpected_pass | missing | changed |
+           fixed | new_result), base, candidate (statuses; None: no result), error,
+           flaky ({rate, runs} if flaky); per stage, or from the gate with stage "*" and
+           scope ("platform": the worst of one harness x platform, or "harness": the whole
+           harness vanished, platform "*" and platforms [p]), base_at, candidate_at;
   numeric: verdict (exceeds_tolerance | grew | shrank | back_in_tolerance), max_ratio,
            tolerance {rtol, atol}, against, mismatches {base, candidate},
            metrics {max_abs_err|max_rel_err|max_ulp_err: {base, candidate, ratio, history}};

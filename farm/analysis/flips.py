@@ -9,9 +9,10 @@ BAD = ("crashed", "timeout", "error", "fail")
 ERRORS = ("crashed", "timeout", "error")
 GOOD = ("ok", "expected_fail")
 
-#: Kinds of flip, worst first; the first three are regressions.
-KINDS = ("new_error", "new_failure", "unexpected_pass", "missing", "changed", "fixed", "new_result")
-REGRESSIONS = ("new_error", "new_failure", "unexpected_pass")
+#: Kinds of flip, worst first; the first four are regressions. ``vanished`` (a result the
+#: candidate should have and lacks) comes from ``farm.analysis.gate``, never ``classify``.
+KINDS = ("new_error", "vanished", "new_failure", "unexpected_pass", "missing", "changed", "fixed", "new_result")
+REGRESSIONS = ("new_error", "vanished", "new_failure", "unexpected_pass")
 
 
 def classify(base: str | None, cand: str | None) -> str | None:

@@ -25,7 +25,11 @@ def describe(f: Mapping[str, Any]) -> str:
     """One line for a finding."""
     where = f"{f['harness']} {f['platform']}/{f['stage']}"
     if f["kind"] == "status":
-        s = f"{f['change']:<16} {where}: {f['base']} -> {f['candidate']}"
+        s = f"{f['change']:<16} {where}: {f['base'] or 'absent'} -> {f['candidate'] or 'absent'}"
+        if f.get("candidate_at") and f["candidate_at"].split("/")[0] != f["platform"]:
+            s += f" (from {f['candidate_at']})"  # a whole-harness record, e.g. any/execute
+        elif f.get("platforms"):
+            s += f" (platforms {', '.join(f['platforms'])})"
         if f.get("flaky"):
             s += f" (flaky, rate {f['flaky']['rate']:.0%} over {f['flaky']['runs']} runs)"
         if f.get("error"):
@@ -60,11 +64,13 @@ def _header(rep: Mapping[str, Any]) -> list[str]:
             f"{k} {v['base']} -> {v['candidate']}" for k, v in env["differences"].items()))
     h = rep["harnesses"]
     lines.append(f"harnesses: {h['compared']} compared, {len(h['added'])} added, {len(h['removed'])} removed, "
+                 f"{len(h.get('vanished', ()))} vanished, {len(h.get('pending', ()))} pending, "
                  f"{len(h['redefined'])} redefined (not compared); {rep['summary']['results_compared']} results; "
                  f"{rep['settings']['history_runs']} history runs")
     s = rep["summary"]
-    lines.append("status: " + ", ".join(f"{k} {s[k]}" for k in ("new_error", "new_failure", "unexpected_pass",
-                                                              "fixed", "missing", "changed") if s[k]) or "status: no change")
+    lines.append("status: " + (", ".join(f"{k} {s[k]}" for k in ("new_error", "vanished", "new_failure",
+                                                               "unexpected_pass", "fixed", "missing", "changed")
+                                if s.get(k)) or "no change"))
     lines.append("numeric: " + (", ".join(f"{k} {s[k]}" for k in ("exceeds_tolerance", "grew", "shrank",
                                                                   "back_in_tolerance") if s[k]) or "no drift"))
     lines.append("perf: " + ", ".join(f"{k} {v}" for k, v in s["perf"].items()))
@@ -76,8 +82,8 @@ def _header(rep: Mapping[str, Any]) -> list[str]:
 def render_text(rep: Mapping[str, Any], limit: int = 50) -> str:
     lines = _header(rep)
     h = rep["harnesses"]
-    for what in ("added", "removed", "redefined"):
-        if h[what]:
+    for what in ("added", "removed", "vanished", "pending", "redefined"):
+        if h.get(what):
             lines.append(f"{what}: {', '.join(h[what][:20])}{' ...' if len(h[what]) > 20 else ''}")
     n = 0
     for g in rep["primitives"]:

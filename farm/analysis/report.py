@@ -1,8 +1,9 @@
 """The comparison of a candidate run with a base run: one JSON-able dict that the CLI
 (``farm compare``) and the dashboard both render.
 
-``report(base_run, base_rows, cand_run, cand_rows, history)`` takes what
-``farm.store.queries.run_dict`` and ``farm.store.queries.results`` return and nothing
+``report(base_run, base_rows, cand_run, cand_rows, history, selection=...)`` takes what
+``farm.store.queries.run_dict`` and ``farm.store.queries.results`` return, and what the
+candidate's catalog and filters select (``farm.store.reports.selection``), and nothing
 else; it does no I/O.
 """
 from __future__ import annotations
@@ -14,17 +15,20 @@ from typing import Any
 
 from farm.analysis import drift as drift_mod
 from farm.analysis import flips as flips_mod
+from farm.analysis import gate as gate_mod
 from farm.analysis import perf as perf_mod
 from farm.analysis.flaky import flaky as flaky_results
 from farm.analysis.rows import Row, env_fingerprint, index, run_brief
 
-FORMAT_VERSION = 1
+#: 2: harness x platform findings of ``farm.analysis.gate`` (stage "*", ``scope``), change
+#: ``vanished``, ``harnesses.vanished``/``pending``, ``gate``.
+FORMAT_VERSION = 2
 #: The kinds of regression ``--fail-on`` can name.
 KINDS = ("status", "numeric", "perf")
 ENV_KEYS = ("jax_version", "jaxlib_version", "python", "device_kinds", "xla_flags", "host", "farm_commit")
 
-_STATUS_SEVERITY = {"new_error": 100, "new_failure": 90, "unexpected_pass": 70, "missing": 40, "changed": 30,
-                    "fixed": 10, "new_result": 5}
+_STATUS_SEVERITY = {"new_error": 100, "vanished": 95, "new_failure": 90, "unexpected_pass": 70, "missing": 40,
+                    "changed": 30, "fixed": 10, "new_result": 5}
 _NUMERIC_SEVERITY = {"exceeds_tolerance": 80, "grew": 60, "back_in_tolerance": 8, "shrank": 6}
 
 RunRows = tuple[Mapping[str, Any], Sequence[Row]]
@@ -67,8 +71,9 @@ def _harnesses(base_rows: Sequence[Row], cand_rows: Sequence[Row]) -> tuple[set[
 def report(base_run: Mapping[str, Any], base_rows: Sequence[Row], cand_run: Mapping[str, Any],
            cand_rows: Sequence[Row], history: Sequence[RunRows] | None = None, threshold: float = 0.2, *,
            drift_factor: float = 4.0, z: float = 4.0, alpha: float = 0.05, min_history: int = 5,
-           include_noise: bool = False) -> dict[str, Any]:
-    """Compare ``cand`` with ``base``: status flips, numeric drift, performance, flaky results.
+           include_noise: bool = False, selection: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Compare ``cand`` with ``base``: status flips, the harness x platform gate (crashes,
+    timeouts, vanished results), numeric drift, performance, flaky results.
 
     Args:
       base_run, cand_run: ``queries.run_dict`` of each run (needs ``id`` and ``environment``).
@@ -80,6 +85,9 @@ def report(base_run: Mapping[str, Any], base_rows: Sequence[Row], cand_run: Mapp
       drift_factor: how much an error metric must grow inside tolerance to count.
       z, alpha, min_history: the performance tests' thresholds (see ``farm.analysis.perf``).
       include_noise: also list performance results judged noise or insufficient data.
+      selection: fingerprint -> name of the harnesses the candidate's catalog and filters
+        select now, or None when unknown: which absent harnesses vanished and which were
+        removed (see ``farm.analysis.gate``).
 
     Returns:
       A JSON-able dict, findings worst first and grouped by primitive (see README in
@@ -111,6 +119,20 @@ def report(base_run: Mapping[str, Any], base_rows: Sequence[Row], cand_run: Mapp
             f["flaky"] = {"rate": fk["rate"], "runs": fk["runs"]}
             f["regression"] = False
         findings.append(f)
+    # the harness x platform gate: what the stage-by-stage flips cannot see
+    covered = {(f["fingerprint"], f["platform"]) for f in findings if f["change"] in flips_mod.REGRESSIONS}
+    gated = gate_mod.gate(base_run, base_rows, cand_run, cand_rows, selection=selection, covered=covered)
+    flaky_at = gate_mod.flaky_cells(ordered, [(f["fingerprint"], f["platform"]) for f in gated["findings"]
+                                              if f["scope"] == "platform"])
+    for f in gated["findings"]:
+        fk = flaky_at.get((f["fingerprint"], f["platform"]))
+        if fk:
+            f["flaky"] = {"rate": fk["rate"], "runs": fk["runs"]}
+            f["regression"] = False
+        findings.append(f)
+    gone = set(gated["vanished"]) | set(gated["pending"])
+    harnesses["removed"] = [n for n in harnesses["removed"] if n not in gone]
+    harnesses["vanished"], harnesses["pending"] = gated["vanished"], gated["pending"]
     # numeric drift and performance, on results both runs have
     perf_counts: dict[str, int] = defaultdict(int)
     for k in sorted(set(b) & set(c)):
@@ -169,6 +191,9 @@ def report(base_run: Mapping[str, Any], base_rows: Sequence[Row], cand_run: Mapp
         "settings": {"threshold": threshold, "drift_factor": drift_factor, "z": z, "alpha": alpha,
                      "min_history": min_history, "history_runs": len(ordered) - (1 if bid == cid else 2)},
         "harnesses": harnesses,
+        "gate": {"selection": "catalog" if selection is not None else "run counts",
+                 "selected": len(selection) if selection is not None else None,
+                 "skipped_platforms": gated["skipped_platforms"]},
         "summary": summary,
         "regressions": regressions,
         "primitives": primitives,

@@ -1,4 +1,9 @@
-"""farm compare: what changed between two runs (status, numerics, performance, flakiness)."""
+"""farm compare: what changed between two runs (status, numerics, performance, flakiness).
+
+A status regression is a result that went bad stage by stage, or a harness x platform
+whose worst status went bad (a crash or timeout of the whole harness counts for each of
+its platforms), or a result the candidate should have and lacks (see
+``farm.analysis.gate``)."""
 from __future__ import annotations
 
 import argparse
@@ -11,7 +16,10 @@ from farm.commands import add_db, store_from
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="compare a candidate run with a base run; exit 1 on regressions",
                        description="Status flips, numeric drift, performance changes and flaky results of "
-                                   "CAND relative to BASE, worst first and grouped by primitive. Exits 1 when "
+                                   "CAND relative to BASE, worst first and grouped by primitive. A harness "
+                                   "that crashes or times out, a platform it lost, or a harness that CAND's "
+                                   "catalog selection still holds and CAND lacks is a status regression. "
+                                   "Exits 1 when "
                                    "a regression of a --fail-on kind is present. The report of two finished "
                                    "runs is stored and reused for the same settings.")
     p.add_argument("base", help="base run: id, name, latest or previous")

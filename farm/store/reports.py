@@ -8,7 +8,10 @@ one stored report per (base, head, settings). A stored report is used only while
 - its format version is the analysis's ``FORMAT_VERSION`` (the row's and the JSON's),
 - its text matches its sha256,
 - every run it read is as it was then: same status, ``finished_at`` and status counts
-  (a resumed run gets a new ``finished_at`` and more results);
+  (a resumed run gets a new ``finished_at`` and more results),
+- the head run's catalog selection (``selection``: which harnesses it should have run,
+  which the regression gate reads) is what it was then (a harness added to or removed
+  from the catalog since is a different report);
 
 otherwise it is recomputed and the row overwritten. A comparison that involves a run
 that is not finished (running, or interrupted or failed and so resumable) is computed
@@ -26,9 +29,9 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from sqlalchemy import delete, insert, select
@@ -63,9 +66,11 @@ class Settings:
 
     def as_dict(self) -> dict[str, Any]:
         """Every option of ``farm.analysis.report``, its defaults included (a changed default
-        is a different key, so no report computed under the old one is reused)."""
+        is a different key, so no report computed under the old one is reused). The inputs
+        ``history`` and ``selection`` are not options: the runs' stamp covers them."""
         params = inspect.signature(analysis.report).parameters
-        d = {k: p.default for k, p in params.items() if p.default is not p.empty and k != "history"}
+        d = {k: p.default for k, p in params.items()
+             if p.default is not p.empty and k not in ("history", "selection")}
         return d | asdict(self)
 
     def key(self) -> str:
@@ -91,11 +96,51 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def stamp(runs: Sequence[RunDict]) -> str:
+def stamp(runs: Sequence[RunDict], selected: Mapping[str, str] | None = None) -> str:
     """What a report depends on of its runs: id, status, finished_at and status counts
-    (``run_dict`` with counts; without them a change of results would go unseen)."""
-    parts = [[r["id"], r["status"], r["finished_at"], sorted(r["status_counts"].items())] for r in runs]
+    (``run_dict`` with counts; without them a change of results would go unseen), and the
+    head run's ``selection`` (None: unknown)."""
+    parts: list[Any] = [[r["id"], r["status"], r["finished_at"], sorted(r["status_counts"].items())] for r in runs]
+    if selected is not None:
+        parts.append(sorted(selected.items()))
     return _sha(json.dumps(parts))
+
+
+#: Run kinds whose ``catalog`` and ``filters`` are a catalog selection (``farm sweep``,
+#: ``farm import`` of a standalone bundle); a replay's filters name stored exports.
+_SELECTING_KINDS = ("sweep", "import")
+
+
+def selection(run: RunDict) -> dict[str, str] | None:
+    """fingerprint -> name of the harnesses the run's catalog and filters select in the
+    catalog as it is now (what ``farm sweep --resume`` would run), or None when that is
+    unknown: a run kind that does not select from the catalog, or a catalog that cannot
+    be loaded. A filter value the catalog no longer knows (a primitive removed since)
+    matches nothing. Not cached: after the first load of a catalog (imports its harness
+    modules, about a second) a selection takes tens of milliseconds."""
+    if run.get("kind") not in _SELECTING_KINDS:
+        return None
+    from farm import catalog
+    from farm.errors import FarmError, UnknownName
+
+    try:
+        filters = catalog.Filters.from_dict({"catalog": run.get("catalog") or "farm", **(run.get("filters") or {})})
+    except (TypeError, ValueError):
+        return None
+    for _ in range(100):
+        try:
+            return {h.fingerprint: h.name for h in catalog.select(filters)}
+        except UnknownName as e:
+            values = getattr(filters, e.kind, None)
+            if not isinstance(values, tuple) or e.value not in values:
+                return None  # an unknown catalog
+            left = tuple(v for v in values if v != e.value)
+            if not left:
+                return {}  # every value of this filter is gone from the catalog: nothing selected
+            filters = replace(filters, **{e.kind: left})
+        except FarmError:
+            return None  # e.g. a harness module that no longer imports
+    return None
 
 
 def cacheable(runs: Sequence[RunDict]) -> bool:
@@ -109,20 +154,21 @@ def _natural(base: RunDict, head: RunDict, settings: Settings) -> Any:
 
 
 def get(session: Session, base: RunDict, head: RunDict, settings: Settings = DASHBOARD,
-        history: Sequence[RunDict] = ()) -> dict[str, Any] | None:
+        history: Sequence[RunDict] = (), selected: Mapping[str, str] | None = None) -> dict[str, Any] | None:
     """The stored report of ``head`` against ``base``, or None if there is none or it is stale
-    (old format, altered text, or runs that changed since). One query."""
+    (old format, altered text, runs that changed since, or another ``selected``, the head
+    run's ``selection``). One query."""
     row = session.scalar(select(ReportRow).where(_natural(base, head, settings)))
     if row is None or row.format_version != analysis.FORMAT_VERSION:
         return None
-    if row.runs_stamp != stamp([base, head, *history]) or _sha(row.content) != row.sha256:
+    if row.runs_stamp != stamp([base, head, *history], selected) or _sha(row.content) != row.sha256:
         return None
     rep = json.loads(row.content)
     return rep if rep.get("format_version") == analysis.FORMAT_VERSION else None
 
 
 def put(session: Session, base: RunDict, head: RunDict, report: dict[str, Any], settings: Settings = DASHBOARD,
-        history: Sequence[RunDict] = (), seconds: float = 0.0) -> None:
+        history: Sequence[RunDict] = (), seconds: float = 0.0, selected: Mapping[str, str] | None = None) -> None:
     """Store (or replace) the report of ``head`` against ``base``. One statement.
 
     Raises:
@@ -138,7 +184,7 @@ def put(session: Session, base: RunDict, head: RunDict, report: dict[str, Any], 
     text = json.dumps(report)
     values = {"base_run_id": base["id"], "head_run_id": head["id"], "settings_key": settings.key(),
               "settings": settings.as_dict(), "format_version": report["format_version"],
-              "runs_stamp": stamp(runs), "content": text, "sha256": _sha(text), "seconds": max(0.0, seconds),
+              "runs_stamp": stamp(runs, selected), "content": text, "sha256": _sha(text), "seconds": max(0.0, seconds),
               "created_at": utcnow()}
     dialect = session.get_bind().dialect.name
     keys = ["base_run_id", "head_run_id", "settings_key"]
@@ -201,7 +247,8 @@ def comparison(store: Any, base_ref: str | int, head_ref: str | int, settings: S
         b, h = queries.resolve_run(s, base_ref), queries.resolve_run(s, head_ref)
         base, head = queries.run_dict(s, b), queries.run_dict(s, h)
         history = _history(s, b.id, h.id, settings.history)
-        rep = None if recompute else get(s, base, head, settings, history)
+        selected = selection(head)
+        rep = None if recompute else get(s, base, head, settings, history, selected)
         if rep is not None:
             return Comparison(base, head, rep, from_store=True, stored=True)
         t0 = time.perf_counter()
@@ -209,14 +256,15 @@ def comparison(store: Any, base_ref: str | int, head_ref: str | int, settings: S
             rows = {r["id"]: queries.comparison_rows(s, r["id"]) for r in (base, head, *history)}
             rep = analysis.report(base, rows[base["id"]], head, rows[head["id"]],
                                   [(r, rows[r["id"]]) for r in history],
-                                  threshold=settings.threshold, include_noise=settings.include_noise)
+                                  threshold=settings.threshold, include_noise=settings.include_noise,
+                                  selection=selected)
             del rows
     seconds = time.perf_counter() - t0
     stored = False
     if cacheable([base, head, *history]):
         try:
             with store.session() as s:
-                put(s, base, head, rep, settings, history, seconds)
+                put(s, base, head, rep, settings, history, seconds, selected)
             stored = True
         except SQLAlchemyError as e:
             first = (str(getattr(e, "orig", None) or e).strip().splitlines() or [""])[0]
