@@ -206,3 +206,32 @@ def test_a_lowering_rule_edited_in_place_is_seen_by_the_next_sweep(tmp_path) -> 
                               "JOIN harnesses h ON h.id = o.harness_id WHERE runs.name = 'again'").fetchall())
     (after_id,) = con.execute("SELECT id FROM runs WHERE name = 'after'").fetchone()
     assert cached == {"sin_float32_3x4": after_id, "exp_float32_3x4": after_id}
+
+
+def test_show_and_dashboard_say_what_was_reused_and_from_which_run(sqlite_url) -> None:  # noqa: ANN001
+    from dashboards.app import create_app
+    from farm.commands.show import run_json
+    from farm.environment import describe
+    from farm.store import writes
+    from farm.store.db import Store
+
+    store = Store(sqlite_url)
+    h, g = _sin(), _sin(params={"p": 1})
+    with store.session() as s:
+        env = describe(device_kinds=["cpu"])
+        first = writes.create_run(s, env=env, name="first")
+        hids = writes.harness_ids(s, [h, g])
+        reused_rec = Record("compile", "cpu", "ok", facts={"reused_from": 99})
+        writes.Writer(s, first, hids).write([_outcome(h, "ok"), _outcome(g, "ok", key="g")])
+        second = writes.create_run(s, env=env, name="second")
+        writes.copy_cached(s, second, {hids[h.fingerprint]: "k"})
+        writes.Writer(s, second, hids).write(
+            [Outcome(g.fingerprint, g.name, [Record("trace", "any", "ok"), reused_rec])])
+        first_id, second_id = first.id, second.id
+    shown = {x["harness"]: x for x in run_json(store, "second")["harnesses"]}
+    assert (shown[h.name]["reused"], shown[h.name]["reused_from"]) == ("whole", first_id)
+    assert (shown[g.name]["reused"], shown[g.name]["reused_from"]) == ("downstream", 99)
+    assert shown[g.name]["platforms"]["any"]["trace"]["reused"] is None
+    app = create_app(sqlite_url)
+    page = app.test_client().get(f"/harness/{h.fingerprint}.json?run={second_id}").get_json()
+    assert {(r["stage"], r["reused"], r["reused_from"]) for r in page["results"]} >= {("execute", "whole", first_id)}

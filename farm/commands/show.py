@@ -37,10 +37,13 @@ def run_json(store, ref: str, only_bad: bool = False) -> dict:  # noqa: ANN001
     harnesses: dict[str, dict] = {}
     for r in rows:
         h = harnesses.setdefault(r["harness"], {"harness": r["harness"], "fingerprint": r["fingerprint"],
-                                                "primitive": r["primitive"], "dtype": r["dtype"], "platforms": {}})
+                                                "primitive": r["primitive"], "dtype": r["dtype"], "reused": None,
+                                                "reused_from": None, "platforms": {}})
         h["platforms"].setdefault(r["platform"], {})[r["stage"]] = {
             "status": r["status"], "seconds": r["seconds"], "error_type": r["error_type"], "error": r["error"],
-            "metrics": r["metrics"]}
+            "metrics": r["metrics"], "reused": r["reused"], "reused_from": r["reused_from"]}
+        if r["reused"] and h["reused"] != "whole":
+            h["reused"], h["reused_from"] = r["reused"], r["reused_from"]
     return {"run": info, "harnesses": list(harnesses.values())}
 
 
@@ -88,6 +91,7 @@ def print_run(store, ref: str, fmt: str = "table", status: str | None = None,  #
         rows = rows[:max_rows]
     width = min(max([len(h["harness"]) for h in rows] + [7]), 70)
     head = f"{'harness':<{width}}  " + "  ".join(f"{p:<{max(len(stages_of[p]), len(p))}}" for p in platforms)
+    head += "  reused from"
     print(f"run {run['name']} (id {run['id']}, {run['status']}, {run['done']}/{run['total']} harnesses, "
           f"jax {run['environment'].get('jax_version')})")
     print(head)
@@ -97,12 +101,18 @@ def print_run(store, ref: str, fmt: str = "table", status: str | None = None,  #
             st = h["platforms"].get(p, {})
             cell = "".join(ABBREV[st[s]["status"]] if s in st else " " for s in stages_of[p])
             cells.append(f"{cell:<{max(len(stages_of[p]), len(p))}}")
-        print(f"{h['harness'][:width]:<{width}}  " + "  ".join(cells))
+        print(f"{h['harness'][:width]:<{width}}  " + "  ".join(cells) + f"  {_reused_cell(h)}".rstrip())
     if hidden:
         print(f"... {hidden} more harnesses not shown (a big run lists only its bad results; "
               f"`farm show {run['name']}` prints every row)")
     print("stages per platform: " + "; ".join(f"{p}: {' '.join(stages_of[p])}" for p in platforms))
     print("legend: " + "  ".join(f"{v}={k}" for k, v in ABBREV.items()))
+    reuse = Counter((h["reused"], h["reused_from"]) for h in data["harnesses"] if h["reused"])
+    if reuse:
+        print("reused: " + ", ".join(f"{n} {'whole' if kind == 'whole' else 'compile/execute/compare'} from run {rid}"
+                                     for (kind, rid), n in sorted(reuse.items(), key=str))
+              + " (whole: nothing that shapes the result changed; compile/execute/compare: re-lowered to the same "
+                "modules)")
     totals: Counter = Counter(data["run"].get("status_counts") or {})
     if not totals:
         for h in data["harnesses"]:
@@ -117,6 +127,14 @@ def print_run(store, ref: str, fmt: str = "table", status: str | None = None,  #
     if len(bad) > 25:
         print(f"  ... and {len(bad) - 25} more (farm show {run['id']} --status fail,error)")
     return 0
+
+
+def _reused_cell(h: dict) -> str:
+    if h["reused"] == "whole":
+        return f"run {h['reused_from']}"
+    if h["reused"] == "downstream":
+        return f"run {h['reused_from']} (compile+)"
+    return ""
 
 
 def list_runs(args: argparse.Namespace) -> int:

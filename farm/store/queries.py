@@ -82,23 +82,37 @@ def results(session: Session, run_id: int, *, primitive: str | None = None, dtyp
     r = ResultRow
     cols = [HarnessRow.name, HarnessRow.fingerprint, HarnessRow.primitive, HarnessRow.dtype, HarnessRow.family,
             HarnessRow.grp, HarnessRow.catalog, r.platform, r.stage, r.status, r.seconds, r.error_type, r.error,
-            _raw_json(r.metrics), _raw_json(r.facts), r.artifact_sha, r.comparable] + ([r.detail] if detail else [])
-    q = select(*cols).join(HarnessRow, HarnessRow.id == r.harness_id).where(r.run_id == run_id)
+            _raw_json(r.metrics), _raw_json(r.facts), r.artifact_sha, r.comparable, OutcomeRow.cached_from] + (
+        [r.detail] if detail else [])
+    q = (select(*cols).join(HarnessRow, HarnessRow.id == r.harness_id)
+         .outerjoin(OutcomeRow, (OutcomeRow.run_id == r.run_id) & (OutcomeRow.harness_id == r.harness_id))
+         .where(r.run_id == run_id))
     for col, val in ((HarnessRow.primitive, primitive), (HarnessRow.dtype, dtype), (r.platform, platform),
                      (r.status, status), (r.stage, stage)):
         if val:
             vals = val.split(",") if isinstance(val, str) else list(val)
             q = q.where(col.in_(vals))
     keys = ("harness", "fingerprint", "primitive", "dtype", "family", "group", "catalog", "platform", "stage",
-            "status", "seconds", "error_type", "error", "metrics", "facts", "artifact", "comparable") + (
-        ("detail",) if detail else ())
+            "status", "seconds", "error_type", "error", "metrics", "facts", "artifact", "comparable",
+            "cached_from") + (("detail",) if detail else ())
     load = _JsonLoader()
     out = []
     for row in session.connection().execute(q.order_by(HarnessRow.name, r.id)).all():
         d = dict(zip(keys, row))
         d["metrics"], d["facts"] = load(d["metrics"]), load(d["facts"])
+        reused(d)
         out.append(d)
     return out
+
+
+def reused(d: dict[str, Any]) -> None:
+    """Say whether a result row was reused and from which run: ``reused`` is "whole" (the
+    outcome was copied by the result cache), "downstream" (re-lowered; compile, execute and
+    compare taken from an earlier run) or None; ``reused_from`` is that run's id."""
+    whole = d.pop("cached_from", None)
+    part = (d.get("facts") or {}).get("reused_from")
+    d["reused"] = "whole" if whole else ("downstream" if part else None)
+    d["reused_from"] = whole or part
 
 
 def _raw_json(col: Any) -> Any:
@@ -257,10 +271,16 @@ def harness_results(session: Session, harness_id: int, run_id: int) -> list[dict
     """Every record of one harness in one run, with the full error detail."""
     q = (select(ResultRow).where(ResultRow.run_id == run_id, ResultRow.harness_id == harness_id)
          .order_by(ResultRow.id))
-    return [{"platform": r.platform, "stage": r.stage, "status": r.status, "seconds": r.seconds,
+    whole = session.scalar(select(OutcomeRow.cached_from).where(OutcomeRow.run_id == run_id,
+                                                                 OutcomeRow.harness_id == harness_id))
+    out = []
+    for r in session.scalars(q):
+        d = {"platform": r.platform, "stage": r.stage, "status": r.status, "seconds": r.seconds,
              "error_type": r.error_type, "error": r.error, "detail": r.detail, "metrics": r.metrics,
-             "facts": r.facts, "artifact": r.artifact_sha, "comparable": r.comparable}
-            for r in session.scalars(q)]
+             "facts": r.facts, "artifact": r.artifact_sha, "comparable": r.comparable, "cached_from": whole}
+        reused(d)
+        out.append(d)
+    return out
 
 
 def harness_runs(session: Session, harness_id: int, limit: int = 100) -> list[dict[str, Any]]:
