@@ -2,12 +2,15 @@
 
 DEFAULT_PLATFORMS = "cpu,cuda,rocm,tpu"
 
-# Source trees every harness test depends on (see //:BUILD.bazel, //harnesses:BUILD.bazel).
-# Changing any of them, or the pinned requirements, re-runs the tests.
+# Inputs every harness test depends on (see //:BUILD.bazel, //harnesses:BUILD.bazel).
+# Changing any of them re-runs the tests: the sources, the pinned requirements and the
+# installation digest (what is really installed in the .venv: jax, jaxlib, plugins,
+# numpy/scipy/ml_dtypes; see //tools/bazel:install_digest.bzl).
 _PROJECT_DATA = [
     "//:project_srcs",
     "//:requirements.txt",
     "//harnesses:harness_srcs",
+    "//tools/bazel:install_digest",
 ]
 
 def harness_family_test(
