@@ -110,27 +110,28 @@ def _trial(rng: random.Random, ratio: float, n_hist: int, level: float = 0.01) -
 def test_perf_false_positive_rate_on_pure_noise(n_hist):
     """Over 1,000 seeds of pure noise (8% multiplicative, 5% slow outlier repeats), few
     candidates are called a regression. Measured: 1.4% with 12 runs of history (z >= 4),
-    0.5% without history (Mann-Whitney on the repeats); the bound is 2.5%."""
+    none without history (the repeats, which need a 2.5x change); the bound is 2.5%."""
     verdicts = [_trial(random.Random(seed), 1.0, n_hist) for seed in range(1000)]
     fp = verdicts.count("regression") / len(verdicts)
     assert fp <= 0.025, fp
     assert verdicts.count("improvement") / len(verdicts) <= 0.025
 
 
-@pytest.mark.parametrize("n_hist,ratio,rate", [(12, 1.5, 0.93), (12, 2.0, 0.97), (0, 2.0, 0.8), (0, 3.0, 0.9)])
+@pytest.mark.parametrize("n_hist,ratio,rate", [(12, 1.5, 0.93), (12, 2.0, 0.97), (0, 3.0, 0.8), (0, 5.0, 0.9)])
 def test_perf_detects_planted_regressions(n_hist, ratio, rate):
     """Measured: with history 97% of 1.5x and 99% of 2x steps; with only the three repeats
-    of each run 88% of 2x and 96% of 3x (an outlier repeat can overlap)."""
+    of each run 87% of 3x and 95% of 5x (an outlier repeat can overlap; a 2x change is
+    not judged from one pair of runs, see ``farm.analysis.perf``)."""
     verdicts = [_trial(random.Random(seed), ratio, n_hist) for seed in range(300)]
     assert verdicts.count("regression") / len(verdicts) >= rate
     faster = [_trial(random.Random(seed), 1 / ratio, n_hist) for seed in range(300)]
     assert faster.count("improvement") / len(faster) >= rate - 0.05
 
 
-def test_tiny_timings_need_an_absolute_change():
-    # 20 µs -> 60 µs: three times slower and clearly separated, but far under 1 ms
+def test_tiny_timings_are_judged_by_their_repeats():
+    # 20 µs -> 60 µs: three times slower and clearly separated; no 1 ms floor any more
     v = judge(EXECUTE, [2e-5, 2.1e-5, 2.2e-5], [6e-5, 6.1e-5, 6.2e-5])
-    assert v["verdict"] == "noise" and v["ratio"] == pytest.approx(2.9, rel=0.05)
+    assert v["verdict"] == "regression" and v["ratio"] == pytest.approx(2.9, rel=0.05)
     v = judge(EXECUTE, [2e-5, 2.1e-5, 2.2e-5], [0.05, 0.051, 0.052])
     assert v["verdict"] == "regression" and v["method"] == "mann-whitney" and v["p_value"] == 0.05
 
@@ -144,9 +145,11 @@ def test_one_timing_each_without_history_is_insufficient_data():
     assert v["verdict"] == "regression" and v["method"] == "history" and v["z"] > 4
 
 
-def test_deterministic_sizes_need_only_the_gate():
+def test_exact_sizes_report_any_change():
     assert judge(ARTIFACT, [1600.0], [4000.0])["verdict"] == "regression"
-    assert judge(ARTIFACT, [1600.0], [1700.0])["verdict"] == "noise"
+    assert judge(ARTIFACT, [1600.0], [1700.0])["verdict"] == "regression"  # 6%: past the 1% threshold
+    assert judge(ARTIFACT, [1600.0], [1608.0])["verdict"] == "changed"
+    assert judge(ARTIFACT, [1600.0], [1600.0])["verdict"] == "unchanged"
 
 
 # --------------------------------------------------------------------------- status flips

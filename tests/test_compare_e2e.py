@@ -2,7 +2,7 @@
 
 Two clean sweeps compare clean; a third with planted faults (sin lowers as cos on cpu,
 exp sleeps 50 ms per execution on cpu) is named exactly: sin for status and numerics,
-exp for performance (execute_s), and the exit status is 1.
+exp for performance (execute_s), both for their changed modules, and the exit status is 1.
 """
 from __future__ import annotations
 
@@ -62,11 +62,18 @@ def compare(capsys, *args: str) -> tuple[int, str]:  # noqa: ANN001
     return rc, capsys.readouterr().out
 
 
+#: Two clean sweeps are judged with timings allowed to move 10x: without history a timing
+#: verdict comes from the two runs' repeats, and between two runs on a shared CPU host a
+#: microsecond kernel's time moves by up to ~7x (see ``farm.analysis.perf``). The exact
+#: metrics (module and artifact sizes, op counts, cost analysis) must not change at all.
+CLEAN = ("--threshold", "9")
+
+
 def test_two_clean_sweeps_compare_clean(three_runs, capsys) -> None:  # noqa: ANN001
-    rc, out = compare(capsys, "run1", "run2", "--db", three_runs)
+    rc, out = compare(capsys, "run1", "run2", "--db", three_runs, *CLEAN)
     assert rc == 0, out
     assert "regressions: none" in out
-    rc, out = compare(capsys, "run1", "run2", "--db", three_runs, "--format", "json", "--fail-on",
+    rc, out = compare(capsys, "run1", "run2", "--db", three_runs, *CLEAN, "--format", "json", "--fail-on",
                       "status,numeric,perf")
     rep = json.loads(out)
     assert rc == 0, rep["findings"]
@@ -80,11 +87,16 @@ def test_planted_faults_are_named_exactly(three_runs, capsys) -> None:  # noqa: 
     rep = json.loads(out)
     assert rc == 1
     assert (rep["base"]["name"], rep["candidate"]["name"]) == ("run2", "run3")
+    # sin too for perf: its cpu-only rule makes the multi-platform export switch on the
+    # platform, a bigger artifact with more ops (exact metrics report any growth past 1%)
     assert rep["regressions"] == {"status": ["sin_float32_3x4"], "numeric": ["sin_float32_3x4"],
-                                  "perf": ["exp_float32_3x4"]}
+                                  "perf": ["exp_float32_3x4", "sin_float32_3x4"]}
     perf = [f for f in rep["findings"] if f["kind"] == "perf" and f["regression"]]
-    assert [(f["harness"], f["platform"], f["metric"]) for f in perf] == [("exp_float32_3x4", "cpu", "execute_s")]
-    assert perf[0]["candidate"] >= 0.05 > 0.01 > perf[0]["base"]
+    timed = [f for f in perf if f["unit"] == "s"]
+    assert [(f["harness"], f["platform"], f["metric"]) for f in timed] == [("exp_float32_3x4", "cpu", "execute_s")]
+    assert timed[0]["candidate"] >= 0.05 > 0.01 > timed[0]["base"]
+    assert {(f["harness"], f["stage"], f["metric"]) for f in perf if f["harness"] == "sin_float32_3x4"} == {
+        ("sin_float32_3x4", "serialize", "artifact_bytes"), ("sin_float32_3x4", "census", "ops")}
     sin_cpu = next(f for f in rep["findings"] if f["kind"] == "status" and f["platform"] == "cpu")
     assert (sin_cpu["harness"], sin_cpu["stage"], sin_cpu["change"]) == ("sin_float32_3x4", "compare", "new_failure")
     assert rep["primitives"][0]["primitive"] == "sin"
