@@ -291,12 +291,16 @@ def _code_files(obj: Any, out: set[str], depth: int = 0) -> None:
             _code_files(v, out, depth + 1)
 
 
-def _repo_file(path: str) -> str | None:
+@functools.lru_cache(maxsize=None)
+def _repo_source(path: str) -> tuple[str, str] | None:
+    """(path relative to the repository, content sha256) of a farm source file; None for a
+    library file (covered by the installation digest). Once per process: a process runs
+    the code it imported, so that is the content its results come from."""
     try:
         rel = Path(path).resolve().relative_to(ROOT)
     except (ValueError, OSError):
-        return None  # a library file: covered by the installation digest
-    return str(rel) if Path(path).is_file() else None
+        return None
+    return (str(rel), FILES.sha(path)) if os.path.isfile(path) else None
 
 
 def harness_digest(h: Any) -> str:
@@ -316,7 +320,7 @@ def harness_digest(h: Any) -> str:
         _code_files(f, files)
         _code_digest(f, own)  # the function's own source (a library function: its name)
         own.update(repr(f if f is None or isinstance(f, np_ufunc_types()) else type(f)).encode())
-    sources = sorted((rel, FILES.sha(str(ROOT / rel))) for rel in filter(None, map(_repo_file, files)))
+    sources = sorted(filter(None, map(_repo_source, files)))
     limits = [repr(l) for l in h.limitations]
     d = _sha(KEY_VERSION, h.fingerprint, h.describe(), limits, h.tol, h.timeout_s, h.devices, h.needs_x64, sources,
              own.hexdigest())

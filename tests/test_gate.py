@@ -16,6 +16,7 @@ import pytest
 from farm import catalog
 from farm.analysis import failing, render_text, report
 from farm.analysis.gate import gate
+from farm.analysis.report import FORMAT_VERSION
 from farm.cli import main
 from farm.pipeline import Outcome
 from farm.stages.record import Record
@@ -211,7 +212,7 @@ def test_cli_gate_fails_on_a_crash_a_lost_platform_and_a_vanished_harness(
 
     rc, out, _ = compare(capsys, "base", "cand", "--db", gate_db["url"], "--fail-on", "status", "--format", "json")
     rep = json.loads(out)
-    assert rc == 1 and rep["format_version"] == 2
+    assert rc == 1 and rep["format_version"] == FORMAT_VERSION
     assert rep["regressions"]["status"] == sorted([n["sin"], n["cos"], n["exp"]])
     assert (rep["harnesses"]["removed"], rep["harnesses"]["vanished"]) == ([GONE["name"]], [n["exp"]])
     assert rep["gate"]["selection"] == "catalog" and rep["gate"]["selected"] == 4

@@ -10,7 +10,7 @@ No Ray, database or web imports: the CLI and the dashboard load rows through
   harness x platform: crashes, timeouts, vanished results), ``drift`` (numeric error growth),
   ``perf`` (performance verdicts), ``flaky``, ``steps`` (step detection), ``stats``.
 
-Report shape (``format_version`` 2)::
+Report shape (``format_version`` 3)::
 
     {"format_version": 2,
      "base": {id, name, kind, status, started_at, finished_at, environment},
@@ -38,7 +38,8 @@ severity, harness, fingerprint, primitive, dtype, platform, stage, and by kind:
            tolerance {rtol, atol}, against, mismatches {base, candidate},
            metrics {max_abs_err|max_rel_err|max_ulp_err: {base, candidate, ratio, history}};
   perf:    metric (execute_s | compile_s | lower_s | artifact_bytes | peak_memory_bytes), unit,
-           verdict (regression | improvement | noise | insufficient data), base, candidate,
+           verdict (regression | improvement | changed (a deterministic metric moved less than 1%) |
+           noise | insufficient data | unchanged), base, candidate,
            reference, change, rel_change, ratio, method (mann-whitney | history |
            deterministic | pair | none) and p_value, or z, level, n_history, steps;
   flaky:   rate, runs, transitions, usual, statuses, environment, run_ids.

@@ -22,7 +22,7 @@ from farm.analysis.rows import Row, env_fingerprint, index, run_brief
 
 #: 2: harness x platform findings of ``farm.analysis.gate`` (stage "*", ``scope``), change
 #: ``vanished``, ``harnesses.vanished``/``pending``, ``gate``.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 #: The kinds of regression ``--fail-on`` can name.
 KINDS = ("status", "numeric", "perf")
 ENV_KEYS = ("jax_version", "jaxlib_version", "python", "device_kinds", "xla_flags", "host", "farm_commit")
@@ -145,7 +145,7 @@ def report(base_run: Mapping[str, Any], base_rows: Sequence[Row], cand_run: Mapp
         hist = [(i, idx[i].get(k)) for i in upto_base]
         for v in perf_mod.compare_rows(br, cr, hist, settings):
             perf_counts[v["verdict"]] += 1
-            if v["verdict"] in ("regression", "improvement") or include_noise:
+            if v["verdict"] in ("regression", "improvement", "changed") or include_noise:
                 findings.append({"kind": "perf", "regression": v["verdict"] == "regression",
                                  "harness": cr["harness"], "fingerprint": k[0], "primitive": cr["primitive"],
                                  "dtype": cr["dtype"], "platform": k[1], "stage": k[2], **v})
