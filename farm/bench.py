@@ -135,7 +135,8 @@ def catalog_figures(quick: bool, log: Callable[[str], None]) -> list[Figure]:
 
 def pipeline_figures(quick: bool, log: Callable[[str], None]) -> list[Figure]:
     from farm import catalog
-    from farm.pipeline import Options, clear_caches, run_harness
+    from farm.pipeline import clear_caches, run_harness
+    from farm.results import Options
 
     n = 24 if quick else 120
     subset = catalog.select(catalog.Filters(catalog="farm", dtype=("float32", "int32")))[:n]
@@ -165,7 +166,7 @@ def sweep_figures(quick: bool, log: Callable[[str], None]) -> list[Figure]:
     import ray
 
     from farm import catalog
-    from farm.pipeline import Options
+    from farm.results import Options
     from farm.scheduler import SweepConfig, ray_init, sweep
     from farm.store import open_store, queries
 
@@ -281,7 +282,7 @@ def overhead_figures(quick: bool, log: Callable[[str], None], workers: int = 2) 
     from sqlalchemy import func, select
 
     from farm import catalog
-    from farm.pipeline import Options
+    from farm.results import Options
     from farm.scheduler import SweepConfig, ray_init, sweep
     from farm.store import open_store
     from farm.store.models import OutcomeRow

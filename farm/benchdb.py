@@ -51,7 +51,7 @@ def _jitter(metrics: dict[str, Any], factor: float) -> dict[str, Any]:
 
 
 def _worse(a: str, b: str) -> str:
-    from farm.stages.record import SEVERITY
+    from farm.results import SEVERITY
 
     return max(a, b, key=SEVERITY.__getitem__)
 

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from farm.errors import FarmError, UnknownFormatVersion
-from farm.pipeline import Outcome
+from farm.results import Outcome
 
 FORMAT = "lowering-farm-bundle"
 VERSION = 1
@@ -70,13 +70,18 @@ def import_bundle(store: Any, paths: str | list[str], name: str | None = None) -
         return run.id, run.name, len(outcomes)
 
 
-def keep_only(outcomes: list[Outcome], kinds: set[str]) -> None:
-    """Drop artifacts of other kinds (and the records' references to them) to make a bundle smaller."""
+def keep_only(outcomes: list[Outcome], kinds: set[str]) -> list[Outcome]:
+    """The outcomes without artifacts of other kinds (and the records' references to
+    them), to make a bundle smaller."""
+    out = []
     for o in outcomes:
         dropped = {a.sha256 for a in o.artifacts if a.kind not in kinds}
         if dropped:
-            o.artifacts = [a for a in o.artifacts if a.kind in kinds]
-            o.records = [r.with_status(r.status, artifact=None) if r.artifact in dropped else r for r in o.records]
+            o = o.replace(artifacts=[a for a in o.artifacts if a.kind in kinds],
+                          records=[r.with_status(r.status, artifact=None) if r.artifact in dropped else r
+                                   for r in o.records])
+        out.append(o)
+    return out
 
 
 def write_parts(path: str, *, per_part: int, harnesses: list[dict[str, Any]], outcomes: list[Outcome],

@@ -22,6 +22,7 @@ import numpy as np
 
 from farm.errors import UnknownName
 from farm.platforms import LOWERING_PLATFORMS
+from farm.results import LIMITATION_STAGES, RUN_STAGES  # noqa: F401  (catalog.LIMITATION_STAGES)
 
 DTYPES: tuple[str, ...] = (
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -36,15 +37,6 @@ COMPLEX = ("complex64", "complex128")
 INEXACT = FLOAT + COMPLEX
 NUMERIC = INTEGER + INEXACT
 ALL = ("bool",) + NUMERIC
-
-#: Stages a Limitation can name, in pipeline order. An ``export`` limitation names the
-#: platforms whose part of the multi-platform export JAX refuses (the export is redone
-#: without them); ``serialize`` is the artifact's serialize/deserialize round trip.
-LIMITATION_STAGES = ("trace", "lower", "census", "export", "serialize", "compile", "execute", "compare", "run")
-#: ``stage="run"``: "does not work on this device" without saying where it breaks (JAX's own
-#: ``jax_unimplemented``). Any of these native stages failing on the platform is the
-#: expected failure; all of them passing where the platform ran natively makes it stale.
-RUN_STAGES = ("lower", "compile", "execute", "compare", "xhost")
 
 #: Default tolerances (rtol, atol) by result dtype; integers and bool are exact.
 DEFAULT_TOL: dict[str, tuple[float, float]] = {

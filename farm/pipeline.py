@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import os
 from collections import OrderedDict
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -19,79 +18,15 @@ from farm.catalog import Harness
 from farm.platforms import LOWERING_PLATFORMS, NATIVE_PLATFORM
 from farm.references import reference_outputs
 from farm.stages import census, compare, compile as compile_stage, execute, export, lower, trace, xhost
-from farm.stages.record import Record
+from farm.results import RUN_STAGES, UPSTREAM_STAGES, Artifact, Options, Outcome, Record, Reuse
 
 #: Which Limitation stage judges a record of each pipeline stage. Export records are
 #: per platform that JAX refused to export ("cuda", ...) or for the artifact ("export",
 #: which only a limitation for all platforms covers); serialize records are for "export".
 _LIMIT_STAGE = {"trace": "trace", "lower": "lower", "census": "census", "export": "export",
-                "serialize": "serialize", "compile": "compile", "execute": "execute", "compare": "compare"}
+                "serialize": "serialize", "compile": "compile", "execute": "execute", "compare": "compare",
+                "crossexec": "crossexec"}
 _PLATFORM_OF_KIND = {"gpu": ("cuda", "rocm")}
-
-
-@dataclass(frozen=True, slots=True)
-class Options:
-    """What to run for each harness."""
-
-    platforms: tuple[str, ...] = LOWERING_PLATFORMS
-    run_on: tuple[str, ...] = ("cpu",)
-    warmup: int = 1
-    repeats: int = 3
-    crossexec: bool = True
-    roundtrip: bool = False  # also execute the deserialized artifact (costs a second compile)
-    keep_modules: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class Artifact:
-    """A content-addressed blob produced by a stage (bytes are zlib-compressed on store)."""
-
-    sha256: str
-    kind: str  # export | module | io
-    data: bytes
-    meta: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class Outcome:
-    """Everything one harness produced: its records and artifacts."""
-
-    fingerprint: str
-    name: str
-    records: list[Record]
-    artifacts: list[Artifact] = field(default_factory=list)
-    seconds: float = 0.0
-    worker: str = ""  # where it ran: "ray:<node id>:<pid>", "standalone:<host>:<pid>"
-    #: the result cache's keys (``farm.digest``); None: never reuse this outcome
-    result_key: str | None = None
-    downstream_key: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"fingerprint": self.fingerprint, "name": self.name, "seconds": self.seconds, "worker": self.worker,
-                "result_key": self.result_key, "downstream_key": self.downstream_key,
-                "records": [r.to_dict() for r in self.records],
-                "artifacts": [{"sha256": a.sha256, "kind": a.kind, "data": a.data, "meta": a.meta}
-                              for a in self.artifacts]}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Outcome":
-        return cls(d["fingerprint"], d["name"], [Record.from_dict(r) for r in d["records"]],
-                   [Artifact(a["sha256"], a["kind"], a["data"], a.get("meta") or {}) for a in d["artifacts"]],
-                   d.get("seconds", 0.0), d.get("worker", ""), d.get("result_key"), d.get("downstream_key"))
-
-    @classmethod
-    def failed(cls, fingerprint: str, name: str, status: str, message: str, *, stage: str = "execute",
-               error_type: str | None = None) -> "Outcome":
-        """An outcome for a harness that never ran through the pipeline (its worker died,
-        hung, or does not know it)."""
-        return cls(fingerprint, name, [Record(stage, "any", status, error_type=error_type or status.capitalize(),
-                                              error=message)])
-
-    @property
-    def worst(self) -> str:
-        from farm.stages.record import SEVERITY
-
-        return max((r.status for r in self.records), key=SEVERITY.__getitem__, default="ok")
 
 
 def _judge(h: Harness, rec: Record) -> Record:
@@ -143,9 +78,9 @@ def judge_crash(h: Harness, outcome: Outcome, run_on: tuple[str, ...]) -> Outcom
         platform = NATIVE_PLATFORM.get(kind, kind)
         for lim in h.limitations:
             if lim.crashes and lim.applies(platform, h.dtype):
-                outcome.records = [r.with_status("expected_fail", facts={**r.facts, "limitation": lim.description})
-                                   if r.status == "crashed" else r for r in outcome.records]
-                return outcome
+                return outcome.replace(records=[
+                    r.with_status("expected_fail", facts={**r.facts, "limitation": lim.description})
+                    if r.status == "crashed" else r for r in outcome.records])
     return outcome
 
 
@@ -153,8 +88,6 @@ def _judge_run(h: Harness, records: list[Record]) -> list[Record]:
     """Limitations with ``stage="run"``, judged per platform over its native stages: the
     failing ones are expected; if the platform ran natively (an execute record) and
     nothing failed, the limitation is stale (``unexpected_pass`` on the last of them)."""
-    from farm.catalog import RUN_STAGES
-
     out = list(records)
     for platform in dict.fromkeys(r.platform for r in records):
         lim = h.limitation(platform, "run")
@@ -234,29 +167,6 @@ def _compile_execute(lowered: lower.Lowered, dyn: list[Any], opts: Options, stag
             _CACHE.put(key, c)
     e = execute.run(c, dyn, warmup=opts.warmup, repeats=opts.repeats, stage=run_stage)
     return c.with_status(c.status, handle=None), e
-
-
-#: Stages that run before anything is compiled: always run again on a result-cache miss.
-#: Everything after them (compile, execute, compare, crossexec, xhost) may be reused
-#: when the downstream key (exact modules, export artifact, inputs, compiler) is unchanged.
-UPSTREAM_STAGES = ("trace", "lower", "census", "export", "serialize")
-
-
-@dataclass(frozen=True, slots=True)
-class Reuse:
-    """An earlier outcome's downstream records, offered to a re-run of the same harness:
-    used only if its downstream key equals the one computed now."""
-
-    key: str
-    run: int  # the run that computed them
-    records: tuple[dict[str, Any], ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "run": self.run, "records": list(self.records)}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Reuse":
-        return cls(d["key"], int(d["run"]), tuple(d["records"]))
 
 
 def run_harness(h: Harness, opts: Options = Options(), prior: xhost.Prior | None = None,

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 #: Platforms every host can lower and export for.
-LOWERING_PLATFORMS: tuple[str, ...] = ("cpu", "cuda", "rocm", "tpu")
+from farm.results import LOWERING_PLATFORMS  # noqa: E402  (one definition, in the contract)
 
 #: Device kinds a worker may natively compile and execute on.
 DEVICE_KINDS: tuple[str, ...] = ("cpu", "gpu", "tpu")

@@ -33,7 +33,7 @@ from sqlalchemy.orm import Session
 from farm.errors import ArtifactCorrupt, ArtifactNotFound, FarmError, UnknownFormatVersion
 from farm.stages.compare import compare_outputs
 from farm.stages.export import run_exported
-from farm.stages.record import Record
+from farm.results import Record
 
 #: JAX promises that a serialized artifact keeps running for about six months.
 WINDOW_DAYS = 183
@@ -688,7 +688,7 @@ def replay(session: Session, items: Sequence[StoredExport], *, env: dict[str, An
     compare it with the replayed outputs (a ``replay_today`` record)."""
     import jax
 
-    from farm.pipeline import Outcome
+    from farm.results import Outcome
     from farm.store import writes
 
     today = today or dt.date.today()

@@ -18,8 +18,9 @@ from typing import Any, Callable
 from farm import digest
 from farm.catalog import Harness
 from farm.errors import CatalogMismatch, ClusterError, Infeasible
-from farm.pipeline import Options, Outcome, judge_crash
-from farm.stages.record import BAD
+from farm.pipeline import judge_crash
+from farm.results import Options, Outcome
+from farm.results import BAD
 from farm.platforms import DEVICE_KINDS, SLOT_RESOURCE
 
 

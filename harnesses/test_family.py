@@ -6,7 +6,8 @@ import os
 import pytest
 
 from farm import catalog
-from farm.pipeline import Options, run_harness
+from farm.pipeline import run_harness
+from farm.results import Options
 from farm.platforms import LOWERING_PLATFORMS, parse_list
 
 FAMILY = os.environ.get("FARM_FAMILY", "elementwise_unary")

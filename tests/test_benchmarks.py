@@ -19,8 +19,8 @@ import pytest
 from sqlalchemy import func, select
 
 from farm.errors import ConfigError
-from farm.pipeline import Artifact, Outcome
-from farm.stages.record import Record
+from farm.results import Artifact, Outcome
+from farm.results import Record
 from farm.store import open_store, queries, writes
 from farm.store.models import OutcomeRow, ResultRow, Run
 

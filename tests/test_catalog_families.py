@@ -13,7 +13,8 @@ from jax import lax
 
 from farm import catalog
 from farm.errors import UnknownName
-from farm.pipeline import Options, run_harness
+from farm.pipeline import run_harness
+from farm.results import Options
 
 ROOT = Path(__file__).resolve().parents[1]
 

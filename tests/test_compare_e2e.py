@@ -40,7 +40,7 @@ def ray_module() -> Iterator[None]:
 def three_runs(ray_module, tmp_path_factory) -> str:  # noqa: ANN001
     """A database with two clean sweeps of sin, exp, add (float32) and a planted third."""
     from farm import catalog
-    from farm.pipeline import Options
+    from farm.results import Options
     from farm.scheduler import SweepConfig, sweep
     from farm.store import open_store
 

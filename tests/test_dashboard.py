@@ -24,7 +24,7 @@ def make_db(path: str) -> dict[str, Any]:
     import ray
 
     from farm import catalog
-    from farm.pipeline import Options
+    from farm.results import Options
     from farm.scheduler import SweepConfig, sweep
     from farm.store import open_store
     from farm.store.models import ArtifactRow, HarnessRow, ResultRow

@@ -8,7 +8,8 @@ import pytest
 
 from farm import bundle, catalog
 from farm.environment import describe
-from farm.pipeline import Options, run_harness
+from farm.pipeline import run_harness
+from farm.results import Options
 from farm.stages.xhost import Prior
 
 pytestmark = pytest.mark.skipif(__import__("jax").default_backend() != "cpu", reason="CPU-host path")

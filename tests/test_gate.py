@@ -18,8 +18,8 @@ from farm.analysis import failing, render_text, report
 from farm.analysis.gate import gate
 from farm.analysis.report import FORMAT_VERSION
 from farm.cli import main
-from farm.pipeline import Outcome
-from farm.stages.record import Record
+from farm.results import Outcome
+from farm.results import Record
 from farm.store import open_store, writes
 
 ENV = {"jax_version": "0.10.2", "jaxlib_version": "0.10.2", "python": "3.11.7", "host": "test",

@@ -29,7 +29,8 @@ def _select(**kw: str):  # noqa: ANN202
 
 
 def test_native_cuda_matches_reference_and_records_device_memory() -> None:
-    from farm.pipeline import Options, run_harness
+    from farm.pipeline import run_harness
+    from farm.results import Options
 
     hs = _select(primitive="exp,sin,add,mul,cumsum", dtype="float32,float16")
     assert hs
@@ -47,7 +48,9 @@ def test_cpu_backend_artifact_runs_on_gpu_and_agrees_three_ways() -> None:
     import jax
     import numpy as np
 
-    from farm.pipeline import Options, run_harness
+    from farm.pipeline import run_harness
+
+    from farm.results import Options
     from farm.stages.xhost import Prior
 
     (h,) = _select(primitive="sin", dtype="float32")

@@ -10,7 +10,8 @@ sys.path.insert(0, {root!r})
 if {patch}:
     from farm import irctx; assert irctx.install(every=3)
 from farm import catalog
-from farm.pipeline import Options, run_harness
+from farm.pipeline import run_harness
+from farm.results import Options
 hs = catalog.select(catalog.Filters.parse(primitive="sin,cumsum,sort,dot_general,cholesky", dtype="float32"))
 sig = hashlib.sha256()
 for h in hs:

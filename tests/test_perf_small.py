@@ -139,7 +139,8 @@ def test_report_counts_changes_and_names_small_regressions():
 PLANTED = """
 import json, sys
 from farm import catalog, faults
-from farm.pipeline import Options, run_harness
+from farm.pipeline import run_harness
+from farm.results import Options
 faults.plant_from_env()
 (h,) = catalog.select(catalog.Filters.parse(primitive="exp", dtype="float32", name="exp_float32_3x4"))
 o = run_harness(h, Options(platforms=("cpu",), crossexec=False, repeats=3))

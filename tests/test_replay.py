@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from farm import replay
-from farm.pipeline import Artifact, Outcome
-from farm.stages.record import Record
+from farm.results import Artifact, Outcome
+from farm.results import Record
 
 TODAY = dt.date(2026, 11, 22)
 OLD_JAX = "0.9.0"
@@ -300,8 +300,8 @@ def test_pipeline_artifacts_replay_and_compare_with_today(store):
                        dtype="float32", catalog="replaytest")
     o = pipeline.run_harness(h, pipeline.Options(platforms=("cpu",), crossexec=False, repeats=1))
     io_sha = next(a.sha256 for a in o.artifacts if a.kind == "io")
-    o.records = [r.with_status(r.status, artifact=io_sha) if (r.stage, r.platform) == ("execute", "cpu") else r
-                 for r in o.records]
+    o = o.replace(records=[r.with_status(r.status, artifact=io_sha) if (r.stage, r.platform) == ("execute", "cpu")
+                           else r for r in o.records])
     _sweep(store, [(h.describe(), o)], name="pipeline-sweep")
     with store.session() as s:
         items = replay.from_run(s, "pipeline-sweep")

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from sqlalchemy import event, func, select, update
 
-from farm.pipeline import Outcome
-from farm.stages.record import Record
+from farm.results import Outcome
+from farm.results import Record
 from farm.store import open_store, queries, reports, writes
 from farm.store.models import ReportRow, ResultRow, Run
 

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from farm import catalog, digest
-from farm.pipeline import Options, Outcome
-from farm.stages.record import Record
+from farm.results import Options, Outcome
+from farm.results import Record
 
 ROOT = Path(__file__).resolve().parents[1]
 

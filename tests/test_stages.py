@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from farm import catalog
-from farm.pipeline import Options, run_harness
+from farm.pipeline import run_harness
+from farm.results import Options
 from farm.stages.compare import compare_outputs, errors
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -118,7 +119,7 @@ def _linalg(primitive: str, dtype: str = "float32") -> catalog.Harness:
 
 def test_missing_ffi_handler_is_not_runnable_here() -> None:
     from farm.stages.compile import not_runnable
-    from farm.stages.record import Record
+    from farm.results import Record
 
     missing = Record("crossexec", "cuda", "error", error_type="XlaRuntimeError",
                      error="NOT_FOUND: No FFI handler registered for cusolver_potrf_ffi on a platform Host")
@@ -285,7 +286,8 @@ def test_too_few_devices_is_not_runnable_here(monkeypatch) -> None:  # noqa: ANN
 
 def test_known_crash_is_expected_only_where_declared() -> None:
     """JAX's skip_run ("this crashes"): a crash there is expected; elsewhere it is a finding."""
-    from farm.pipeline import Outcome, judge_crash
+    from farm.pipeline import judge_crash
+    from farm.results import Outcome
 
     def harness(crashes: bool) -> catalog.Harness:
         lim = catalog.Limitation("internal XLA error", platforms=("cuda",), stage="run", crashes=crashes)

@@ -8,8 +8,8 @@ import pytest
 from sqlalchemy import func, select, text
 
 from farm.errors import ArtifactCorrupt, BadDatabaseURL
-from farm.pipeline import Artifact, Outcome
-from farm.stages.record import Record
+from farm.results import Artifact, Outcome
+from farm.results import Record
 from farm.store import artifacts, open_store, queries, writes
 from farm.store.models import ArtifactRow, Base, OutcomeRow, ResultRow
 

@@ -59,7 +59,8 @@ def test_inputs_seeded_from_fingerprint(hs) -> None:
 
 
 def test_runs_through_the_pipeline(hs) -> None:
-    from farm.pipeline import Options, run_harness
+    from farm.pipeline import run_harness
+    from farm.results import Options
 
     h = next(h for h in hs if h.group == "sin" and h.dtype == "float32")
     out = run_harness(h, Options(platforms=("cpu", "tpu"), repeats=1))

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from farm import catalog
-from farm.pipeline import Options, run_harness
+from farm.pipeline import run_harness
+from farm.results import Options
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -26,7 +27,8 @@ import json, sys
 import numpy as np
 from jax import lax
 from farm import catalog, faults
-from farm.pipeline import Options, run_harness
+from farm.pipeline import run_harness
+from farm.results import Options
 faults.plant_from_env()
 n = int(sys.argv[1])
 h = catalog.define("test_only", "sin", lax.sin, [catalog.RandArg((n,), "float32")], dtype="float32",

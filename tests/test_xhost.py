@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from farm import catalog
-from farm.pipeline import Options, Outcome, run_harness
+from farm.pipeline import run_harness
+from farm.results import Options, Outcome
 from farm.stages.xhost import Prior
 
 CPU = Options(platforms=("cpu",), run_on=("cpu",), crossexec=False, repeats=1)

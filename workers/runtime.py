@@ -29,7 +29,7 @@ class JobRunner:
         from farm import irctx
 
         irctx.install()  # one MLIR context per 64 lowerings: 1.85x faster, identical modules
-        from farm.pipeline import Options
+        from farm.results import Options
 
         from farm.faults import plant_from_env
 
@@ -38,7 +38,7 @@ class JobRunner:
         options = dict(options)
         #: the driver's digest of options and environment, the part of the cache key it looks up by
         self.options_digest: str | None = options.pop("options_digest", None)
-        self.options = Options(**{k: tuple(v) if isinstance(v, list) else v for k, v in options.items()})
+        self.options = Options.from_dict(options)
         self.clear_every = clear_every
         self.count = 0
         self.peak_rss = 0
@@ -55,11 +55,12 @@ class JobRunner:
     def run_one(self, fp: str, prior: dict[str, Any] | None = None, reuse: dict[str, Any] | None = None) -> dict[str, Any]:
         """One harness; ``prior``: another host's artifact for it (``xhost.Prior`` as JSON);
         ``reuse``: an earlier run's downstream records (``pipeline.Reuse`` as a dict)."""
-        from farm.pipeline import Reuse, clear_caches, rss_bytes, run_harness
+        from farm.pipeline import clear_caches, rss_bytes, run_harness
+        from farm.results import Reuse
 
         h = self.harnesses.get(fp)
         if h is None:
-            from farm.pipeline import Outcome
+            from farm.results import Outcome
 
             return Outcome.failed(fp, fp, "error", f"worker has no harness {fp}", stage="trace",
                                   error_type="UnknownHarness").to_dict()
@@ -69,7 +70,7 @@ class JobRunner:
             out = run_harness(h, self.options, Prior.from_json(prior) if prior else None,
                               Reuse.from_dict(reuse) if reuse else None, self.options_digest).to_dict()
         except Exception as e:  # the farm's own bug: one error outcome, not a dead worker
-            from farm.pipeline import Outcome
+            from farm.results import Outcome
 
             out = Outcome.failed(fp, h.name, "error", f"farm error: {type(e).__name__}: {e}"[:500],
                                  stage="trace", error_type=type(e).__name__).to_dict()

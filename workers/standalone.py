@@ -16,7 +16,8 @@ import time
 from typing import Any
 
 from farm.catalog import Harness
-from farm.pipeline import Outcome, judge_crash
+from farm.pipeline import judge_crash
+from farm.results import Outcome
 
 
 def _child(conn: Any, catalog: str, modules: list[str], options: dict[str, Any]) -> None:
@@ -149,8 +150,8 @@ def run_jobs(jobs_path: str, out_path: str, *, workers: int = 1, deadline_s: flo
                     o, _ = runner.run(h.fingerprint, h.name, h.timeout_s or timeout, prior)  # retried once alone
                     o = judge_crash(h, o, tuple(jobs["options"].get("run_on") or ("cpu",)))
                 if job_fp != h.fingerprint:
-                    o.records = [r.with_status(r.status, facts={**r.facts, "job_fingerprint": job_fp})
-                                 if r.stage == "trace" else r for r in o.records]
+                    o = o.replace(records=[r.with_status(r.status, facts={**r.facts, "job_fingerprint": job_fp})
+                                           if r.stage == "trace" else r for r in o.records])
                 with lock:
                     outcomes.append(o)
                     n = len(outcomes)
@@ -170,7 +171,7 @@ def run_jobs(jobs_path: str, out_path: str, *, workers: int = 1, deadline_s: flo
     seconds = time.monotonic() - t0
     env = infos[0].get("environment", {}) if infos else {}
     if jobs.get("keep_artifacts") is not None:
-        bundle.keep_only(outcomes, set(jobs["keep_artifacts"]))
+        outcomes = bundle.keep_only(outcomes, set(jobs["keep_artifacts"]))
     paths = bundle.write_parts(out_path, per_part=int(jobs.get("per_bundle") or 10**9), environment=env,
                  run={"name": jobs.get("name"), "catalog": jobs["catalog"], "filters": jobs.get("filters", {}),
                       "platforms": jobs["options"].get("platforms", []),

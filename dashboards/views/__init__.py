@@ -13,7 +13,7 @@ from typing import Any
 from flask import Flask, abort, current_app, jsonify, render_template, request, url_for
 from markupsafe import Markup, escape
 
-from farm.stages.record import SEVERITY, STATUSES
+from farm.results import SEVERITY, STATUSES
 
 FILTERS = ("primitive", "dtype", "platform", "status", "catalog")
 PAGE_SIZE = 100

@@ -19,7 +19,7 @@ from flask import Flask, current_app, redirect, request, url_for
 
 from dashboards.views import require_token, store, twin
 from farm.errors import ConfigError
-from farm.stages.record import BAD, SEVERITY
+from farm.results import BAD, SEVERITY
 from farm.store import queries, reports
 
 

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from dashboards import svg
 from dashboards.views import store, twin
 from farm.errors import ArtifactNotFound, FarmError, RunNotFound
-from farm.stages.record import STAGES
+from farm.results import STAGES
 from farm.store import artifacts, queries
 from farm.store.models import HarnessRow
 

@@ -51,7 +51,7 @@ def boundary(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def render_text(table: Mapping[str, Any], census: Mapping[str, Any]) -> str:
-    from farm.stages.record import SEVERITY, STAGES
+    from farm.results import SEVERITY, STAGES
 
     platforms = sorted({p for s in table.values() for p in s}, key=lambda p: (PLATFORM_ORDER + (p,)).index(p))
     statuses = sorted({st for s in table.values() for p in s.values() for st in p}, key=SEVERITY.__getitem__)

@@ -32,7 +32,7 @@ def status_counts(rows: Iterable[Row]) -> dict[str, dict[str, int]]:
 
 def harness_worst(rows: Iterable[Row]) -> dict[str, int]:
     """Harnesses by their worst status (what a person counts first)."""
-    from farm.stages.record import SEVERITY
+    from farm.results import SEVERITY
 
     worst: dict[str, str] = {}
     for r in rows:

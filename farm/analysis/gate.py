@@ -47,7 +47,7 @@ from typing import Any
 
 from farm.analysis.flips import classify
 from farm.analysis.rows import Row
-from farm.stages.record import BAD, SEVERITY
+from farm.results import BAD, SEVERITY
 
 #: The platform of records that are about the whole harness (trace, a crashed worker).
 ANY = "any"

@@ -6,7 +6,7 @@ import json
 from collections import Counter, defaultdict
 
 from farm.commands import add_db, store_from
-from farm.stages.record import BAD, SEVERITY
+from farm.results import BAD, SEVERITY
 
 ABBREV = {"ok": ".", "fail": "F", "error": "E", "expected_fail": "x", "unexpected_pass": "U", "skipped": "-",
           "not_runnable_here": "n", "crashed": "C", "timeout": "T"}

@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from farm import catalog
     from farm.commands.show import print_run
-    from farm.pipeline import Options
+    from farm.results import Options
     from farm.platforms import DEVICE_KINDS, LOWERING_PLATFORMS, parse_list
     from farm.scheduler import SweepConfig, sweep
 

@@ -5,6 +5,7 @@ Records are frozen dataclasses (``Traced``, ``Lowered``, ``Census``, ``Exported`
 ``Record``; live JAX objects a later stage needs travel in ``handle`` (excluded from
 equality and never stored).
 """
-from farm.stages.record import STATUSES, Record, failure
+from farm.stages.record import failure
+from farm.results import Record, STATUSES
 
 __all__ = ["STATUSES", "Record", "failure"]

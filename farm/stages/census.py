@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from farm.stages.record import Record, Timer, failure
+from farm.stages.record import Timer, failure
+
+from farm.results import Record
 
 #: Dialects allowed to cross the plugin boundary.
 STABLE_DIALECTS = frozenset({"stablehlo", "func", "builtin", "sdy", "shardy"})

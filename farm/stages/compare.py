@@ -11,7 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from farm.stages.record import Record, failure
+from farm.stages.record import failure
+
+from farm.results import Record
 
 
 @dataclass(frozen=True, slots=True)

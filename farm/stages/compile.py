@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from farm.stages.lower import Lowered
-from farm.stages.record import Record, Timer, failure
+from farm.stages.record import Timer, failure
+from farm.results import Record
 
 #: Error text meaning "this module calls something this backend does not have" (a
 #: platform-only custom call, e.g. cuSOLVER's ``cusolver_potrf_ffi`` compiled on the host):

@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 
 from farm.stages.compile import Compiled
-from farm.stages.record import Record, failure
+from farm.stages.record import failure
+from farm.results import Record
 
 #: After the caller's ``warmup`` calls, warming goes on until WARMUP_CALLS calls or
 #: WARMUP_S seconds, whichever comes first. Measured on the float32 farm catalog on CPU:

@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 
 from farm.catalog import X64_DTYPES
-from farm.stages.record import Record, Timer, failure
+from farm.stages.record import Timer, failure
+from farm.results import Record
 from farm.stages.trace import Traced
 
 #: JAX refuses to export a module with custom calls that have no compatibility guarantee.

@@ -5,7 +5,9 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from farm.stages.record import Record, Timer, failure
+from farm.stages.record import Timer, failure
+
+from farm.results import Record
 from farm.stages.trace import Traced
 
 

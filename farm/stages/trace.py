@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from farm.catalog import Harness
-from farm.stages.record import Record, Timer, failure
+from farm.stages.record import Timer, failure
+from farm.results import Record
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,8 @@ import numpy as np
 from farm import iofile
 from farm.stages.compare import compare_outputs
 from farm.stages.export import run_exported
-from farm.stages.record import SEVERITY, Record, Timer, failure
+from farm.stages.record import Timer, failure
+from farm.results import Record, SEVERITY
 
 
 @dataclass(frozen=True, slots=True)

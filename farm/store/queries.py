@@ -9,7 +9,7 @@ from sqlalchemy import Text, func, select, type_coerce
 from sqlalchemy.orm import Session
 
 from farm.errors import RunNotFound
-from farm.stages.record import SEVERITY
+from farm.results import SEVERITY
 from farm.store.models import Environment, HarnessRow, OutcomeRow, ResultRow, Run
 
 

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from farm.catalog import Harness
 from farm.digest import NOT_REUSABLE
-from farm.pipeline import Outcome
+from farm.results import Outcome
 from farm.store import artifacts
 from farm.store.environment import fingerprint as env_fingerprint
 from farm.store.environment import get_or_create
@@ -223,7 +223,7 @@ def downstream_priors(session: Session, run: Run, harness_ids_: list[int]) -> di
     """Result cache, level 2: for each harness, the newest earlier reusable outcome's
     downstream key and records (``pipeline.Reuse`` as a dict). The worker takes them only
     if the key it computes after lowering is the same."""
-    from farm.pipeline import UPSTREAM_STAGES
+    from farm.results import UPSTREAM_STAGES
 
     newest: dict[int, tuple[int, int, str]] = {}  # harness -> (run id, origin run, key)
     for i in range(0, len(harness_ids_), 500):

@@ -4,7 +4,7 @@ from __future__ import annotations
 from sqlalchemy import CheckConstraint, ForeignKey, Index, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from farm.stages.record import STATUSES
+from farm.results import STATUSES
 from farm.store.models.base import Base, in_list
 
 

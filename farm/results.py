@@ -1,0 +1,182 @@
+"""The results contract: statuses, stages, records and outcomes, and the options of a run.
+
+Every part of the farm speaks this vocabulary (catalog, stages, pipeline, run, store,
+analysis, faces) and this module imports nothing of the farm, so any of them can import
+it. Each type has one typed ``to_dict``/``from_dict``: outcomes cross process
+boundaries (Ray, standalone workers' bundles) as plain dicts.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+#: Every status a record can have.
+STATUSES = ("ok", "fail", "error", "expected_fail", "unexpected_pass", "skipped",
+            "not_runnable_here", "crashed", "timeout")
+#: Statuses that mean "something is wrong", worst first.
+BAD = ("crashed", "timeout", "error", "fail", "unexpected_pass")
+#: How bad each status is (higher is worse): the worst status of a harness is its max.
+SEVERITY = {s: i for i, s in enumerate(("ok", "skipped", "not_runnable_here", "expected_fail",
+                                        "unexpected_pass", "fail", "error", "timeout", "crashed"))}
+
+#: The one ordered list of pipeline stages (records of these stage names exist; a native
+#: run on a foreign backend adds ``<stage>_run`` records for crossexec's execution).
+STAGES = ("trace", "lower", "census", "export", "serialize", "compile", "execute",
+          "compare", "crossexec", "xhost")
+#: Stages that run before anything is compiled: always run again on a result-cache miss.
+#: Everything after them may be reused when the downstream key is unchanged.
+UPSTREAM_STAGES = ("trace", "lower", "census", "export", "serialize")
+#: Stages a Limitation can name, in pipeline order. ``export`` names the platforms whose
+#: part of the multi-platform export JAX refuses; ``serialize`` is the artifact's round
+#: trip; ``run`` is "does not work on this device" without saying where (see RUN_STAGES).
+LIMITATION_STAGES = ("trace", "lower", "census", "export", "serialize", "compile", "execute", "compare",
+                     "crossexec", "run")
+#: ``stage="run"``: any of these native stages failing on the platform is the expected
+#: failure; all of them passing where the platform ran natively makes it stale.
+RUN_STAGES = ("lower", "compile", "execute", "compare", "xhost")
+#: Platforms of a lowering (``any`` is a harness-wide record, ``export`` the artifact).
+LOWERING_PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """What one stage found for one harness on one platform."""
+
+    stage: str
+    platform: str
+    status: str
+    seconds: float = 0.0
+    error_type: str | None = None
+    error: str | None = None  # first line
+    detail: str | None = None  # full text (traceback)
+    metrics: Mapping[str, float] = field(default_factory=dict)
+    facts: Mapping[str, Any] = field(default_factory=dict)
+    artifact: str | None = None  # sha256 of an artifact this stage produced
+    handle: Any = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"unknown status {self.status!r}")
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("ok", "unexpected_pass")
+
+    def with_status(self, status: str, **kw: Any) -> "Record":
+        return replace(self, status=status, **kw)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"stage": self.stage, "platform": self.platform, "status": self.status,
+                "seconds": self.seconds, "error_type": self.error_type, "error": self.error,
+                "detail": self.detail, "metrics": dict(self.metrics), "facts": dict(self.facts),
+                "artifact": self.artifact}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Record":
+        return cls(**{k: d.get(k) for k in ("stage", "platform", "status", "seconds", "error_type",
+                                           "error", "detail", "artifact")},
+                   metrics=d.get("metrics") or {}, facts=d.get("facts") or {})
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """What to run for each harness."""
+
+    platforms: tuple[str, ...] = LOWERING_PLATFORMS
+    run_on: tuple[str, ...] = ("cpu",)
+    warmup: int = 1
+    repeats: int = 3
+    crossexec: bool = True
+    roundtrip: bool = False  # also execute the deserialized artifact (costs a second compile)
+    keep_modules: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"platforms": list(self.platforms), "run_on": list(self.run_on), "warmup": self.warmup,
+                "repeats": self.repeats, "crossexec": self.crossexec, "roundtrip": self.roundtrip,
+                "keep_modules": self.keep_modules}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Options":
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()
+                      if k in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True, slots=True)
+class Artifact:
+    """A content-addressed blob produced by a stage (bytes are zlib-compressed on store)."""
+
+    sha256: str
+    kind: str  # export | module | io
+    data: bytes
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"sha256": self.sha256, "kind": self.kind, "data": self.data, "meta": dict(self.meta)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Artifact":
+        return cls(d["sha256"], d["kind"], d["data"], d.get("meta") or {})
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """Everything one harness produced: its records and artifacts."""
+
+    fingerprint: str
+    name: str
+    records: tuple[Record, ...]
+    artifacts: tuple[Artifact, ...] = ()
+    seconds: float = 0.0
+    worker: str = ""  # where it ran: "ray:<node id>:<pid>", "standalone:<host>:<pid>"
+    #: the result cache's keys (``farm.pipeline.digest``); None: never reuse this outcome
+    result_key: str | None = None
+    downstream_key: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "records", tuple(self.records))
+        object.__setattr__(self, "artifacts", tuple(self.artifacts))
+
+    def replace(self, **kw: Any) -> "Outcome":
+        return replace(self, **kw)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"fingerprint": self.fingerprint, "name": self.name, "seconds": self.seconds, "worker": self.worker,
+                "result_key": self.result_key, "downstream_key": self.downstream_key,
+                "records": [r.to_dict() for r in self.records],
+                "artifacts": [a.to_dict() for a in self.artifacts]}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Outcome":
+        return cls(d["fingerprint"], d["name"], tuple(Record.from_dict(r) for r in d["records"]),
+                   tuple(Artifact.from_dict(a) for a in d["artifacts"]), d.get("seconds", 0.0),
+                   d.get("worker", ""), d.get("result_key"), d.get("downstream_key"))
+
+    @classmethod
+    def failed(cls, fingerprint: str, name: str, status: str, message: str, *, stage: str = "execute",
+               error_type: str | None = None) -> "Outcome":
+        """An outcome for a harness that never ran through the pipeline (its worker died,
+        hung, or does not know it)."""
+        return cls(fingerprint, name, (Record(stage, "any", status, error_type=error_type or status.capitalize(),
+                                              error=message),))
+
+    @property
+    def worst(self) -> str:
+        return max((r.status for r in self.records), key=SEVERITY.__getitem__, default="ok")
+
+
+@dataclass(frozen=True, slots=True)
+class Reuse:
+    """An earlier outcome's downstream records, offered to a re-run of the same harness:
+    used only if its downstream key equals the one computed now."""
+
+    key: str
+    run: int  # the run that computed them
+    records: tuple[Mapping[str, Any], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "run": self.run, "records": list(self.records)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Reuse":
+        return cls(d["key"], int(d["run"]), tuple(d["records"]))
