@@ -57,7 +57,7 @@ def ray_local() -> Iterator[None]:
     """A real local Ray cluster with two cpu_slots, shared by the session."""
     import ray
 
-    from farm.scheduler import ray_init
+    from farm.run.sweep import ray_init
 
     if ray.is_initialized():
         yield

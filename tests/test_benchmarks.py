@@ -1,7 +1,7 @@
 """Benchmarks of the hot functions (pytest-benchmark), each also checking its answer:
 catalog selection, the census walk, compare_outputs, a store write batch, the analysis
 report on a long history, and the dashboard's run queries. Plus the benchmark
-database generator (``farm.benchdb``).
+database generator (``farm.bench.db``).
 
 Sizes are kept small enough for the whole file to take well under 30 s in the normal
 suite; ``pytest tests/test_benchmarks.py --benchmark-only`` prints the timing table.
@@ -255,7 +255,7 @@ def test_run_results_query(benchmark: Any, two_runs: dict[str, Any]) -> None:
 
 # --------------------------------------------------------------------------- benchmark database
 def test_benchdb_replicates_a_run(two_runs: dict[str, Any], tmp_path: Any) -> None:
-    from farm.benchdb import make_db
+    from farm.bench.db import make_db
 
     dst = f"sqlite:///{tmp_path / 'bench.db'}"
     info = make_db(two_runs["url"], dst, runs=4, src_run="head", seed=3, step_fraction=0.05,

@@ -192,7 +192,8 @@ def _outcomes(url: str, run_name: str) -> list[tuple[int, str]]:
 
 def test_scheduled_sweep_survives_losing_a_node(cluster: LocalCluster, pg_url: str, tmp_path: Path,
                                                 timings: dict[str, float]) -> None:
-    from farm import catalog, schedule
+    from farm import catalog
+    from farm.run import schedules as schedule
 
     filters = {"family": "elementwise_unary"}
     total = len(catalog.select(catalog.Filters.parse(**filters)))

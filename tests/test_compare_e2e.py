@@ -41,7 +41,7 @@ def three_runs(ray_module, tmp_path_factory) -> str:  # noqa: ANN001
     """A database with two clean sweeps of sin, exp, add (float32) and a planted third."""
     from farm import catalog
     from farm.results import Options
-    from farm.scheduler import SweepConfig, sweep
+    from farm.run.sweep import SweepConfig, sweep
     from farm.store import open_store
 
     url = f"sqlite:///{tmp_path_factory.mktemp('compare') / 'farm.db'}"

@@ -25,7 +25,7 @@ def make_db(path: str) -> dict[str, Any]:
 
     from farm import catalog
     from farm.results import Options
-    from farm.scheduler import SweepConfig, sweep
+    from farm.run.sweep import SweepConfig, sweep
     from farm.store import open_store
     from farm.store.models import ArtifactRow, HarnessRow, ResultRow
 

@@ -6,8 +6,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from farm import bundle, catalog
-from farm.environment import describe
+from farm import catalog
+
+from farm.run import bundles as bundle
+from farm.run.host import describe
 from farm.pipeline import run_harness
 from farm.results import Options
 from farm.stages.xhost import Prior

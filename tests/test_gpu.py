@@ -66,7 +66,7 @@ def test_cpu_backend_artifact_runs_on_gpu_and_agrees_three_ways() -> None:
 
 
 def test_standalone_worker_on_gpu_writes_an_importable_bundle(tmp_path) -> None:  # noqa: ANN001
-    from farm import bundle
+    from farm.run import bundles as bundle
     from workers.standalone import run_jobs
 
     hs = _select(primitive="exp,add,cumsum", dtype="float32")

@@ -1,4 +1,4 @@
-"""Reusing JAX's MLIR context across lowerings changes no module (farm.irctx)."""
+"""Reusing JAX's MLIR context across lowerings changes no module (farm.pipeline.irctx)."""
 from __future__ import annotations
 
 import subprocess
@@ -8,7 +8,7 @@ CODE = r"""
 import hashlib, sys
 sys.path.insert(0, {root!r})
 if {patch}:
-    from farm import irctx; assert irctx.install(every=3)
+    from farm.pipeline import irctx; assert irctx.install(every=3)
 from farm import catalog
 from farm.pipeline import run_harness
 from farm.results import Options
@@ -41,7 +41,7 @@ def test_shared_context_gives_identical_modules_and_verdicts() -> None:
 def test_install_is_idempotent_and_reversible() -> None:
     from jax._src.interpreters import mlir
 
-    from farm import irctx
+    from farm.pipeline import irctx
 
     before = mlir.make_ir_context
     try:

@@ -138,7 +138,8 @@ def test_report_counts_changes_and_names_small_regressions():
 # --------------------------------------------------------------------------- end to end
 PLANTED = """
 import json, sys
-from farm import catalog, faults
+from farm import catalog
+from farm.pipeline import faults
 from farm.pipeline import run_harness
 from farm.results import Options
 faults.plant_from_env()

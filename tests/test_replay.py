@@ -1,4 +1,4 @@
-"""farm.replay: stored exports from another jax version, corrupt and unknown-version
+"""farm.pipeline.replay: stored exports from another jax version, corrupt and unknown-version
 artifacts, JAX's back-compat data, invariants for non-unique outputs, coverage."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from farm import replay
+from farm.pipeline import replay
 from farm.results import Artifact, Outcome
 from farm.results import Record
 
@@ -76,7 +76,7 @@ def _sweep(store, outcomes: list[tuple[dict, Outcome]], name: str = "old-sweep")
 
 
 def _replay(store, items_of, **kw):
-    from farm.store.environment import describe
+    from farm.store.environments import describe
 
     with store.session() as s:
         items = items_of(s)
@@ -294,7 +294,7 @@ def test_pipeline_artifacts_replay_and_compare_with_today(store):
     import jax.numpy as jnp
 
     from farm import catalog, pipeline
-    from farm.store.environment import describe
+    from farm.store.environments import describe
 
     h = catalog.define("test", "tanh", lambda x: jnp.tanh(x), [catalog.RandArg((5,), "float32")],
                        dtype="float32", catalog="replaytest")

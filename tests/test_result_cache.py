@@ -15,7 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from farm import catalog, digest
+from farm import catalog
+
+from farm.pipeline import cachekey as digest
 from farm.results import Options, Outcome
 from farm.results import Record
 
@@ -57,7 +59,7 @@ def test_options_digest_sees_what_changes_results(monkeypatch) -> None:  # noqa:
 
 
 def _installation(shadow: Path, memo: Path) -> dict:
-    script = "import json; from farm import digest; print(json.dumps(digest.installation().to_dict()))"
+    script = "import json; from farm.pipeline import cachekey as digest; print(json.dumps(digest.installation().to_dict()))"
     env = {**os.environ, "PYTHONPATH": f"{shadow}{os.pathsep}{ROOT}", "FARM_DIGEST_CACHE": str(memo)}
     out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
                          timeout=120)
@@ -112,7 +114,7 @@ def test_farm_code_digest_covers_everything_a_worker_imports() -> None:
     covered = set(digest.farm_code_files())
     families = {p for p in ours if p.parent == ROOT / "harnesses"}
     missing = sorted(str(p.relative_to(ROOT)) for p in ours - covered - families)
-    assert not missing, f"imported by workers but not in farm.digest.FARM_CODE: {missing}"
+    assert not missing, f"imported by workers but not in farm.pipeline.cachekey.FARM_CODE: {missing}"
 
 
 # ------------------------------------------------------------------ the store
@@ -123,7 +125,7 @@ def _outcome(h, status: str, key: str | None = "k") -> Outcome:  # noqa: ANN001
 
 @pytest.mark.parametrize("status", ["crashed", "timeout"])
 def test_crashes_and_timeouts_are_never_reused(sqlite_url, status) -> None:  # noqa: ANN001
-    from farm.environment import describe
+    from farm.run.host import describe
     from farm.store import writes
     from farm.store.db import Store
 
@@ -211,7 +213,7 @@ def test_a_lowering_rule_edited_in_place_is_seen_by_the_next_sweep(tmp_path) -> 
 def test_show_and_dashboard_say_what_was_reused_and_from_which_run(sqlite_url) -> None:  # noqa: ANN001
     from dashboards.app import create_app
     from farm.commands.show import run_json
-    from farm.environment import describe
+    from farm.run.host import describe
     from farm.store import writes
     from farm.store.db import Store
 

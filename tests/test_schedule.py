@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from farm import schedule
+from farm.run import schedules as schedule
 from farm.errors import ConfigError
 
 UTC = timezone.utc

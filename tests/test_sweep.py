@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 from farm import catalog
 from farm.errors import Infeasible
 from farm.results import Options
-from farm.scheduler import SweepConfig, sweep
+from farm.run.sweep import SweepConfig, sweep
 from farm.store import open_store, queries
 from farm.store.models import OutcomeRow, ResultRow
 

@@ -26,7 +26,8 @@ PLANTED = """
 import json, sys
 import numpy as np
 from jax import lax
-from farm import catalog, faults
+from farm import catalog
+from farm.pipeline import faults
 from farm.pipeline import run_harness
 from farm.results import Options
 faults.plant_from_env()

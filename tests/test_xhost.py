@@ -104,8 +104,8 @@ def test_spread_interleaves_groups() -> None:
 @pytest.mark.slow
 def test_jobs_with_priors_from_a_store_run_standalone_and_import(sqlite_url: str, tmp_path) -> None:  # noqa: ANN001
     """CPU-host run in the store → jobs file with its artifacts → standalone workers → import."""
-    from farm import bundle
-    from farm.environment import describe
+    from farm.run import bundles as bundle
+    from farm.run.host import describe
     from farm.store import open_store, writes
     from farm.store.models import ResultRow
     from workers.standalone import run_jobs
@@ -139,7 +139,7 @@ def test_jobs_with_priors_from_a_store_run_standalone_and_import(sqlite_url: str
 
 
 def test_deadline_zero_starts_nothing_and_says_so(tmp_path) -> None:  # noqa: ANN001
-    from farm import bundle
+    from farm.run import bundles as bundle
     from workers.standalone import run_jobs
 
     hs = catalog.select(catalog.Filters.parse(primitive="sin", dtype="float32,float16"))
@@ -153,7 +153,7 @@ def test_deadline_zero_starts_nothing_and_says_so(tmp_path) -> None:  # noqa: AN
 
 
 def test_split_bundle_keeps_only_chosen_artifacts_and_imports_as_one_run(sqlite_url: str, tmp_path) -> None:  # noqa: ANN001
-    from farm import bundle
+    from farm.run import bundles as bundle
     from farm.store import open_store
     from farm.store.models import ResultRow
     from workers.standalone import run_jobs
@@ -180,7 +180,7 @@ def test_split_bundle_keeps_only_chosen_artifacts_and_imports_as_one_run(sqlite_
 
 
 def test_bfloat16_inputs_and_outputs_survive_the_io_artifact() -> None:
-    from farm import iofile
+    from farm.pipeline import iofile
 
     h = _one("sin", "bfloat16")
     out = run_harness(h, CPU)

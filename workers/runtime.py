@@ -26,12 +26,12 @@ class JobRunner:
                  clear_every: int = 200) -> None:
         configure_process()
         from farm import catalog as cat
-        from farm import irctx
+        from farm.pipeline import irctx
 
         irctx.install()  # one MLIR context per 64 lowerings: 1.85x faster, identical modules
         from farm.results import Options
 
-        from farm.faults import plant_from_env
+        from farm.pipeline.faults import plant_from_env
 
         self.planted = plant_from_env()
         self.harnesses = cat.by_fingerprint(cat.load(catalog, modules))
@@ -47,7 +47,7 @@ class JobRunner:
 
     def info(self) -> dict[str, Any]:
         from farm.platforms import local_device_kinds
-        from farm.environment import describe
+        from farm.run.host import describe
 
         return {"pid": os.getpid(), "device_kinds": list(local_device_kinds()), "environment": describe(),
                 "harnesses": len(self.harnesses)}

@@ -106,7 +106,8 @@ def run_jobs(jobs_path: str, out_path: str, *, workers: int = 1, deadline_s: flo
     Jobs are matched by fingerprint, else by name (a harness whose definition changed
     between the hosts' jax versions runs under this host's fingerprint). With a deadline
     no new harness starts after ``deadline_s``; the bundle holds what finished."""
-    from farm import bundle, catalog
+    from farm import catalog
+    from farm.run import bundles as bundle
 
     jobs = read_jobs(jobs_path)
     cat = catalog.load(jobs["catalog"], jobs.get("modules", []))

@@ -7,7 +7,7 @@ import json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from farm.bench import GROUPS
+    from farm.bench.suite import GROUPS
 
     p = sub.add_parser("bench", help="run the benchmarks and print a table of figures against their goals",
                        description="Run the benchmarks and print a table of figures against their goals. "
@@ -29,10 +29,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from farm import bench
+    from farm.bench import suite as bench
 
     if args.make_db:
-        from farm.benchdb import make_db
+        from farm.bench.db import make_db
 
         src, dst = args.make_db
         print(json.dumps(make_db(src, dst, runs=args.runs, src_run=args.src_run, seed=args.seed), indent=1))

@@ -18,7 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from farm import catalog
-    from farm.coverage import coverage, to_json, to_markdown
+    from farm.catalog.coverage import coverage, to_json, to_markdown
     from farm.platforms import LOWERING_PLATFORMS, parse_list
 
     platforms = parse_list(args.platforms, LOWERING_PLATFORMS, "platform") or LOWERING_PLATFORMS

@@ -53,7 +53,7 @@ def export(args: argparse.Namespace) -> int:
 
 
 def import_(args: argparse.Namespace) -> int:
-    from farm.bundle import import_bundle
+    from farm.run.bundles import import_bundle
 
     store = store_from(args)
     run_id, name, n = import_bundle(store, args.bundle, name=args.run_name)

@@ -41,9 +41,9 @@ def _list(text: str | None) -> tuple[str, ...]:
 
 
 def replay_cmd(args: argparse.Namespace) -> int:
-    from farm import replay
+    from farm.pipeline import replay
     from farm.errors import FarmError
-    from farm.environment import describe
+    from farm.run.host import describe
 
     today = _date(args.today, "--today") if args.today else dt.date.today()
     store = store_from(args)

@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from datetime import datetime, timezone
 
-    from farm import schedule
+    from farm.run import schedules as schedule
 
     only = [s.strip() for s in args.only.split(",")] if args.only else None
     if args.schedule_command == "serve":
@@ -89,7 +89,7 @@ def _add_submit(sub: argparse._SubParsersAction) -> None:
 
 
 def submit_sweep(p: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    from farm import schedule
+    from farm.run import schedules as schedule
     from farm.errors import ConfigError
 
     if not args.dashboard:

@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from farm.commands.show import print_run
     from farm.results import Options
     from farm.platforms import DEVICE_KINDS, LOWERING_PLATFORMS, parse_list
-    from farm.scheduler import SweepConfig, sweep
+    from farm.run.sweep import SweepConfig, sweep
 
     if args.default:
         args.primitive = args.primitive or DEFAULT_PRIMITIVES

@@ -66,7 +66,7 @@ def make_jobs(args: argparse.Namespace) -> int:
     if args.per_bundle:
         doc["per_bundle"] = args.per_bundle
     if args.priors_from:
-        from farm.bundle import priors
+        from farm.run.bundles import priors
 
         doc["priors"] = priors(store_from(args), args.priors_from, fps, doc["names"])
     opener = gzip.open if args.out.endswith(".gz") else open

@@ -15,11 +15,11 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from farm.catalog import Harness
-from farm.digest import NOT_REUSABLE
+from farm.pipeline.cachekey import NOT_REUSABLE
 from farm.results import Outcome
 from farm.store import artifacts
-from farm.store.environment import fingerprint as env_fingerprint
-from farm.store.environment import get_or_create
+from farm.store.environments import fingerprint as env_fingerprint
+from farm.store.environments import get_or_create
 from farm.store.models import Environment, HarnessRow, OutcomeRow, ResultRow, Run
 from farm.store.models.base import utcnow
 
@@ -177,7 +177,7 @@ def _finite(metrics: dict[str, float]) -> dict[str, float | str]:
 
 def copy_cached(session: Session, run: Run, keys: dict[int, str]) -> dict[int, int]:
     """Result cache, level 1: for each harness id, copy the newest earlier outcome with
-    the same result key (``farm.digest.result_key``: harness definition, installation
+    the same result key (``farm.pipeline.cachekey.result_key``: harness definition, installation
     content, farm code, options) into ``run``. Outcomes without a key (crashed, timed
     out, a farm error) are never copied. Returns harness id -> the run that computed it."""
     if not keys:

@@ -26,8 +26,8 @@ class OutcomeRow(Base):
     worker: Mapped[str] = mapped_column(String(128), default="")
     #: the run whose result this is a copy of (the result cache); None: computed in this run
     cached_from: Mapped[int | None] = mapped_column(default=None)
-    #: digest of everything that shapes the outcome (``farm.digest.result_key``); None for
+    #: digest of everything that shapes the outcome (``farm.pipeline.cachekey.result_key``); None for
     #: outcomes that must never be reused (crashed, timed out, a farm error)
     result_key: Mapped[str | None] = mapped_column(String(64), default=None)
-    #: digest of what compile/execute/compare/crossexec depend on (``farm.digest.downstream_key``)
+    #: digest of what compile/execute/compare/crossexec depend on (``farm.pipeline.cachekey.downstream_key``)
     downstream_key: Mapped[str | None] = mapped_column(String(64), default=None)

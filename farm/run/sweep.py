@@ -15,7 +15,7 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from farm import digest
+from farm.pipeline import cachekey as digest
 from farm.catalog import Harness
 from farm.errors import CatalogMismatch, ClusterError, Infeasible
 from farm.pipeline import judge_crash
@@ -120,7 +120,7 @@ def ray_init(address: str | None, workers: int | None) -> tuple[bool, int]:
     if ray.is_initialized():
         slots = int(ray.cluster_resources().get("cpu_slot", 0)) or (workers or 1)
         return False, workers or slots
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
     if address:
         _check_reachable(address)
@@ -470,7 +470,7 @@ def sweep(store: Any, harnesses: list[Harness], *, options: Options, catalog: st
 
 def _cluster_environment(run_on: tuple[str, ...]) -> dict[str, Any]:
     """The environment as a worker sees it (the driver may have no jax devices)."""
-    from farm.environment import describe
+    from farm.run.host import describe
 
     env = describe(device_kinds=list(run_on))
     return env

@@ -16,7 +16,7 @@ import numpy as np
 
 from farm.catalog import Harness
 from farm.platforms import LOWERING_PLATFORMS, NATIVE_PLATFORM
-from farm.references import reference_outputs
+from farm.pipeline.references import reference_outputs
 from farm.stages import census, compare, compile as compile_stage, execute, export, lower, trace, xhost
 from farm.results import RUN_STAGES, UPSTREAM_STAGES, Artifact, Options, Outcome, Record, Reuse
 
@@ -107,7 +107,7 @@ def _judge_run(h: Harness, records: list[Record]) -> list[Record]:
 
 
 def _io_artifact(dyn: list[Any], outputs: list[np.ndarray] | None) -> Artifact:
-    from farm import iofile
+    from farm.pipeline import iofile
 
     data = iofile.pack(dyn, outputs or [])
     return Artifact(hashlib.sha256(data).hexdigest(), "io", data,
@@ -183,7 +183,7 @@ def run_harness(h: Harness, opts: Options = Options(), prior: xhost.Prior | None
 
     import jax
 
-    from farm import digest
+    from farm.pipeline import cachekey as digest
 
     t0 = time.perf_counter()
     opt_d = options_digest or digest.options_digest(opts)
@@ -196,7 +196,7 @@ def run_harness(h: Harness, opts: Options = Options(), prior: xhost.Prior | None
 
 def _downstream_key(h: Harness, opts: Options, options_digest: str, args: list[Any],
                     lowered: dict[str, lower.Lowered], serialized: export.Serialized | None) -> str:
-    from farm import digest
+    from farm.pipeline import cachekey as digest
 
     modules = {p: lo.facts["module_sha256"] if lo.ok else f"{lo.status}:{lo.error_type}:{lo.error}"
                for p, lo in lowered.items()}
@@ -383,7 +383,7 @@ def _invariant(h: Harness, args: list[Any], actual: list[np.ndarray], platform: 
 
 def _invariant_error(h: Harness, args: list[Any], outs: list[np.ndarray]) -> float:
     """The harness invariant's error for these outputs, computed in float64."""
-    from farm.references import upcast
+    from farm.pipeline.references import upcast
 
     with np.errstate(all="ignore"):
         return float(h.invariant(*[upcast(a) for a in args], *outs))

@@ -39,7 +39,7 @@ from typing import Any
 #: Bump when the meaning of a key changes: every earlier result stops matching.
 KEY_VERSION = "2"
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 #: The jax Python package: lowering rules, tracing. A change re-traces and re-lowers.
 PYTHON_PACKAGES = ("jax",)
@@ -57,9 +57,9 @@ VENDOR_DISTS = re.compile(r"^nvidia[-_]", re.I)
 #: Left out on purpose: the store, analysis, CLI commands and dashboards, which read
 #: results but never make them; and the family modules under harnesses/, which are part
 #: of each harness's own digest (editing one family re-runs only that family).
-FARM_CODE = ("farm/*.py", "farm/stages/*.py", "workers/*.py", "harnesses/__init__.py", "harnesses/upstream.py")
-FARM_CODE_EXCLUDE = ("farm/cli.py", "farm/bench.py", "farm/benchdb.py", "farm/schedule.py", "farm/coverage.py",
-                     "farm/scheduler.py", "farm/bundle.py", "farm/__main__.py")
+FARM_CODE = ("farm/results.py", "farm/errors.py", "farm/platforms.py", "farm/catalog/*.py", "farm/pipeline/*.py",
+             "farm/stages/*.py", "farm/run/host.py", "workers/*.py", "harnesses/__init__.py", "harnesses/upstream.py")
+FARM_CODE_EXCLUDE = ("farm/catalog/coverage.py", "farm/pipeline/replay.py")
 
 #: Environment variables that change what a worker computes.
 ENV_VARS = ("XLA_FLAGS", "FARM_PLANT", "JAX_ENABLE_X64", "JAX_DEFAULT_MATMUL_PRECISION", "JAX_PLATFORMS",

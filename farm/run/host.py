@@ -16,7 +16,7 @@ from typing import Any
 
 
 def farm_commit() -> str:
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     try:
         return subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
                               text=True, timeout=5).stdout.strip()

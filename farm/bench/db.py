@@ -19,7 +19,7 @@ Writes are SQLAlchemy core bulk inserts in one transaction per run.
 
 Example::
 
-    from farm.benchdb import make_db
+    from farm.bench.db import make_db
     make_db("sqlite:////tmp/farm-upstream.db", "sqlite:////tmp/farm-bench.db", runs=10)
 """
 from __future__ import annotations

@@ -183,15 +183,15 @@ def _data_dicts(obj: Any, path: tuple[str, ...]) -> Iterable[tuple[tuple[str, ..
 
 # ------------------------------------------------------------------ storing
 def io_blob(inputs: Sequence[Any], outputs: Sequence[Any]) -> tuple[str, bytes]:
-    """The pipeline's ``io`` artifact layout (``farm.iofile``)."""
-    from farm import iofile
+    """The pipeline's ``io`` artifact layout (``farm.pipeline.iofile``)."""
+    from farm.pipeline import iofile
 
     data = iofile.pack(inputs, outputs)
     return hashlib.sha256(data).hexdigest(), data
 
 
 def read_io(data: bytes) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    from farm import iofile
+    from farm.pipeline import iofile
 
     return iofile.unpack(data)
 

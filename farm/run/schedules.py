@@ -41,7 +41,7 @@ from typing import Any
 
 from farm.errors import ConfigError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FILTER_KEYS = ("catalog", "primitive", "group", "family", "dtype", "match", "modules", "limit")
 SWEEP_KEYS = {"schedule", "platforms", "run_on", "db", "address", "dashboard", "submit", "baseline", "workers",
               "timeout", "batch", "repeats", "crossexec", "on_regression", *FILTER_KEYS}

@@ -11,7 +11,7 @@ Figures (goals from the benchmarks issue):
 - peak RSS per worker                                            goal ≤ 2 GB
 - run-matrix and results queries                                 goal ≤ 300 ms
 - dashboard overview / compare / harness pages, server time      goal ≤ 300 ms
-  (on a database given with ``--dashboard-db``, e.g. one made by ``farm.benchdb``)
+  (on a database given with ``--dashboard-db``, e.g. one made by ``farm.bench.db``)
 
 Figures come in groups (``GROUPS``); ``run(only=...)`` picks some.
 """
@@ -82,7 +82,7 @@ def naive_loop(harnesses: list[Any]) -> float:
 
 
 def _subprocess_seconds(code: str) -> float:
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-c", code], check=True, cwd=root, capture_output=True,
                    env={**os.environ, "PYTHONPATH": root})
@@ -95,7 +95,7 @@ GROUPS = ("catalog", "pipeline", "sweep", "overhead", "dashboard", "full")
 def run(quick: bool = True, log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), *,
         only: tuple[str, ...] = (), dashboard_db: str | None = None) -> list[Figure]:
     """Every figure group in ``only`` (default: all). ``dashboard_db`` is the database the
-    dashboard figures read (see ``farm.benchdb``); without one they are skipped."""
+    dashboard figures read (see ``farm.bench.db``); without one they are skipped."""
     from farm.errors import ConfigError
 
     for g in only:
@@ -145,8 +145,8 @@ def pipeline_figures(quick: bool, log: Callable[[str], None]) -> list[Figure]:
     def cold(fn: Callable[[], Any]) -> Callable[[], Any]:
         return lambda: (clear_caches(), fn())
 
-    def farm_path() -> None:  # as a worker runs it: with the shared MLIR context (farm.irctx)
-        from farm import irctx
+    def farm_path() -> None:  # as a worker runs it: with the shared MLIR context (farm.pipeline.irctx)
+        from farm.pipeline import irctx
 
         irctx.install()
         try:
@@ -167,7 +167,7 @@ def sweep_figures(quick: bool, log: Callable[[str], None]) -> list[Figure]:
 
     from farm import catalog
     from farm.results import Options
-    from farm.scheduler import SweepConfig, ray_init, sweep
+    from farm.run.sweep import SweepConfig, ray_init, sweep
     from farm.store import open_store, queries
 
     figs: list[Figure] = []
@@ -283,7 +283,7 @@ def overhead_figures(quick: bool, log: Callable[[str], None], workers: int = 2) 
 
     from farm import catalog
     from farm.results import Options
-    from farm.scheduler import SweepConfig, ray_init, sweep
+    from farm.run.sweep import SweepConfig, ray_init, sweep
     from farm.store import open_store
     from farm.store.models import OutcomeRow
 

@@ -1,0 +1,1 @@
+"""``farm bench``: the performance suite (suite.py) and the benchmark database generator (db.py)."""
