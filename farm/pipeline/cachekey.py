@@ -57,7 +57,7 @@ VENDOR_DISTS = re.compile(r"^nvidia[-_]", re.I)
 #: Left out on purpose: the store, analysis, CLI commands and dashboards, which read
 #: results but never make them; and the family modules under harnesses/, which are part
 #: of each harness's own digest (editing one family re-runs only that family).
-FARM_CODE = ("farm/results.py", "farm/errors.py", "farm/platforms.py", "farm/catalog/*.py", "farm/pipeline/*.py",
+FARM_CODE = ("farm/__init__.py", "farm/results.py", "farm/errors.py", "farm/platforms.py", "farm/catalog/*.py", "farm/pipeline/*.py",
              "farm/stages/*.py", "farm/run/host.py", "workers/*.py", "harnesses/__init__.py", "harnesses/upstream.py")
 FARM_CODE_EXCLUDE = ("farm/catalog/coverage.py", "farm/pipeline/replay.py")
 

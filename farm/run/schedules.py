@@ -12,6 +12,12 @@ Only one copy of a sweep runs at a time: a PostgreSQL advisory lock when the sto
 PostgreSQL (it covers every host using that database), else an ``fcntl`` lock on a file
 next to the config. After downtime only the most recent missed slot runs, once.
 
+The parts live in sibling modules and are re-exported here, so this module stays the
+one to import: ``schedule_config`` (farm.toml, cron slots), ``schedule_state`` (state
+file, locks, runs in the store) and ``schedule_jobs`` (Ray Jobs submission). This module
+runs the slots; it looks ``run_farm``, ``submit`` and ``compare`` up in its own namespace,
+so a test can replace them here.
+
 Example::
 
     cfg = load_config("farm.toml")
@@ -20,331 +26,37 @@ Example::
 """
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import hashlib
 import importlib.util
 import json
 import os
-import re
 import shlex
 import subprocess
 import sys
 import time
-import tomllib
 import urllib.request
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta, timezone
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from farm.errors import ConfigError
+from farm.run.schedule_config import (
+    ACTION_KEYS, FILTER_KEYS, GLOBAL_KEYS, ROOT, SLOT_FORMAT, SWEEP_KEYS, Config, Log, OnRegression, SweepSpec,
+    _stderr, due_slot, load_config, next_slot, parse_config,
+)
+from farm.run.schedule_config import _check_keys, _comma  # noqa: F401  (importable from here as before)
+from farm.run.schedule_jobs import submit
+from farm.run.schedule_state import AlreadyRunning, State, previous_run, run_status, sweep_lock
+from farm.run.schedule_state import _lock_key  # noqa: F401  (importable from here as before)
 
-ROOT = Path(__file__).resolve().parents[2]
-FILTER_KEYS = ("catalog", "primitive", "group", "family", "dtype", "match", "modules", "limit")
-SWEEP_KEYS = {"schedule", "platforms", "run_on", "db", "address", "dashboard", "submit", "baseline", "workers",
-              "timeout", "batch", "repeats", "crossexec", "on_regression", *FILTER_KEYS}
-ACTION_KEYS = {"fail_on", "exit_code", "report", "webhook"}
-GLOBAL_KEYS = {"db", "address", "dashboard", "submit", "state"}
-SLOT_FORMAT = "%Y%m%dT%H%MZ"
-
-Log = Callable[[str], None]
-
-
-def _stderr(msg: str) -> None:
-    print(f"farm schedule: {msg}", file=sys.stderr, flush=True)
-
-
-# --------------------------------------------------------------------------- config
-@dataclass(frozen=True, slots=True)
-class OnRegression:
-    """What to do when ``farm compare BASELINE RUN`` finds a regression."""
-
-    fail_on: str = "status,numeric"  # regression kinds that count (farm compare --fail-on)
-    exit_code: int = 1               # exit status of run-pending when this sweep regressed
-    report: str | None = None        # Markdown report path; {sweep} {run} {baseline} {slot} are filled in
-    webhook: str | None = None       # URL that receives a JSON POST
-
-
-@dataclass(frozen=True, slots=True)
-class SweepSpec:
-    """One named sweep of ``farm.toml``."""
-
-    name: str
-    schedule: str
-    filters: dict[str, str] = field(default_factory=dict)  # farm sweep's catalog filters, as comma lists
-    platforms: str = "cpu,cuda,rocm,tpu"
-    run_on: str = "cpu"
-    db: str | None = None
-    address: str | None = None
-    dashboard: str | None = None  # Ray dashboard URL, for submit
-    submit: bool = False          # run the driver on the cluster as a Ray job
-    baseline: str | None = "previous"  # previous scheduled run of this sweep, a run id/name, or None
-    workers: int | None = None
-    timeout: float | None = None
-    batch: int | None = None
-    repeats: int | None = None
-    crossexec: bool = True
-    on_regression: OnRegression = OnRegression()
-
-    def run_name(self, slot: datetime) -> str:
-        return f"{self.name}-{slot.astimezone(timezone.utc).strftime(SLOT_FORMAT)}"
-
-    def owns(self, run_name: str) -> bool:
-        """Whether ``run_name`` is a scheduled run of this sweep."""
-        return re.fullmatch(re.escape(self.name) + r"-\d{8}T\d{4}Z", run_name) is not None
-
-    def sweep_args(self, run_name: str, resume: bool = False) -> list[str]:
-        """``farm sweep`` arguments for a slot (``--resume`` continues an interrupted one)."""
-        args = ["sweep"]
-        if resume:
-            args += ["--resume", run_name]
-        else:
-            args += ["--name", run_name, "--platforms", self.platforms, "--run-on", self.run_on]
-            for k, v in self.filters.items():
-                args += [f"--{k}", str(v)]
-        if self.db:
-            args += ["--db", self.db]
-        if self.address:
-            args += ["--address", self.address]
-        for flag, v in (("--workers", self.workers), ("--timeout", self.timeout), ("--batch", self.batch),
-                        ("--repeats", self.repeats)):
-            if v is not None:
-                args += [flag, str(v)]
-        if not self.crossexec:
-            args.append("--no-crossexec")
-        return args
-
-
-@dataclass(frozen=True, slots=True)
-class Config:
-    path: Path
-    sweeps: dict[str, SweepSpec]
-    state_path: Path
-
-    @property
-    def lock_dir(self) -> Path:
-        return self.path.parent
-
-
-def _comma(v: Any, key: str, where: str) -> str:
-    if isinstance(v, list) and all(isinstance(x, str) for x in v):
-        return ",".join(v)
-    if isinstance(v, str):
-        return v
-    raise ConfigError(f"{where}: {key} must be a string or a list of strings, not {v!r}")
-
-
-def _check_keys(d: dict[str, Any], allowed: set[str], where: str) -> None:
-    import difflib
-
-    for k in d:
-        if k not in allowed:
-            near = difflib.get_close_matches(k, allowed, n=1)
-            raise ConfigError(f"{where}: unknown key {k!r}" + (f"; did you mean {near[0]!r}?" if near else ""))
-
-
-def parse_config(doc: dict[str, Any], path: Path) -> Config:
-    """Check a parsed farm.toml and build the sweep definitions (raises ConfigError)."""
-    from croniter import croniter
-
-    top = doc.get("farm", {})
-    _check_keys(top, GLOBAL_KEYS, f"{path} [farm]")
-    _check_keys(doc, {"farm", "sweep"}, str(path))
-    sweeps: dict[str, SweepSpec] = {}
-    for name, d in (doc.get("sweep") or {}).items():
-        where = f"{path} [sweep.{name}]"
-        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_.-]*", name):
-            raise ConfigError(f"{where}: a sweep name is letters, digits, '_', '.' and '-', starting with a letter")
-        _check_keys(d, SWEEP_KEYS, where)
-        if "schedule" not in d:
-            raise ConfigError(f"{where}: missing schedule (cron syntax, e.g. \"0 2 * * *\")")
-        if not croniter.is_valid(d["schedule"]):
-            raise ConfigError(f"{where}: schedule {d['schedule']!r} is not valid cron syntax")
-        act = d.get("on_regression", {})
-        _check_keys(act, ACTION_KEYS, f"{where}.on_regression")
-        filters = {k: (str(d[k]) if k == "limit" else _comma(d[k], k, where)) for k in FILTER_KEYS if k in d}
-        baseline = d.get("baseline", "previous")
-        sweeps[name] = SweepSpec(
-            name=name, schedule=d["schedule"], filters=filters,
-            platforms=_comma(d.get("platforms", "cpu,cuda,rocm,tpu"), "platforms", where),
-            run_on=_comma(d.get("run_on", "cpu"), "run_on", where),
-            db=d.get("db", top.get("db")) or os.environ.get("FARM_DB"),
-            address=d.get("address", top.get("address")), dashboard=d.get("dashboard", top.get("dashboard")),
-            submit=bool(d.get("submit", top.get("submit", False))),
-            baseline=None if baseline in (None, "", "none", False) else str(baseline),
-            workers=d.get("workers"), timeout=d.get("timeout"), batch=d.get("batch"), repeats=d.get("repeats"),
-            crossexec=bool(d.get("crossexec", True)),
-            on_regression=OnRegression(fail_on=_comma(act.get("fail_on", "status,numeric"), "fail_on", where),
-                                       exit_code=int(act.get("exit_code", 1)), report=act.get("report"),
-                                       webhook=act.get("webhook")))
-        if sweeps[name].submit and not sweeps[name].dashboard:
-            raise ConfigError(f"{where}: submit = true needs dashboard = \"http://HEAD:8265\"")
-    if not sweeps:
-        raise ConfigError(f"{path}: no [sweep.NAME] tables")
-    state = Path(top.get("state") or path.with_name(path.stem + ".state.json"))
-    return Config(path=path, sweeps=sweeps, state_path=state if state.is_absolute() else path.parent / state)
-
-
-def load_config(path: str | os.PathLike[str] = "farm.toml") -> Config:
-    p = Path(path).resolve()
-    if not p.is_file():
-        raise ConfigError(f"no config file {str(path)!r} (start from farm.example.toml)")
-    try:
-        doc = tomllib.loads(p.read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{path}: {e}") from None
-    return parse_config(doc, p)
-
-
-# --------------------------------------------------------------------------- slots
-def due_slot(schedule: str, now: datetime, last: datetime | None) -> datetime | None:
-    """The most recent slot at or before ``now`` if it is later than ``last``, else None.
-
-    Only the newest slot is returned: after downtime the sweep runs once, not once per
-    missed slot.
-    """
-    from croniter import croniter
-
-    # croniter's get_prev is strictly before its base: start just after this minute so a
-    # slot at the current minute counts as due.
-    base = now.astimezone(timezone.utc).replace(second=0, microsecond=0) + timedelta(minutes=1)
-    slot = croniter(schedule, base).get_prev(datetime).astimezone(timezone.utc)
-    if last is not None and slot <= last:
-        return None
-    return slot
-
-
-def next_slot(schedule: str, now: datetime) -> datetime:
-    from croniter import croniter
-
-    return croniter(schedule, now.astimezone(timezone.utc)).get_next(datetime).astimezone(timezone.utc)
-
-
-# --------------------------------------------------------------------------- state file
-class State:
-    """The JSON state file: per sweep, the last slot attempted and how it went."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path.with_name(self.path.name + ".lock"), "a+") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
-
-    def _read(self) -> dict[str, Any]:
-        try:
-            doc = json.loads(self.path.read_text())
-        except FileNotFoundError:
-            return {"version": 1, "sweeps": {}}
-        except (OSError, ValueError) as e:
-            _stderr(f"warning: ignoring unreadable state file {self.path}: {e}")
-            return {"version": 1, "sweeps": {}}
-        if doc.get("version") != 1:
-            _stderr(f"warning: ignoring state file {self.path} of unknown version {doc.get('version')!r}")
-            return {"version": 1, "sweeps": {}}
-        return doc
-
-    def get(self, sweep: str) -> dict[str, Any]:
-        with self._locked():
-            return dict(self._read()["sweeps"].get(sweep, {}))
-
-    def update(self, sweep: str, **fields: Any) -> None:
-        with self._locked():
-            doc = self._read()
-            doc["sweeps"].setdefault(sweep, {}).update(fields)
-            tmp = self.path.with_name(self.path.name + ".tmp")
-            tmp.write_text(json.dumps(doc, indent=1, sort_keys=True, default=str) + "\n")
-            os.replace(tmp, self.path)
-
-
-# --------------------------------------------------------------------------- lock
-class AlreadyRunning(ConfigError):
-    """Another scheduler holds this sweep's lock."""
-
-
-def _lock_key(sweep: str) -> int:
-    return int.from_bytes(hashlib.sha256(f"farm-schedule:{sweep}".encode()).digest()[:8], "big", signed=True)
-
-
-@contextlib.contextmanager
-def sweep_lock(spec: SweepSpec, lock_dir: Path) -> Iterator[str]:
-    """Hold the one-copy lock of ``spec`` (raises AlreadyRunning). Yields what was locked."""
-    url = spec.db or ""
-    if url.startswith(("postgresql", "postgres")):
-        from sqlalchemy import text
-
-        from farm.store.db import _engine
-
-        engine = _engine(url)
-        try:
-            with engine.connect() as conn:
-                key = _lock_key(spec.name)
-                if not conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": key}).scalar():
-                    raise AlreadyRunning(f"sweep {spec.name!r} is already running (PostgreSQL advisory lock {key})")
-                conn.commit()
-                try:
-                    yield f"advisory lock {key}"
-                finally:
-                    conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": key})
-                    conn.commit()
-        finally:
-            engine.dispose()
-        return
-    lock_dir.mkdir(parents=True, exist_ok=True)
-    path = lock_dir / f".farm-schedule-{spec.name}.lock"
-    with open(path, "a+") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise AlreadyRunning(f"sweep {spec.name!r} is already running (lock file {path})") from None
-        try:
-            yield str(path)
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-# --------------------------------------------------------------------------- runs in the store
-def run_status(db: str | None, run_name: str) -> str | None:
-    """The stored status of a run by name, or None if there is no such run."""
-    from sqlalchemy import select
-
-    from farm.store import open_store
-    from farm.store.models import Run
-
-    store = open_store(db)
-    try:
-        with store.session() as s:
-            return s.scalar(select(Run.status).where(Run.name == run_name))
-    finally:
-        store.dispose()
-
-
-def previous_run(spec: SweepSpec, before: str) -> str | None:
-    """The newest finished scheduled run of ``spec`` older than run ``before``."""
-    from sqlalchemy import select
-
-    from farm.store import open_store
-    from farm.store.models import Run
-
-    store = open_store(spec.db)
-    try:
-        with store.session() as s:
-            cur = s.scalar(select(Run.id).where(Run.name == before))
-            q = select(Run.name).where(Run.status == "finished", Run.name.like(f"{spec.name}-%"))
-            if cur is not None:
-                q = q.where(Run.id < cur)
-            return next((n for n in s.scalars(q.order_by(Run.id.desc())) if spec.owns(n)), None)
-    finally:
-        store.dispose()
-
+__all__ = [
+    "ACTION_KEYS", "FILTER_KEYS", "GLOBAL_KEYS", "ROOT", "SLOT_FORMAT", "SWEEP_KEYS", "Config", "Log", "OnRegression",
+    "SweepSpec", "due_slot", "load_config", "next_slot", "parse_config",
+    "AlreadyRunning", "State", "previous_run", "run_status", "sweep_lock",
+    "submit", "farm_command", "run_farm", "SlotResult", "compare", "post_webhook", "act_on_regression", "run_slot",
+    "pending", "run_pending", "exit_code", "serve",
+]
 
 # --------------------------------------------------------------------------- running
 def farm_command(args: list[str]) -> list[str]:
@@ -357,53 +69,6 @@ def run_farm(args: list[str], log: Log = _stderr) -> int:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
     return subprocess.call(farm_command(args), env=env, cwd=str(ROOT))
-
-
-def submit(args: list[str], dashboard: str, *, working_dir: Path = ROOT, log: Log = _stderr,
-           poll_s: float = 2.0) -> int:
-    """Run ``farm ARGS`` as a Ray job on the cluster (the driver runs on the head).
-
-    ``args`` must reach the cluster on their own: a ``--db`` the head can open. Without
-    ``--address`` the job's driver joins the cluster it runs on (``--address auto``).
-    Returns 0 when the job succeeded, 1 otherwise; the job's log is echoed as it grows.
-    """
-    from ray.job_submission import JobStatus, JobSubmissionClient
-
-    if "--address" not in args:
-        args = [*args, "--address", "auto"]
-    entrypoint = "python -m farm " + shlex.join(args)
-    try:
-        client = JobSubmissionClient(dashboard)
-    except Exception as e:  # connection refused, bad token, not a dashboard
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        from farm.errors import ClusterError
-
-        raise ClusterError(f"cannot reach the Ray dashboard at {dashboard!r}: {msg}") from None
-    runtime_env = {"working_dir": str(working_dir),
-                   "excludes": [".venv", ".git", "*.db", "*.db-*", "bazel-*", "node_modules", "__pycache__",
-                                "*.state.json", ".farm-schedule-*"],
-                   "env_vars": {"RAY_USAGE_STATS_ENABLED": "0", "PYTHONUNBUFFERED": "1"}}
-    job = client.submit_job(entrypoint=entrypoint, runtime_env=runtime_env)
-    log(f"submitted Ray job {job} to {dashboard}: {entrypoint}")
-    shown = 0
-    terminal = {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED}
-    try:
-        while True:
-            status = client.get_job_status(job)
-            logs = client.get_job_logs(job)
-            if len(logs) > shown:
-                sys.stderr.write(logs[shown:])
-                sys.stderr.flush()
-                shown = len(logs)
-            if status in terminal:
-                break
-            time.sleep(poll_s)
-    except KeyboardInterrupt:
-        client.stop_job(job)
-        log(f"stopped Ray job {job}")
-        raise
-    log(f"Ray job {job}: {status.value}")
-    return 0 if status == JobStatus.SUCCEEDED else 1
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,229 @@
+"""What a harness is: its ``HarnessKey``, its known gaps (``Limitation``) and the ``Harness`` itself.
+
+The display name and the fingerprint are derived from the key (and the argument
+descriptors and seed), never parsed back out of a name. Inputs come from a generator
+seeded by the fingerprint, so every worker on every host makes the same bytes.
+"""
+from __future__ import annotations
+
+import hashlib
+import linecache
+import re
+import types
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from farm.catalog.args import Arg, StaticArg, _arg_dtype
+from farm.catalog.dtypes import DEFAULT_TOL, X64_DTYPES
+from farm.platforms import LOWERING_PLATFORMS
+from farm.results import LIMITATION_STAGES
+
+
+@dataclass(frozen=True, slots=True)
+class Limitation:
+    """A known gap, as data: on these platforms x dtypes this stage is expected to fail.
+
+    Empty ``platforms`` or ``dtypes`` means all. ``stage="compare"`` with ``tol`` set
+    means "needs a looser tolerance" rather than "fails". ``stage="run"``: fails somewhere
+    between lowering and comparing on that platform (see ``RUN_STAGES``).
+    """
+
+    description: str
+    platforms: tuple[str, ...] = ()
+    dtypes: tuple[str, ...] = ()
+    stage: str = "lower"
+    tol: tuple[float, float] | None = None
+    #: the harness is known to kill the process there (JAX's ``skip_run``): a ``crashed``
+    #: outcome on a native run of that platform is the expected failure, not a finding
+    crashes: bool = False
+    #: which failure is expected: a regular expression searched in "ErrorType: message"
+    #: (and the status it must have, e.g. "error" or "fail"). A different failure behind
+    #: the same limitation is a ``fail`` that shows both. None: any failure.
+    error: str | None = None
+    status: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.stage not in LIMITATION_STAGES:
+            raise ValueError(f"Limitation stage must be one of {LIMITATION_STAGES}, got {self.stage!r}")
+        if self.status is not None and self.status not in ("fail", "error", "not_runnable_here"):
+            raise ValueError(f"Limitation status must be fail, error or not_runnable_here, got {self.status!r}")
+        if self.error is not None:
+            re.compile(self.error)  # a bad pattern fails where the harness is defined
+
+    def expects(self, status: str, error_type: str | None, error: str | None) -> bool:
+        """Is this failure the one the limitation describes?"""
+        if self.status is not None and status != self.status:
+            return False
+        return self.error is None or re.search(self.error, f"{error_type or ''}: {error or ''}") is not None
+
+    def applies(self, platform: str, dtype: str) -> bool:
+        return (not self.platforms or platform in self.platforms) and (not self.dtypes or dtype in self.dtypes)
+
+
+def chlo_leak(op: str) -> Limitation:
+    """JAX lowers this op to a non-StableHLO ``chlo`` op on every platform (JAX #15608)."""
+    return Limitation(f"lowers to chlo.{op}, which crosses the plugin boundary (JAX #15608)",
+                      platforms=LOWERING_PLATFORMS, stage="census")
+
+
+@dataclass(frozen=True, slots=True)
+class HarnessKey:
+    """What a harness is: primitive, group, dtype, argument shapes and params."""
+
+    primitive: str
+    group: str
+    dtype: str
+    shapes: tuple[tuple[int, ...], ...]
+    params: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def name(self) -> str:
+        shapes = "_".join("x".join(map(str, s)) or "scalar" for s in self.shapes)
+        params = "".join(f"_{k}={v}" for k, v in self.params)
+        base = self.group if self.group == self.primitive else f"{self.group}.{self.primitive}"
+        return f"{base}_{self.dtype}_{shapes}{params}"
+
+
+#: Modules whose functions are named, not hashed: their bodies change with the library's version.
+_LIBRARY = ("jax", "jaxlib", "numpy", "scipy", "ml_dtypes")
+
+
+def _last_line(code: types.CodeType) -> int:
+    nested = (_last_line(c) for c in code.co_consts if isinstance(c, types.CodeType))
+    own = (line for _, _, line in code.co_lines() if line is not None)
+    return max(code.co_firstlineno, *own, *nested)
+
+
+def _code_digest(obj: Any, h: "hashlib._Hash") -> None:
+    """Feed a function's source text into a hash.
+
+    Source lines, not bytecode: bytecode differs between Python versions, and a
+    fingerprint (and the inputs seeded from it) must be the same on a CPU host with
+    Python 3.11 and a device host with 3.12. Bytecode is the fallback when the source
+    file is not there.
+    """
+    obj = getattr(obj, "__wrapped__", obj)
+    code = getattr(obj, "__code__", None)
+    module = getattr(obj, "__module__", None) or ""
+    if module.startswith(_LIBRARY) and not module.endswith("test_harnesses"):
+        code = None  # a library function (lax.tanh): its name is the definition, not its body
+    if code is None:
+        h.update(repr(getattr(obj, "__qualname__", type(obj).__name__)).encode())
+        return
+    lines = linecache.getlines(code.co_filename)
+    last = _last_line(code)
+    text = "".join(lines[code.co_firstlineno - 1:last])
+    if text:
+        h.update(text.strip().encode())
+    else:
+        h.update(code.co_code)
+        h.update(repr(code.co_names).encode())
+
+
+@dataclass(frozen=True)
+class Harness:
+    """One catalog entry. ``fun`` takes the arguments in ``args`` order."""
+
+    key: HarnessKey
+    fun: Callable[..., Any] = field(repr=False)
+    args: tuple[Arg, ...]
+    family: str
+    catalog: str = "farm"
+    reference: Callable[..., Any] | None = field(default=None, repr=False)
+    compare: str = "allclose"  # allclose | exact | invariant name | none
+    invariant: Callable[..., Any] | None = field(default=None, repr=False)
+    limitations: tuple[Limitation, ...] = ()
+    tol: tuple[float, float] | None = None
+    seed: int = 0
+    devices: int = 1
+    source: str = ""  # e.g. the upstream harness fullname
+    arg_maker: Callable[[int], list[Any]] | None = field(default=None, repr=False)
+    timeout_s: float | None = None
+
+    @property
+    def name(self) -> str:
+        return self.key.name
+
+    @property
+    def primitive(self) -> str:
+        return self.key.primitive
+
+    @property
+    def group(self) -> str:
+        return self.key.group
+
+    @property
+    def dtype(self) -> str:
+        return self.key.dtype
+
+    @property
+    def needs_x64(self) -> bool:
+        if self.catalog == "upstream":
+            return False
+        return self.dtype in X64_DTYPES or any(_arg_dtype(a) in X64_DTYPES for a in self.args)
+
+    @property
+    def fingerprint(self) -> str:
+        """Stable hash of definition, inputs and seed (cached on first use)."""
+        fp = self.__dict__.get("_fp")
+        if fp is None:
+            h = hashlib.sha256()
+            h.update(repr((self.catalog, self.key, self.seed, self.source, self.devices)).encode())
+            h.update(repr(tuple(a.describe() for a in self.args)).encode())
+            _code_digest(self.fun, h)
+            fp = h.hexdigest()[:20]
+            object.__setattr__(self, "_fp", fp)
+        return fp
+
+    def rng(self) -> np.random.Generator:
+        return np.random.default_rng(int(self.fingerprint[:16], 16) ^ self.seed)
+
+    def make_args(self) -> list[Any]:
+        """All arguments (static ones included), bit-identical on every host."""
+        if self.arg_maker is not None:
+            return self.arg_maker(int(self.fingerprint[:8], 16))
+        rng = self.rng()
+        return [a.value if isinstance(a, StaticArg) else a.make(rng) for a in self.args]
+
+    def static_argnums(self) -> tuple[int, ...]:
+        return tuple(i for i, a in enumerate(self.args) if isinstance(a, StaticArg))
+
+    def limitation(self, platform: str, stage: str | None = None) -> Limitation | None:
+        """The first limitation that covers this platform (and stage, if given)."""
+        for lim in self.limitations:
+            if lim.applies(platform, self.dtype) and (stage is None or lim.stage == stage) and lim.tol is None:
+                return lim
+        return None
+
+    def tolerance(self, platform: str, dtype: str | None = None) -> tuple[float, float]:
+        for lim in self.limitations:
+            if lim.tol is not None and lim.applies(platform, self.dtype):
+                return lim.tol
+        if self.tol is not None:
+            return self.tol
+        return DEFAULT_TOL.get(dtype or self.dtype, (0.0, 0.0))
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "fingerprint": self.fingerprint,
+            "catalog": self.catalog,
+            "family": self.family,
+            "primitive": self.primitive,
+            "group": self.group,
+            "dtype": self.dtype,
+            "shapes": [list(s) for s in self.key.shapes],
+            "params": dict(self.key.params),
+            "args": [a.describe() for a in self.args],
+            "compare": self.compare,
+            "devices": self.devices,
+            "source": self.source,
+            "limitations": [
+                {"description": l.description, "platforms": list(l.platforms), "dtypes": list(l.dtypes),
+                 "stage": l.stage, "tol": list(l.tol) if l.tol else None, "error": l.error, "status": l.status}
+                for l in self.limitations
+            ],
+        }

@@ -1,0 +1,180 @@
+"""The registry: ``define()`` appends a harness to its catalog; ``load()``, ``select()`` and
+``Filters`` pick harnesses back out of it.
+"""
+from __future__ import annotations
+
+import fnmatch
+import importlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from farm.catalog.args import Arg, _shape_of
+from farm.catalog.dtypes import DTYPES, INTEGER
+from farm.catalog.harness import Harness, HarnessKey, Limitation
+from farm.errors import ConfigError, UnknownName
+from farm.platforms import LOWERING_PLATFORMS
+
+_REGISTRY: dict[str, list[Harness]] = {}
+_LOADED: set[str] = set()
+
+#: Family modules of the farm's own catalog, imported on first use.
+FARM_FAMILIES: tuple[str, ...] = (
+    "elementwise_unary", "elementwise_binary", "comparison", "bitwise", "conversion",
+    "reduction", "cumulative", "dot_conv", "shape", "indexing", "sort", "control_flow",
+    "linalg", "random", "fft", "special", "collective",
+)
+
+
+def define(
+    family: str,
+    primitive: str,
+    fun: Callable[..., Any],
+    args: Sequence[Arg],
+    *,
+    dtype: str,
+    group: str | None = None,
+    params: dict[str, Any] | None = None,
+    reference: Callable[..., Any] | None = None,
+    compare: str | None = None,
+    invariant: Callable[..., Any] | None = None,
+    limitations: Iterable[Limitation] = (),
+    tol: tuple[float, float] | None = None,
+    devices: int = 1,
+    catalog: str = "farm",
+    source: str = "",
+    arg_maker: Callable[[int], list[Any]] | None = None,
+    shapes: Sequence[tuple[int, ...]] | None = None,
+    timeout_s: float | None = None,
+) -> Harness:
+    """Declare one harness and append it to its catalog's registry."""
+    if dtype not in DTYPES:
+        raise UnknownName("dtype", dtype, DTYPES)
+    if shapes is None:
+        shapes = [s for s in (_shape_of(a) for a in args) if s is not None]
+    key = HarnessKey(
+        primitive=primitive,
+        group=group or primitive,
+        dtype=dtype,
+        shapes=tuple(tuple(int(d) for d in s) for s in shapes),
+        params=tuple(sorted((k, str(v)) for k, v in (params or {}).items())),
+    )
+    if compare is None:
+        compare = "exact" if dtype in INTEGER + ("bool",) else ("allclose" if reference else "none")
+    h = Harness(
+        key=key, fun=fun, args=tuple(args), family=family, catalog=catalog, reference=reference,
+        compare=compare, invariant=invariant, limitations=tuple(limitations), tol=tol,
+        devices=devices, source=source, arg_maker=arg_maker, timeout_s=timeout_s,
+    )
+    _REGISTRY.setdefault(catalog, []).append(h)
+    return h
+
+
+CATALOGS = ("farm", "upstream", "all")
+
+
+def load(catalog: str = "farm", modules: Iterable[str] = ()) -> list[Harness]:
+    """Import a catalog's family modules (once) and return its harnesses."""
+    for mod in modules:
+        if mod not in _LOADED:
+            try:
+                importlib.import_module(mod)
+            except ModuleNotFoundError as e:
+                raise ConfigError(f"cannot import harness module {mod!r}: {e}") from None
+            _LOADED.add(mod)
+    if catalog not in CATALOGS and catalog not in _REGISTRY:
+        raise UnknownName("catalog", catalog, set(CATALOGS) | set(_REGISTRY))
+    if catalog in ("farm", "all") and "farm" not in _LOADED:
+        for fam in FARM_FAMILIES:
+            try:
+                importlib.import_module(f"harnesses.{fam}")
+            except ModuleNotFoundError as e:
+                if e.name != f"harnesses.{fam}":
+                    raise
+        _LOADED.add("farm")
+    if catalog in ("upstream", "all") and "upstream" not in _LOADED:
+        # Imported here, not at the top: harnesses.upstream imports farm.catalog (a cycle at
+        # import time), and only the upstream catalog needs it.
+        from harnesses import upstream
+
+        upstream.register()
+        _LOADED.add("upstream")
+    if catalog == "all":
+        return _REGISTRY.get("farm", []) + _REGISTRY.get("upstream", [])
+    return list(_REGISTRY.get(catalog, []))
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """A selection: each field a tuple of accepted values (empty = any)."""
+
+    catalog: str = "farm"
+    primitive: tuple[str, ...] = ()
+    group: tuple[str, ...] = ()
+    dtype: tuple[str, ...] = ()
+    family: tuple[str, ...] = ()
+    name: tuple[str, ...] = ()
+    modules: tuple[str, ...] = ()
+    limit: int | None = None
+
+    @classmethod
+    def parse(cls, catalog: str = "farm", primitive: str | None = None, group: str | None = None,
+              dtype: str | None = None, family: str | None = None, name: str | None = None,
+              modules: str | None = None, limit: int | None = None) -> "Filters":
+        split = lambda s: tuple(x.strip() for x in s.split(",") if x.strip()) if s else ()
+        return cls(catalog=catalog, primitive=split(primitive), group=split(group), dtype=split(dtype),
+                   family=split(family), name=split(name), modules=split(modules), limit=limit)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in
+                ((f, getattr(self, f)) for f in self.__dataclass_fields__)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Filters":
+        return cls(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items()})
+
+
+def select(filters: Filters) -> list[Harness]:
+    """Harnesses matching every filter. Unknown values raise ``UnknownName``."""
+    harnesses = load(filters.catalog, filters.modules)
+    for d in filters.dtype:
+        if d not in DTYPES:
+            raise UnknownName("dtype", d, DTYPES)
+    checks = (("primitive", filters.primitive), ("group", filters.group), ("family", filters.family))
+    for attr, wanted in checks:
+        if wanted:
+            known = {getattr(h, attr) for h in harnesses}
+            for w in wanted:
+                if w not in known:
+                    raise UnknownName(attr, w, known)
+    out = []
+    for h in harnesses:
+        if filters.primitive and h.primitive not in filters.primitive:
+            continue
+        if filters.group and h.group not in filters.group:
+            continue
+        if filters.family and h.family not in filters.family:
+            continue
+        if filters.dtype and h.dtype not in filters.dtype:
+            continue
+        if filters.name and not any(
+            (fnmatch.fnmatchcase(h.name, pat) if any(c in pat for c in "*?[") else pat in h.name)
+            for pat in filters.name
+        ):
+            continue
+        out.append(h)
+    if filters.limit is not None:
+        out = out[: filters.limit]
+    return out
+
+
+def by_fingerprint(harnesses: Iterable[Harness]) -> dict[str, Harness]:
+    return {h.fingerprint: h for h in harnesses}
+
+
+def check_platforms(platforms: Iterable[str]) -> tuple[str, ...]:
+    out = tuple(platforms)
+    for p in out:
+        if p not in LOWERING_PLATFORMS:
+            raise UnknownName("platform", p, LOWERING_PLATFORMS)
+    return out
