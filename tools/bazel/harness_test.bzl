@@ -18,7 +18,7 @@ def harness_family_test(
         family,
         shard_count = None,
         platforms = DEFAULT_PLATFORMS,
-        test_file = "//harnesses:test_family.py",
+        test_file = "//tools/bazel:family_test.py",
         env = {},
         data = [],
         tags = [],

@@ -10,7 +10,7 @@ relative to the runfiles workspace root (the test's working directory).
 - HOME / XDG_CACHE_HOME default to writable dirs under TEST_TMPDIR (jax needs them);
 - maps pytest's exit code 5 (no tests collected, e.g. an empty shard) to 0.
 
-Runs fine outside Bazel too: `python tools/bazel/pytest_main.py harnesses/test_family.py`.
+Runs fine outside Bazel too: `python tools/bazel/pytest_main.py tools/bazel/family_test.py`.
 """
 
 import os
