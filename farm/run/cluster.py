@@ -1,0 +1,189 @@
+"""Ray glue for the sweep: start or join a cluster, ask what it offers, and talk to the
+worker actors (start one, hand it a batch, read what it streams, kill it).
+
+This is the only module of the sweep that touches Ray, and it imports ``ray`` inside
+each function: ``import ray`` costs 0.7-1.1 s on top of everything ``farm.run.sweep``
+imports (measured with ``time.perf_counter`` and ``python -X importtime``), and a warm
+re-sweep whose results are all cached starts no cluster and must not pay for it.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from farm.catalog import Harness
+from farm.errors import ClusterError, Infeasible
+from farm.platforms import DEVICE_KINDS, SLOT_RESOURCE
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+class Cluster(NamedTuple):
+    """What ``ray_init`` found: whether it started (or joined) Ray here, and the worker slots."""
+
+    started: bool
+    slots: int
+
+
+class WorkerDied(Exception):
+    """A worker process died (or its node went away) while running a batch."""
+
+    def __init__(self, cause: str) -> None:
+        super().__init__(cause)
+        self.cause = cause  # the Ray exception's type name
+
+
+def ray_init(address: str | None, workers: int | None) -> Cluster:
+    """Start a local cluster or join one."""
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    import ray
+
+    if ray.is_initialized():
+        slots = int(ray.cluster_resources().get("cpu_slot", 0)) or (workers or 1)
+        return Cluster(False, workers or slots)
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH", "")) if p)
+    if address:
+        _check_reachable(address)
+        try:
+            ray.init(address=address, log_to_driver=False, configure_logging=False)
+        except Exception as e:
+            msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise ClusterError(f"cannot join Ray cluster at {address!r}: {msg}") from None
+        slots = int(ray.cluster_resources().get("cpu_slot", 0))
+        if not slots:
+            slots = int(ray.cluster_resources().get("CPU", 1))
+        return Cluster(True, workers or slots)
+    n = workers or os.cpu_count() or 1
+    ray.init(num_cpus=max(n, os.cpu_count() or 1), include_dashboard=False, log_to_driver=False,
+             configure_logging=False, resources={"cpu_slot": n},
+             runtime_env={"env_vars": {"PYTHONPATH": os.environ["PYTHONPATH"]}})
+    return Cluster(True, n)
+
+
+def _check_reachable(address: str, timeout: float = 3.0) -> None:
+    """Ray retries an unreachable head for minutes; say so in seconds instead."""
+    if address in ("auto", "local") or "://" in address and not address.startswith("ray://"):
+        return
+    hostport = address.removeprefix("ray://")
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        raise ClusterError(f"bad Ray address {address!r} (expected HOST:PORT, e.g. 127.0.0.1:6379)")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as e:
+        raise ClusterError(f"cannot join Ray cluster at {address!r}: nothing answers there ({e.strerror or e})") from None
+
+
+def check_feasible(run_on: tuple[str, ...]) -> None:
+    """Refuse up front a --run-on device no node has (Ray would wait forever)."""
+    import ray
+
+    have = ray.cluster_resources()
+    kinds = [k for k in DEVICE_KINDS if have.get(SLOT_RESOURCE[k], 0) > 0]
+    missing = [k for k in run_on if k not in kinds]
+    if missing:
+        raise Infeasible(f"--run-on {','.join(missing)} is infeasible: the cluster has "
+                         f"{', '.join(f'{k} ({int(have[SLOT_RESOURCE[k]])} slots)' for k in kinds) or 'no worker slots'}")
+
+
+def running() -> bool:
+    """Whether this process is connected to Ray already (never imports ``ray`` to find out)."""
+    ray = sys.modules.get("ray")
+    return ray is not None and ray.is_initialized()
+
+
+def shutdown() -> None:
+    import ray
+
+    ray.shutdown()
+
+
+def capacity(kind: str) -> int:
+    """The worker slots for device ``kind`` the cluster offers now (a node may have gone or come)."""
+    import ray
+
+    return int(ray.cluster_resources().get(SLOT_RESOURCE[kind], 0))
+
+
+@dataclass(eq=False)  # workers are told apart by identity
+class Worker:
+    """One worker actor (a process on one device slot) and the batch it is running."""
+
+    actor: Any
+    stream: Any = None  # the running batch's outcomes, one per harness; None: idle
+    batch: list[Harness] = field(default_factory=list)
+    pos: int = 0  # index in ``batch`` of the harness running now
+    since: float = field(default_factory=time.monotonic)  # when the batch or its last outcome came
+    fresh: bool = True  # no outcome yet from this process (it may still be starting)
+    count: int = 0  # harnesses this process finished
+    isolated: bool = False  # running one harness alone, retried after its worker died
+
+    @classmethod
+    def start(cls, kind: str, catalog: str, modules: list[str], options: dict[str, Any],
+              env: dict[str, str]) -> Worker:
+        """A new worker actor on one ``kind`` slot (``env``: extra environment for its process)."""
+        from workers.actor import HarnessWorker  # imports ray (see the module docstring)
+
+        extra = {"runtime_env": {"env_vars": dict(env)}} if env else {}
+        return cls(HarnessWorker.options(num_cpus=0, resources={SLOT_RESOURCE[kind]: 1}, **extra).remote(
+            catalog, modules, options))
+
+    @property
+    def current(self) -> Harness | None:
+        return self.batch[self.pos] if self.pos < len(self.batch) else None
+
+    def run(self, batch: list[Harness], reuse: dict[str, dict[str, Any]], isolated: bool) -> None:
+        """Start ``batch``, with the downstream priors (``reuse``) of those of its harnesses that have one."""
+        self.batch, self.pos, self.since, self.isolated = batch, 0, time.monotonic(), isolated
+        self.stream = self.actor.run_batch.options(num_returns="streaming").remote(
+            [h.fingerprint for h in batch], {h.fingerprint: reuse[h.fingerprint] for h in batch if h.fingerprint in reuse})
+
+    def advance(self, now: float) -> bool:
+        """Count the harness that just finished; False (and idle) once the batch is over."""
+        self.pos += 1
+        self.count += 1
+        self.since = now
+        self.fresh = False
+        if self.pos < len(self.batch):
+            return True
+        self.stream = None
+        return False
+
+    def next_result(self) -> dict[str, Any] | None:
+        """The next outcome (as a dict) the batch streamed, or None when the batch is over.
+
+        Raises:
+            WorkerDied: the worker process died under the harness it was running.
+        """
+        import ray
+        from ray.exceptions import RayError  # RayActorError is one
+
+        try:
+            return ray.get(next(self.stream))
+        except StopIteration:
+            return None
+        except RayError as e:
+            raise WorkerDied(type(e).__name__) from e
+
+    def kill(self) -> None:
+        """Kill the actor, never restarting it; one already gone is no error."""
+        import ray
+
+        self.stream = None
+        try:
+            ray.kill(self.actor, no_restart=True)
+        except Exception:
+            pass
+
+
+def wait(workers: list[Worker], timeout: float) -> list[Worker]:
+    """Wait up to ``timeout`` seconds for a busy worker to have something; those that do."""
+    import ray
+
+    ready, _ = ray.wait([w.stream for w in workers], num_returns=1, timeout=timeout)
+    ids = {id(g) for g in ready}
+    return [w for w in workers if id(w.stream) in ids]
