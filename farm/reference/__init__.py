@@ -1,0 +1,118 @@
+"""An independent numeric reference for any harness: its jaxpr evaluated in NumPy float64.
+
+``evaluate(closed_jaxpr, *args)`` runs a closed jaxpr equation by equation with one
+NumPy/SciPy rule per primitive (``farm.reference.evaluator.RULES``), recursing into
+sub-jaxprs (jit, custom_jvp/vjp, cond, while, scan, remat). Real floats are computed
+in float64, complex in complex128, integers exactly in their own dtype (wrap-around,
+shifts and division as XLA defines them), so the result is a reference for every
+device, not JAX compared with itself.
+
+    >>> cj, dyn = trace(h, h.make_args())
+    >>> outs = evaluate(cj, *dyn)            # float64 / complex128 / exact ints
+    >>> promised = out_dtypes(cj)            # the dtypes the device results have
+    >>> mismatches(outs[0], device_out[0], promised[0], kind_of(primitives(cj)))
+
+``reference_for(h)`` gives a callable over the harness's arguments, or None when some
+primitive in its jaxpr has no rule; ``coverage(harnesses)`` counts per group how many
+harnesses are fully supported and names the missing primitive for the rest.
+
+Imports only NumPy, SciPy and JAX.
+"""
+from __future__ import annotations
+
+import functools
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from farm.reference import control, elementwise, linalg, linalg_dot, random, reductions, shapes  # noqa: F401  (register rules)
+from farm.reference.evaluator import (
+    RULES, AmbiguousResult, UnsupportedPrimitive, call_jaxpr, primitives, ref_dtype, register,
+)
+from farm.reference.tolerance import kind_of, mismatches, tolerance
+
+__all__ = [
+    "RULES", "AmbiguousResult", "UnsupportedPrimitive", "coverage", "evaluate", "kind_of", "missing",
+    "mismatches", "out_dtypes", "primitives", "ref_dtype", "reference_for", "register", "tolerance", "trace",
+]
+
+
+def evaluate(closed_jaxpr: Any, *args: Any) -> list[np.ndarray]:
+    """The outputs of ``closed_jaxpr`` on ``args``: float64/complex128 for inexact
+    outputs, the promised integer/bool dtype otherwise.
+
+    Raises:
+        UnsupportedPrimitive: an equation's primitive has no rule.
+        AmbiguousResult: the result is not unique (a scatter with conflicting writes...).
+    """
+    return call_jaxpr(closed_jaxpr, list(args))
+
+
+def out_dtypes(closed_jaxpr: Any) -> list[np.dtype]:
+    """The dtypes the jaxpr promises for its outputs (what a device returns)."""
+    return [np.dtype(a.dtype) for a in closed_jaxpr.out_avals]
+
+
+def missing(closed_jaxpr: Any) -> list[str]:
+    """The primitives in ``closed_jaxpr`` (and its sub-jaxprs) that have no rule, sorted."""
+    return sorted(p for p in primitives(closed_jaxpr.jaxpr) if p not in RULES)
+
+
+def trace(h: Any, args: list[Any]) -> tuple[Any, list[Any]]:
+    """(closed jaxpr over the dynamic args, the dynamic args), as the farm's trace stage does."""
+    import jax
+
+    from farm.stages.trace import jitted  # noqa: PLC0415  (the farm's one definition of static args)
+
+    jf, dyn = jitted(h, args)
+    return jax.make_jaxpr(jf)(*dyn), dyn
+
+
+def reference_for(h: Any) -> Callable[..., list[np.ndarray]] | None:
+    """A reference for harness ``h``: called with the harness's arguments (all of them,
+    in their own dtypes), returns the evaluated outputs. None if some primitive has no
+    rule or the harness does not trace."""
+    try:
+        cj, _ = trace(h, h.make_args())
+    except Exception:  # a harness that does not trace has no reference
+        return None
+    if missing(cj):
+        return None
+    static = set(h.static_argnums())
+
+    def reference(*args: Any) -> list[np.ndarray]:
+        return evaluate(cj, *(a for i, a in enumerate(args) if i not in static))
+
+    functools.update_wrapper(reference, h.fun, assigned=("__name__",), updated=())
+    return reference
+
+
+def coverage(harnesses: Iterable[Any]) -> dict[str, Any]:
+    """Per group: how many harnesses are fully supported, and for the others the missing
+    primitive (the first one alphabetically; "trace error: ..." if it does not trace).
+
+    Returns ``{"total": n, "supported": n, "missing": {primitive: n}, "groups": {group:
+    {"total": n, "supported": n, "missing": {primitive: n}}}}``.
+    """
+    groups: dict[str, dict[str, Any]] = {}
+    for h in harnesses:
+        g = groups.setdefault(h.group, {"total": 0, "supported": 0, "missing": Counter()})
+        g["total"] += 1
+        try:
+            cj, _ = trace(h, h.make_args())
+            gaps = missing(cj)
+        except Exception as e:  # a harness exception is a reason, not a crash
+            gaps = [f"trace error: {type(e).__name__}"]
+        if gaps:
+            g["missing"][gaps[0]] += 1
+        else:
+            g["supported"] += 1
+    total_missing: Counter[str] = Counter()
+    for g in groups.values():
+        total_missing.update(g["missing"])
+        g["missing"] = dict(g["missing"].most_common())
+    return {"total": sum(g["total"] for g in groups.values()),
+            "supported": sum(g["supported"] for g in groups.values()),
+            "missing": dict(total_missing.most_common()), "groups": groups}

@@ -1,0 +1,83 @@
+"""Rules for primitives that carry sub-jaxprs: calls, custom derivatives, cond, while, scan.
+
+Each evaluates the primal computation only (custom JVP/VJP rules are ignored: a
+reference evaluates the function, not its derivative).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from farm.reference.evaluator import Ctx, register
+
+
+@register("jit", "pjit", "closed_call", "core_call", "remat", "remat2", "checkpoint", "custom_jvp_call",
+          "custom_vjp_call", "custom_vjp_call_jaxpr")
+def _call(ctx: Ctx, *args: Any, **params: Any) -> list[np.ndarray]:
+    sub = params.get("jaxpr", params.get("call_jaxpr", params.get("fun_jaxpr")))
+    if sub is None:
+        raise TypeError(f"{ctx.primitive}: no sub-jaxpr among params {sorted(params)}")
+    return ctx.call(sub, *args)
+
+
+@register("cond")
+def _cond(ctx: Ctx, index: np.ndarray, *ops: Any, branches: Any, **_: Any) -> list[np.ndarray]:
+    i = int(np.clip(int(index), 0, len(branches) - 1))  # an out-of-range index is clamped
+    return ctx.call(branches[i], *ops)
+
+
+@register("while")
+def _while(ctx: Ctx, *args: Any, cond_jaxpr: Any, body_jaxpr: Any, cond_nconsts: int,
+           body_nconsts: int, **_: Any) -> list[np.ndarray]:
+    cconsts, bconsts = args[:cond_nconsts], args[cond_nconsts:cond_nconsts + body_nconsts]
+    carry = list(args[cond_nconsts + body_nconsts:])
+    while True:
+        pred = ctx.call(cond_jaxpr, *cconsts, *carry)[0]
+        if not pred.any():
+            return carry
+        new = ctx.call(body_jaxpr, *bconsts, *carry)
+        if pred.ndim == 0:
+            carry = new
+        else:  # a batched predicate (from vmap): only the lanes still looping advance, as XLA lowers it
+            carry = [np.where(pred.reshape(pred.shape + (1,) * (n.ndim - pred.ndim)), n, c)
+                     for n, c in zip(new, carry)]
+
+
+@register("scan")
+def _scan(ctx: Ctx, *args: Any, jaxpr: Any, num_consts: int, num_carry: int, length: int,
+          reverse: bool, **_: Any) -> list[np.ndarray]:
+    consts, carry = args[:num_consts], list(args[num_consts:num_consts + num_carry])
+    xs = args[num_consts + num_carry:]
+    ys_avals = ctx.out_avals[num_carry:]
+    ys = [None] * len(ys_avals)
+    steps = range(length - 1, -1, -1) if reverse else range(length)
+    for t in steps:
+        out = ctx.call(jaxpr, *consts, *carry, *(x[t] for x in xs))
+        carry, y = out[:num_carry], out[num_carry:]
+        for k, v in enumerate(y):
+            if ys[k] is None:
+                ys[k] = np.zeros((length,) + v.shape, dtype=v.dtype)
+            ys[k][t] = v
+    for k, a in enumerate(ys_avals):
+        if ys[k] is None:  # length 0
+            ys[k] = np.zeros(a.shape, dtype=np.float64)
+    return carry + ys
+
+
+@register("custom_linear_solve")
+def _linear_solve(ctx: Ctx, *args: Any, const_lengths: Any, jaxprs: Any, **_: Any) -> list[np.ndarray]:
+    n_mv, n_vm, n_s = const_lengths.matvec, const_lengths.vecmat, const_lengths.solve
+    n_all = n_mv + n_vm + n_s + const_lengths.transpose_solve
+    solve_consts = args[n_mv + n_vm:n_mv + n_vm + n_s]
+    return ctx.call(jaxprs.solve, *solve_consts, *args[n_all:])
+
+
+@register("device_put", "optimization_barrier")
+def _identity_many(ctx: Ctx, *args: Any, **_: Any) -> list[np.ndarray]:
+    return list(args)
+
+
+@register("copy", "copy_p", "stop_gradient")
+def _identity(ctx: Ctx, x: np.ndarray, **_: Any) -> np.ndarray:
+    return x.copy()
