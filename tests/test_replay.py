@@ -75,6 +75,19 @@ def _sweep(store, outcomes: list[tuple[dict, Outcome]], name: str = "old-sweep")
     return name
 
 
+def _pipeline_sweep(store, h, name: str) -> str:
+    """A sweep of one catalog harness as farm.pipeline stores it, its io linked on execute;
+    the io artifact's sha256."""
+    from farm import pipeline
+
+    o = pipeline.run_harness(h, pipeline.Options(platforms=("cpu",), crossexec=False, repeats=1))
+    io_sha = next(a.sha256 for a in o.artifacts if a.kind == "io")
+    o = o.replace(records=[r.with_status(r.status, artifact=io_sha) if (r.stage, r.platform) == ("execute", "cpu")
+                           else r for r in o.records])
+    _sweep(store, [(h.describe(), o)], name=name)
+    return io_sha
+
+
 def _replay(store, items_of, **kw):
     from farm.store.environments import describe
 
@@ -97,7 +110,9 @@ def test_replays_exports_stored_under_another_jax_version(store):
     assert rec.facts["jax_version"] == OLD_JAX
     assert rec.facts["cc_supported"] is True
     assert rec.facts["outside_window"] is False  # stored today
-    assert rec.stage == "replay" and rec.platform == "cpu"
+    assert [(r.stage, r.platform) for r in rec.outcome.records] == [
+        ("serialize", "export"), ("compile", "cpu"), ("execute", "cpu"), ("compare", "cpu")]
+    assert rec.platform == "cpu"
 
 
 def test_replay_results_are_a_replay_run_in_the_store(store):
@@ -109,7 +124,8 @@ def test_replay_results_are_a_replay_run_in_the_store(store):
         info = queries.run_dict(s, queries.resolve_run(s, "replay-1"))
         rows = queries.results(s, report.run_id)
     assert info["kind"] == "replay" and info["status"] == "finished"
-    assert [(r["stage"], r["platform"], r["status"]) for r in rows] == [("replay", "cpu", "ok")]
+    assert [(r["stage"], r["platform"], r["status"]) for r in rows] == [
+        ("serialize", "export", "ok"), ("compile", "cpu", "ok"), ("execute", "cpu", "ok"), ("compare", "cpu", "ok")]
     assert rows[0]["artifact"] == report.items[0][0].export_sha
 
 
@@ -293,16 +309,12 @@ def test_pipeline_artifacts_replay_and_compare_with_today(store):
     compared with today's jit of the same catalog harness."""
     import jax.numpy as jnp
 
-    from farm import catalog, pipeline
+    from farm import catalog
     from farm.store.environments import describe
 
     h = catalog.define("test", "tanh", lambda x: jnp.tanh(x), [catalog.RandArg((5,), "float32")],
                        dtype="float32", catalog="replaytest")
-    o = pipeline.run_harness(h, pipeline.Options(platforms=("cpu",), crossexec=False, repeats=1))
-    io_sha = next(a.sha256 for a in o.artifacts if a.kind == "io")
-    o = o.replace(records=[r.with_status(r.status, artifact=io_sha) if (r.stage, r.platform) == ("execute", "cpu")
-                           else r for r in o.records])
-    _sweep(store, [(h.describe(), o)], name="pipeline-sweep")
+    io_sha = _pipeline_sweep(store, h, "pipeline-sweep")
     with store.session() as s:
         items = replay.from_run(s, "pipeline-sweep")
         report = replay.replay(s, items, env=describe(), today=TODAY, today_lowering=True)
@@ -313,4 +325,56 @@ def test_pipeline_artifacts_replay_and_compare_with_today(store):
 
     with store.session() as s:
         rows = {r["stage"]: r for r in queries.results(s, report.run_id)}
-    assert rows["replay_today"]["status"] == "ok"
+    assert rows["xhost"]["status"] == "ok" and rows["xhost"]["facts"]["vs_native"] == "ok"
+
+
+def test_catalog_harness_limitations_judge_the_replay(store):
+    """A replayed harness still in the catalog is judged by the pipeline's limitation judge:
+    a limitation on a stage that now passes is stale; a compare limitation (about the
+    float64 reference) is not judged by a comparison with stored outputs."""
+    import jax.numpy as jnp
+
+    from farm import catalog
+
+    h = catalog.define("test", "sinh", lambda x: jnp.sinh(x), [catalog.RandArg((4,), "float32")],
+                       dtype="float32", catalog="replaytest-limits",
+                       limitations=[catalog.Limitation("execute fails on cpu", platforms=("cpu",), stage="execute"),
+                                    catalog.Limitation("differs from numpy", platforms=("cpu",), stage="compare")])
+    _pipeline_sweep(store, h, "limits-sweep")
+    (_, rec), = _replay(store, lambda s: replay.from_run(s, "limits-sweep")).items
+    by_stage = {r.stage: r for r in rec.outcome.records}
+    assert by_stage["execute"].status == "unexpected_pass"
+    assert by_stage["execute"].facts["limitation"] == "execute fails on cpu"
+    assert by_stage["compare"].status == "ok" and "limitation" not in by_stage["compare"].facts
+    assert rec.status == "unexpected_pass"
+
+
+def test_missing_handler_for_the_artifacts_own_platform_is_a_breakage(store, monkeypatch):
+    """The compile stage calls a module with no handler for a custom call not runnable here
+    (right for another platform's module); for an artifact exported for this platform it
+    is a breakage, and the exit code must see it."""
+    from farm.stages import compile as compile_stage
+
+    def no_handler(lowered, stage="compile"):
+        return compile_stage.Compiled(stage, lowered.platform, "not_runnable_here",
+                                      error="No FFI handler registered for lapack_sgetrf_ffi",
+                                      facts={"missing_handler": "lapack_sgetrf_ffi"})
+
+    run = _sweep(store, [_outcome("sin_f32")])
+    monkeypatch.setattr(compile_stage, "run", no_handler)
+    report = _replay(store, lambda s: replay.from_run(s, run))
+    rec = _by_name(report)["sin_f32"]
+    assert (rec.status, rec.facts["reason"], rec.verdict.stage) == ("error", "custom_call", "compile")
+    assert report.summary() == {"error_breakage": 1}
+
+
+def test_a_replay_run_replays_the_same_export_and_io(store):
+    run = _sweep(store, [_outcome("sin_f32")])
+    first = _replay(store, lambda s: replay.from_run(s, run), name="replay-a")
+    second = _replay(store, lambda s: replay.from_run(s, "replay-a"))
+    (a, _), = first.items
+    (b, rec), = second.items
+    assert (b.export_sha, b.io_sha, b.source_run) == (a.export_sha, a.io_sha, "replay-a")
+    assert rec.status == "ok" and rec.facts["judged"] == "exact"
+    with store.session() as s:
+        assert replay.since(s, TODAY - dt.timedelta(days=1))[0].source_run == run  # replay runs are not sources

@@ -143,7 +143,6 @@ def test_missing_ffi_handler_found_at_run_time_is_not_runnable_here(monkeypatch)
     """Some XLA versions compile such a module and fail when it first runs."""
     from jax import lax
 
-    from farm import pipeline
     from farm.stages import execute
 
     real = execute.run
@@ -154,7 +153,7 @@ def test_missing_ffi_handler_found_at_run_time_is_not_runnable_here(monkeypatch)
         return execute.Executed("crossexec_run", compiled.platform, "error", error_type="XlaRuntimeError",
                                 error="NOT_FOUND: No FFI handler registered for tpu_only_ffi on a platform Host")
 
-    monkeypatch.setattr(pipeline.execute, "run", run)
+    monkeypatch.setattr(execute, "run", run)  # farm.pipeline.compile_cache calls execute.run
     out = run_harness(_sin_or(lax.cos, None), Options(platforms=("cpu", "tpu"), repeats=1))
     (rec,) = [r for r in out.records if r.stage == "crossexec"]
     assert (rec.platform, rec.status, rec.facts["missing_handler"]) == ("tpu", "not_runnable_here", "tpu_only_ffi")
@@ -275,11 +274,9 @@ def test_run_limitation_that_no_longer_holds_is_one_unexpected_pass() -> None:
 
 def test_too_few_devices_is_not_runnable_here(monkeypatch) -> None:  # noqa: ANN001
     """A multi-device harness on a host with one GPU: said, not an error."""
-    from farm import pipeline
-
     h = catalog.select(catalog.Filters.parse(family="collective"))[0]
     assert h.devices > 1
-    monkeypatch.setattr(pipeline, "_device_count", lambda: 1)
+    monkeypatch.setattr("farm.pipeline.harness._device_count", lambda: 1)
     out = run_harness(h, Options(platforms=("cpu",)))
     (rec,) = out.records
     assert (rec.stage, rec.status, rec.error_type) == ("trace", "not_runnable_here", "TooFewDevices")

@@ -13,8 +13,17 @@ Activated in a worker process by ``FARM_PLANT`` (comma list), before any harness
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
+
+import jax
+import numpy as np
+from jax import lax
+from jax._src.interpreters import mlir
+from jax._src.lib.mlir.dialects import chlo, hlo
+
+from farm.platforms import LOWERING_PLATFORMS
 
 TWINS = {"sin": "cos", "cos": "sin", "exp": "expm1", "tanh": "sin", "add": "sub", "mul": "add",
          "log1p": "log", "max": "min"}
@@ -32,33 +41,22 @@ def plant_from_env() -> list[str]:
 
 
 def _prim(name: str):  # noqa: ANN202
-    from jax import lax
-
     return getattr(lax, f"{name}_p")
 
 
 def wrong_lowering(prim: str, platform: str) -> None:
-    from jax import lax
-    from jax._src.interpreters import mlir
-
     twin = getattr(lax, TWINS[prim])
     mlir.register_lowering(_prim(prim), mlir.lower_fun(lambda *a, **kw: twin(*a), multiple_results=False),
                            platform=platform)
 
 
 def _original_rule(p, platform: str):  # noqa: ANN001, ANN202
-    from jax._src.interpreters import mlir
-
     entry = mlir._platform_specific_lowerings[platform].get(p) or mlir._lowerings[p]
     return getattr(entry, "rule", entry)
 
 
 def drop_dtype(prim: str, dtype: str) -> None:
     """The primitive no longer lowers for one dtype (on every platform)."""
-    from jax._src.interpreters import mlir
-
-    from farm.platforms import LOWERING_PLATFORMS
-
     p = _prim(prim)
     for platform in LOWERING_PLATFORMS:
         orig = _original_rule(p, platform)
@@ -72,9 +70,6 @@ def drop_dtype(prim: str, dtype: str) -> None:
 
 
 def chlo_leak(prim: str, platform: str) -> None:
-    from jax._src.interpreters import mlir
-    from jax._src.lib.mlir.dialects import chlo
-
     def rule(ctx, x, **kw):  # noqa: ANN001, ANN202
         return [chlo.sinh(x)]
 
@@ -82,12 +77,6 @@ def chlo_leak(prim: str, platform: str) -> None:
 
 
 def wrong_constant(prim: str, platform: str) -> None:
-    import numpy as np
-    from jax._src.interpreters import mlir
-    from jax._src.lib.mlir.dialects import hlo
-
-    from farm.platforms import LOWERING_PLATFORMS
-
     p = _prim(prim)
     for target in LOWERING_PLATFORMS:
         orig = _original_rule(p, target)
@@ -109,11 +98,6 @@ def _callback_wrap(prim: str, effect) -> None:  # noqa: ANN001
     """The primitive's own CPU lowering, its result passed through a host callback that
     runs ``effect`` first. Multi-platform lowerings (export) keep the original rule, so
     the serialized artifact stays portable and only native execution is affected."""
-    import dataclasses
-
-    import jax
-    from jax._src.interpreters import mlir
-
     p = _prim(prim)
     orig = _original_rule(p, "cpu")
 

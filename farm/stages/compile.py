@@ -32,8 +32,15 @@ def not_runnable(rec: Record, message: str | None = None) -> Record:
 
 
 @dataclass(frozen=True, slots=True)
+class Executable:
+    """What execute needs of a compile (``Compiled.handle``; never stored)."""
+
+    executable: Any  # jax.stages.Compiled, called with the dynamic arguments
+
+
+@dataclass(frozen=True, slots=True)
 class Compiled(Record):
-    """metrics: flops, transcendentals, bytes accessed, memory sizes; handle: executable."""
+    """metrics: flops, transcendentals, bytes accessed, memory sizes; ``handle`` is an ``Executable``."""
 
 
 def _cost(compiled: Any) -> dict[str, float]:
@@ -67,8 +74,8 @@ def run(lowered: Lowered, stage: str = "compile") -> Compiled:
     timer = Timer()
     try:
         with timer():
-            compiled = lowered.handle[0].compile()
+            compiled = lowered.handle.lowered.compile()
         return Compiled(stage, lowered.platform, "ok", timer.seconds,
-                        metrics={"compile_s": timer.seconds, **_cost(compiled)}, handle=compiled)
+                        metrics={"compile_s": timer.seconds, **_cost(compiled)}, handle=Executable(compiled))
     except Exception as e:
         return not_runnable(failure(Compiled, stage, lowered.platform, e, timer.seconds), str(e))

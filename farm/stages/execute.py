@@ -23,9 +23,16 @@ WARMUP_S = 1e-3
 
 
 @dataclass(frozen=True, slots=True)
+class Outputs:
+    """What an execution returned (``Executed.handle``; stored only as the io artifact)."""
+
+    arrays: list[np.ndarray]  # the flat outputs, as numpy arrays
+
+
+@dataclass(frozen=True, slots=True)
 class Executed(Record):
     """metrics: median/min/max seconds over repeats; facts: ``samples_s``, each timed repeat's
-    seconds in order, and ``warmup_calls``; handle: outputs as numpy arrays."""
+    seconds in order, and ``warmup_calls``; ``handle`` is the ``Outputs``."""
 
 
 def _block(x: Any) -> Any:
@@ -58,7 +65,7 @@ def run(compiled: Compiled, dyn: list[Any], *, warmup: int = 1, repeats: int = 3
         stage: str = "execute") -> Executed:
     if not compiled.ok:
         return Executed(stage, compiled.platform, "skipped", error=f"{compiled.stage} did not succeed")
-    exe = compiled.handle
+    exe = compiled.handle.executable
     times: list[float] = []
     t_all = time.perf_counter()
     try:
@@ -77,6 +84,6 @@ def run(compiled: Compiled, dyn: list[Any], *, warmup: int = 1, repeats: int = 3
                         metrics={"execute_s": med, "execute_min_s": min(times, default=0.0),
                                  "execute_max_s": max(times, default=0.0), "repeats": float(repeats),
                                  **device_memory()},
-                        facts={"samples_s": times, "warmup_calls": calls}, handle=arrays)
+                        facts={"samples_s": times, "warmup_calls": calls}, handle=Outputs(arrays))
     except Exception as e:
         return failure(Executed, stage, compiled.platform, e, time.perf_counter() - t_all)

@@ -21,8 +21,23 @@ _TARGET = re.compile(r"stablehlo\.custom_call @([\w.$-]+)")
 
 
 @dataclass(frozen=True, slots=True)
+class ExportedArtifact:
+    """What serialize needs of an export (``Exported.handle``; never stored)."""
+
+    exported: Any  # jax.export.Exported
+
+
+@dataclass(frozen=True, slots=True)
+class SerializedArtifact:
+    """The round trip's results (``Serialized.handle``; the bytes are stored as the export artifact)."""
+
+    blob: bytes  # jax.export.serialize's bytes
+    deserialized: Any  # jax.export.Exported read back from them
+
+
+@dataclass(frozen=True, slots=True)
 class Exported(Record):
-    """facts: platforms, calling-convention version, devices; ``handle`` is the Exported.
+    """facts: platforms, calling-convention version, devices; ``handle`` is an ``ExportedArtifact``.
 
     ``platform`` is ``"export"`` for the artifact, or a platform name for the record of
     a platform that could not be exported (see ``run_all``)."""
@@ -30,7 +45,7 @@ class Exported(Record):
 
 @dataclass(frozen=True, slots=True)
 class Serialized(Record):
-    """The round trip: artifact bytes, size, sha256; ``handle`` is (bytes, deserialized)."""
+    """The round trip: artifact bytes, size, sha256; ``handle`` is a ``SerializedArtifact``."""
 
 
 def run(traced: Traced, platforms: tuple[str, ...], label: str = "export") -> Exported:
@@ -39,16 +54,15 @@ def run(traced: Traced, platforms: tuple[str, ...], label: str = "export") -> Ex
         return Exported("export", label, "skipped", error="trace did not succeed")
     import jax
 
-    _, jf, dyn = traced.handle
     timer = Timer()
     try:
         with timer():
-            exp = jax.export.export(jf, platforms=platforms)(*dyn)
+            exp = jax.export.export(traced.handle.jitted, platforms=platforms)(*traced.handle.dyn)
         return Exported("export", label, "ok", timer.seconds,
                         facts={"platforms": list(exp.platforms),
                                "calling_convention_version": exp.calling_convention_version,
                                "nr_devices": exp.nr_devices},
-                        handle=exp)
+                        handle=ExportedArtifact(exp))
     except Exception as e:
         rec = failure(Exported, "export", label, e, timer.seconds, facts={"platforms": list(platforms)})
         if UNGUARANTEED in str(e):
@@ -93,11 +107,11 @@ def serialize(exported: Exported) -> Serialized:
     t_ser, t_de = Timer(), Timer()
     try:
         with t_ser():
-            blob = bytes(exported.handle.serialize())
+            blob = bytes(exported.handle.exported.serialize())
         with t_de():
             back = jax.export.deserialize(bytearray(blob))
         sha = hashlib.sha256(blob).hexdigest()
-        changed, not_carried = differences(exported.handle, back)
+        changed, not_carried = differences(exported.handle.exported, back)
         facts: dict[str, Any] = {"sha256": sha}
         if not_carried:
             facts["not_carried"] = not_carried
@@ -107,7 +121,7 @@ def serialize(exported: Exported) -> Serialized:
                           if changed else None,
                           metrics={"artifact_bytes": float(len(blob)), "serialize_s": t_ser.seconds,
                                    "deserialize_s": t_de.seconds},
-                          facts=facts, artifact=sha, handle=(blob, back))
+                          facts=facts, artifact=sha, handle=SerializedArtifact(blob, back))
     except Exception as e:
         return failure(Serialized, "serialize", exported.platform, e, t_ser.seconds + t_de.seconds)
 
@@ -153,7 +167,7 @@ def differences(exp: Any, back: Any) -> tuple[list[str], dict[str, str]]:
 
 def call(serialized: Serialized, dyn: list[Any]) -> Any:
     """Run the deserialized artifact on the local default backend."""
-    return serialized.handle[1].call(*dyn)
+    return serialized.handle.deserialized.call(*dyn)
 
 
 def needs_x64(arrays: Iterable[Any]) -> bool:

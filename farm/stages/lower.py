@@ -12,8 +12,17 @@ from farm.stages.trace import Traced
 
 
 @dataclass(frozen=True, slots=True)
+class LoweredModule:
+    """What later stages need of a lowering (``Lowered.handle``; live objects, never stored)."""
+
+    lowered: Any  # jax.stages.Lowered: what compile compiles
+    module: Any  # its StableHLO ir.Module: what census walks
+    text: str  # the module's full text (``module_identity``): the stored module artifact
+
+
+@dataclass(frozen=True, slots=True)
 class Lowered(Record):
-    """facts: module sha256 and size; ``handle`` is the jax Lowered object."""
+    """facts: module sha256 and size; ``handle`` is a ``LoweredModule``."""
 
 
 def module_identity(module: Any) -> tuple[str, str]:
@@ -31,15 +40,14 @@ def module_identity(module: Any) -> tuple[str, str]:
 def run(traced: Traced, platform: str) -> Lowered:
     if not traced.ok:
         return Lowered("lower", platform, "skipped", error="trace did not succeed")
-    jtraced = traced.handle[0]
     timer = Timer()
     try:
         with timer():
-            lowered = jtraced.lower(lowering_platforms=(platform,))
+            lowered = traced.handle.traced.lower(lowering_platforms=(platform,))
             module = lowered.compiler_ir("stablehlo")
         sha, text = module_identity(module)
         return Lowered("lower", platform, "ok", timer.seconds,
                        metrics={"module_bytes": float(len(text))},
-                       facts={"module_sha256": sha}, handle=(lowered, module, text))
+                       facts={"module_sha256": sha}, handle=LoweredModule(lowered, module, text))
     except Exception as e:
         return failure(Lowered, "lower", platform, e, timer.seconds)

@@ -11,8 +11,17 @@ from farm.results import Record
 
 
 @dataclass(frozen=True, slots=True)
+class TraceHandle:
+    """What later stages need of a trace (``Traced.handle``; live objects, never stored)."""
+
+    traced: Any  # jax.stages.Traced
+    jitted: Any  # the jitted function over the dynamic arguments (statics bound)
+    dyn: list[Any]  # the dynamic arguments it is called with
+
+
+@dataclass(frozen=True, slots=True)
 class Traced(Record):
-    """The traced function; ``handle`` is ``(jax Traced, dynamic args)``."""
+    """The traced function; ``handle`` is a ``TraceHandle``."""
 
 
 def _primitives(jaxpr: Any, out: dict[str, int]) -> None:
@@ -62,7 +71,7 @@ def run(h: Harness, args: list[Any]) -> Traced:
         return Traced("trace", "any", "ok", timer.seconds,
                       metrics={"eqns": float(len(jaxpr.jaxpr.eqns))},
                       facts={"primitives": prims, "outputs": outs},
-                      handle=(traced, jf, dyn))
+                      handle=TraceHandle(traced, jf, dyn))
     except Exception as e:  # a harness exception is a result
         return failure(Traced, "trace", "any", e, timer.seconds)
 

@@ -1,0 +1,95 @@
+"""Limitations applied as data: a harness's known gaps turn its records into expected
+failures, and a limitation that no longer holds into an ``unexpected_pass`` finding.
+
+Pure functions over a harness and its records; nothing here runs a stage.
+"""
+from __future__ import annotations
+
+from farm.catalog import Harness, Limitation
+from farm.platforms import NATIVE_PLATFORM
+from farm.results import RUN_STAGES, Outcome, Record
+
+#: Which Limitation stage judges a record of each pipeline stage. Export records are
+#: per platform that JAX refused to export ("cuda", ...) or for the artifact ("export",
+#: which only a limitation for all platforms covers); serialize records are for "export".
+_LIMIT_STAGE = {"trace": "trace", "lower": "lower", "census": "census", "export": "export",
+                "serialize": "serialize", "compile": "compile", "execute": "execute", "compare": "compare",
+                "crossexec": "crossexec"}
+_PLATFORM_OF_KIND = {"gpu": ("cuda", "rocm")}
+
+
+def judge_record(h: Harness, rec: Record) -> Record:
+    """Apply the harness's limitations: expected failures and stale limitations."""
+    stage = _LIMIT_STAGE.get(rec.stage)
+    if stage is None:
+        return rec
+    platforms = (rec.platform,) + _PLATFORM_OF_KIND.get(rec.platform, ())
+    if rec.stage == "export" and rec.platform == "export" and rec.status == "ok":
+        # the artifact holds these platforms: a limitation saying one cannot be exported is stale
+        platforms += tuple(rec.facts.get("platforms", ()))
+    lim = None
+    for platform in platforms:
+        lim = h.limitation(platform, stage)
+        if lim:
+            break
+    if lim is None:
+        return rec
+    facts = {**rec.facts, "limitation": lim.description}
+    if rec.status in ("fail", "error", "not_runnable_here"):
+        return expected(rec, lim)
+    if rec.status == "ok":
+        return rec.with_status("unexpected_pass", facts=facts,
+                               error=f"limitation no longer holds: {lim.description}")
+    return rec
+
+
+def expected(rec: Record, lim: Limitation) -> Record:
+    """A failure behind a limitation: ``expected_fail`` if it is the failure the limitation
+    describes, else ``fail`` showing what was expected and what happened."""
+    facts = {**rec.facts, "limitation": lim.description}
+    if lim.expects(rec.status, rec.error_type, rec.error):
+        return rec.with_status("expected_fail", facts=facts)
+    want = " ".join(filter(None, (lim.status, lim.error and f"/{lim.error}/")))
+    return rec.with_status("fail", error_type="UnexpectedFailure",
+                           error=f"expected {want} ({lim.description}); got {rec.status}: "
+                                 f"{rec.error_type}: {rec.error}"[:1000],
+                           facts={**facts, "expected_error": lim.error, "expected_status": lim.status,
+                                  "actual_status": rec.status, "actual_error_type": rec.error_type,
+                                  "actual_error": rec.error})
+
+
+def judge_run(h: Harness, records: list[Record]) -> list[Record]:
+    """Limitations with ``stage="run"``, judged per platform over its native stages: the
+    failing ones are expected; if the platform ran natively (an execute record) and
+    nothing failed, the limitation is stale (``unexpected_pass`` on the last of them)."""
+    out = list(records)
+    for platform in dict.fromkeys(r.platform for r in records):
+        lim = h.limitation(platform, "run")
+        if lim is None:
+            continue
+        idx = [i for i, r in enumerate(out) if r.platform == platform and r.stage in RUN_STAGES]
+        bad = [i for i in idx if out[i].status in ("fail", "error", "not_runnable_here")]
+        for i in bad:
+            out[i] = expected(out[i], lim)
+        ran = any(out[i].stage == "execute" for i in idx)
+        passed = [i for i in idx if out[i].status == "ok"]
+        if not bad and ran and passed and all(out[i].status in ("ok", "skipped") for i in idx):
+            i = passed[-1]
+            out[i] = out[i].with_status("unexpected_pass", facts={**out[i].facts, "limitation": lim.description},
+                                        error=f"limitation no longer holds: {lim.description}")
+    return out
+
+
+def judge_crash(h: Harness, outcome: Outcome, run_on: tuple[str, ...]) -> Outcome:
+    """A ``crashed`` outcome where the harness is known to kill the process on a platform
+    it ran natively on (``Limitation.crashes``) is the expected failure."""
+    if outcome.worst != "crashed":
+        return outcome
+    for kind in run_on:
+        platform = NATIVE_PLATFORM.get(kind, kind)
+        for lim in h.limitations:
+            if lim.crashes and lim.applies(platform, h.dtype):
+                return outcome.replace(records=[
+                    r.with_status("expected_fail", facts={**r.facts, "limitation": lim.description})
+                    if r.status == "crashed" else r for r in outcome.records])
+    return outcome
