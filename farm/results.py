@@ -16,6 +16,9 @@ STATUSES = ("ok", "fail", "error", "expected_fail", "unexpected_pass", "skipped"
             "not_runnable_here", "crashed", "timeout")
 #: Statuses that mean "something is wrong", worst first.
 BAD = ("crashed", "timeout", "error", "fail", "unexpected_pass")
+#: Outcomes with these statuses are never reused by the result cache: they say something
+#: about one attempt, not about the code.
+NOT_REUSABLE = ("crashed", "timeout")
 #: How bad each status is (higher is worse): the worst status of a harness is its max.
 SEVERITY = {s: i for i, s in enumerate(("ok", "skipped", "not_runnable_here", "expected_fail",
                                         "unexpected_pass", "fail", "error", "timeout", "crashed"))}

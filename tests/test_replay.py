@@ -1,4 +1,4 @@
-"""farm.pipeline.replay: stored exports from another jax version, corrupt and unknown-version
+"""farm.run.replay: stored exports from another jax version, corrupt and unknown-version
 artifacts, JAX's back-compat data, invariants for non-unique outputs, coverage."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from farm.pipeline import replay
+from farm.run import replay
 from farm.results import Artifact, Outcome
 from farm.results import Record
 

@@ -125,7 +125,7 @@ def _outcome(h, status: str, key: str | None = "k") -> Outcome:  # noqa: ANN001
 
 @pytest.mark.parametrize("status", ["crashed", "timeout"])
 def test_crashes_and_timeouts_are_never_reused(sqlite_url, status) -> None:  # noqa: ANN001
-    from farm.run.host import describe
+    from farm.pipeline.host import describe
     from farm.store import writes
     from farm.store.db import Store
 
@@ -213,7 +213,7 @@ def test_a_lowering_rule_edited_in_place_is_seen_by_the_next_sweep(tmp_path) -> 
 def test_show_and_dashboard_say_what_was_reused_and_from_which_run(sqlite_url) -> None:  # noqa: ANN001
     from dashboards.app import create_app
     from farm.commands.show import run_json
-    from farm.run.host import describe
+    from farm.pipeline.host import describe
     from farm.store import writes
     from farm.store.db import Store
 

@@ -105,7 +105,7 @@ def test_spread_interleaves_groups() -> None:
 def test_jobs_with_priors_from_a_store_run_standalone_and_import(sqlite_url: str, tmp_path) -> None:  # noqa: ANN001
     """CPU-host run in the store → jobs file with its artifacts → standalone workers → import."""
     from farm.run import bundles as bundle
-    from farm.run.host import describe
+    from farm.pipeline.host import describe
     from farm.store import open_store, writes
     from farm.store.models import ResultRow
     from workers.standalone import run_jobs
@@ -180,7 +180,7 @@ def test_split_bundle_keeps_only_chosen_artifacts_and_imports_as_one_run(sqlite_
 
 
 def test_bfloat16_inputs_and_outputs_survive_the_io_artifact() -> None:
-    from farm.pipeline import iofile
+    from farm.stages import iofile
 
     h = _one("sin", "bfloat16")
     out = run_harness(h, CPU)

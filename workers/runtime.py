@@ -47,7 +47,7 @@ class JobRunner:
 
     def info(self) -> dict[str, Any]:
         from farm.platforms import local_device_kinds
-        from farm.run.host import describe
+        from farm.pipeline.host import describe
 
         return {"pid": os.getpid(), "device_kinds": list(local_device_kinds()), "environment": describe(),
                 "harnesses": len(self.harnesses)}

@@ -107,7 +107,7 @@ def run_jobs(jobs_path: str, out_path: str, *, workers: int = 1, deadline_s: flo
     between the hosts' jax versions runs under this host's fingerprint). With a deadline
     no new harness starts after ``deadline_s``; the bundle holds what finished."""
     from farm import catalog
-    from farm.run import bundles as bundle
+    from farm.pipeline import bundles as bundle
 
     jobs = read_jobs(jobs_path)
     cat = catalog.load(jobs["catalog"], jobs.get("modules", []))

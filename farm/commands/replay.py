@@ -10,7 +10,7 @@ from farm.commands import add_db, store_from
 from farm.errors import ConfigError, FarmError
 
 if TYPE_CHECKING:
-    from farm.pipeline.replay import ReplayReport
+    from farm.run.replay import ReplayReport
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -47,8 +47,8 @@ def replay_cmd(args: argparse.Namespace) -> int:
     # Here, not at module top: farm.cli imports every command module to build its parser,
     # and replay brings jax, the store and the pipeline (measured: `import farm.cli` 0.09 s,
     # `import farm.pipeline, farm.store, jax` 2.2 s), which no other command should pay.
-    from farm.pipeline import replay
-    from farm.run.host import describe
+    from farm.run import replay
+    from farm.pipeline.host import describe
 
     today = _date(args.today, "--today") if args.today else dt.date.today()
     store = store_from(args)

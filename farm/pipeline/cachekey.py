@@ -57,15 +57,16 @@ VENDOR_DISTS = re.compile(r"^nvidia[-_]", re.I)
 #: Left out on purpose: the store, analysis, CLI commands and dashboards, which read
 #: results but never make them; and the family modules under harnesses/, which are part
 #: of each harness's own digest (editing one family re-runs only that family).
-FARM_CODE = ("farm/__init__.py", "farm/results.py", "farm/errors.py", "farm/platforms.py", "farm/catalog/*.py", "farm/pipeline/*.py",
-             "farm/stages/*.py", "farm/run/host.py", "workers/*.py", "harnesses/__init__.py", "harnesses/upstream.py")
-FARM_CODE_EXCLUDE = ("farm/catalog/coverage.py", "farm/pipeline/replay.py")
+FARM_CODE = ("farm/__init__.py", "farm/results.py", "farm/errors.py", "farm/platforms.py", "farm/catalog/*.py",
+             "farm/pipeline/*.py", "farm/stages/*.py", "farm/reference/*.py", "workers/*.py",
+             "harnesses/__init__.py", "harnesses/upstream.py")
+FARM_CODE_EXCLUDE = ("farm/catalog/coverage.py", "farm/pipeline/replay_load.py", "farm/pipeline/replay_stages.py",
+                     "farm/pipeline/replay_judge.py", "farm/pipeline/bundles.py")
 
 #: Environment variables that change what a worker computes.
 ENV_VARS = ("XLA_FLAGS", "FARM_PLANT", "JAX_ENABLE_X64", "JAX_DEFAULT_MATMUL_PRECISION", "JAX_PLATFORMS",
             "JAX_NUM_CPU_DEVICES", "JAX_DEFAULT_PRNG_IMPL", "JAX_THREEFRY_PARTITIONABLE", "LIBTPU_INIT_ARGS")
-#: Results that are never reused: they say something about one attempt, not about the code.
-NOT_REUSABLE = ("crashed", "timeout")
+from farm.results import NOT_REUSABLE  # noqa: E402,F401  (the contract's)
 
 
 # ------------------------------------------------------------------ file hashing

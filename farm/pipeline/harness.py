@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from farm.catalog import Harness
-from farm.pipeline import cachekey as digest, iofile
+from farm.pipeline import cachekey as digest
+from farm.stages import iofile
 from farm.pipeline.compile_cache import compile_execute
 from farm.pipeline.judge import judge_record, judge_run
 from farm.pipeline.references import reference_outputs, upcast

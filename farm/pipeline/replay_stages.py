@@ -20,7 +20,7 @@ import numpy as np
 
 from farm.catalog import Harness
 from farm.errors import FarmError
-from farm.pipeline import iofile
+from farm.stages import iofile
 from farm.pipeline.replay_judge import AGAINST, compare_replayed, tolerance
 from farm.pipeline.replay_load import exported_facts, load_exported, reason_of
 from farm.results import Options, Record

@@ -25,7 +25,7 @@ from farm.platforms import SLOT_RESOURCE
 from farm.results import BAD, Options, Outcome
 from farm.run import cluster
 from farm.run.cluster import Worker, WorkerDied, check_feasible, ray_init
-from farm.run.host import describe
+from farm.pipeline.host import describe
 from farm.store import queries, reports, writes
 from farm.run.progress import Progress, SweepConfig, SweepStats  # noqa: F401  (importable from here)
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from farm.pipeline import iofile
+from farm.stages import iofile
 from farm.stages.compare import compare_outputs
 from farm.stages.export import run_exported
 from farm.stages.record import Timer, failure

@@ -6,7 +6,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from farm.run.host import describe, farm_commit, fingerprint
+from farm.pipeline.host import describe, farm_commit, fingerprint
 from farm.store.models import Environment
 
 __all__ = ["describe", "farm_commit", "fingerprint", "get_or_create"]

@@ -15,8 +15,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from farm.catalog import Harness
-from farm.pipeline.cachekey import NOT_REUSABLE
-from farm.results import Outcome
+from farm.results import NOT_REUSABLE, Outcome
 from farm.store import artifacts
 from farm.store.environments import fingerprint as env_fingerprint
 from farm.store.environments import get_or_create

@@ -45,7 +45,7 @@ from farm.pipeline.replay_load import (  # noqa: F401  (public names)
     FORMAT_JAX_EXPORT, FORMAT_STABLEHLO, FORMATS, WINDOW_DAYS, ReplayError, artifact_facts, custom_calls_of,
     load_exported,
 )
-from farm.pipeline.replay_sources import (  # noqa: F401  (public names)
+from farm.run.replay_sources import (  # noqa: F401  (public names)
     BACKCOMPAT_CATALOG, BACKCOMPAT_PACKAGE, BackCompatEntry, StoredExport, backcompat_entries, census_custom_calls,
     from_run, import_backcompat, io_blob, poly_specs, primitive_of, select_exports, since,
 )

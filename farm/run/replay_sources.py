@@ -5,7 +5,7 @@ Each source yields ``StoredExport``s: an export artifact in the store, the ``io`
 artifact holding the inputs it ran on and the outputs it gave, and the harness it
 belongs to.
 
-This module and ``farm.pipeline.replay`` read and write the store, which
+This module and ``farm.run.replay`` read and write the store, which
 ``farm.pipeline`` may not import (pyproject's import contracts): they break that
 contract, as replay did before it was split; the stages replay runs are in
 ``replay_stages``, which does not.
@@ -25,7 +25,7 @@ import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from farm.pipeline import iofile
+from farm.stages import iofile
 from farm.pipeline.replay_load import FORMAT_STABLEHLO, ReplayError
 from farm.store import artifacts, queries
 from farm.store.models import ArtifactRow, HarnessRow, ResultRow, Run
@@ -147,7 +147,7 @@ def _data_dicts(obj: Any, path: tuple[str, ...]) -> Iterable[tuple[tuple[str, ..
 
 
 def io_blob(inputs: Sequence[Any], outputs: Sequence[Any]) -> tuple[str, bytes]:
-    """(sha256, bytes) of the pipeline's ``io`` artifact layout (``farm.pipeline.iofile``)."""
+    """(sha256, bytes) of the pipeline's ``io`` artifact layout (``farm.stages.iofile``)."""
     data = iofile.pack(inputs, outputs)
     return hashlib.sha256(data).hexdigest(), data
 
