@@ -135,6 +135,35 @@ def flaky_cells(runs: Sequence[tuple[Mapping[str, Any], Sequence[Row]]], pairs: 
     return {(fp, p): v for (fp, p, _), v in flaky(series, **kw).items()}
 
 
+def _absent_fate(fp: str, name: str, platforms: Sequence[str], cand_run: Mapping[str, Any],
+                 selection: Mapping[str, str] | None, selected_names: Collection[str]) -> str:
+    """What a base harness absent from the candidate (by fingerprint and name) is:
+    ``"removed"`` when the candidate should not have run it (or no compared platform is
+    left), ``"pending"`` while the candidate still runs, else ``"vanished"``, a regression
+    (see the module docstring); ``selected_names``: the names ``selection`` holds."""
+    expected = (fp in selection or name in selected_names) if selection is not None \
+        else _incomplete(cand_run)
+    if not expected or not platforms:
+        return "removed"
+    return "pending" if cand_run.get("status") == "running" else "vanished"
+
+
+def _platform_findings(fp: str, bc: Mapping[str, Row], cc: Mapping[str, Row], platforms: Sequence[str],
+                       covered: Collection[tuple[str, str]]) -> list[dict[str, Any]]:
+    """The regressions of one harness both runs have, platform by platform: a platform it
+    lost, or one whose worst status turned ``BAD`` where no stage-by-stage regression
+    already says so."""
+    findings: list[dict[str, Any]] = []
+    for p in platforms:
+        b, c = platform_worst(bc, p), platform_worst(cc, p)
+        assert b is not None  # p is one of the base's platforms
+        if c is None:
+            findings.append(_finding(b, "vanished", p, b, None, "platform"))
+        elif b["status"] not in BAD and c["status"] in BAD and (fp, p) not in covered:
+            findings.append(_finding(b, classify(b["status"], c["status"]) or "changed", p, b, c, "platform"))
+    return findings
+
+
 def gate(base_run: Mapping[str, Any], base_rows: Sequence[Row], cand_run: Mapping[str, Any],
          cand_rows: Sequence[Row], *, selection: Mapping[str, str] | None = None,
          covered: Collection[tuple[str, str]] = ()) -> dict[str, Any]:
@@ -171,35 +200,20 @@ def gate(base_run: Mapping[str, Any], base_rows: Sequence[Row], cand_run: Mappin
     skipped = skipped_platforms(base_run, cand_run)
     covered = set(covered)
     findings: list[dict[str, Any]] = []
-    vanished: list[str] = []
-    pending: list[str] = []
-    removed: list[str] = []
+    absent: dict[str, list[str]] = {"vanished": [], "pending": [], "removed": []}
     for fp in sorted(bcells):
         bc = bcells[fp]
         platforms = sorted(p for p in bc if p not in skipped)
-        some = next(iter(bc.values()))
-        if fp not in ccells:
-            name = some["harness"]
-            if name in cand_names:
-                continue  # redefined: the same name under another fingerprint, not compared
-            expected = (fp in selection or name in selected_names) if selection is not None \
-                else _incomplete(cand_run)
-            if not expected or not platforms:
-                removed.append(name)
-            elif cand_run.get("status") == "running":
-                pending.append(name)
-            else:
-                vanished.append(name)
-                base = max(bc.values(), key=_rank)
-                findings.append(_finding(some, "vanished", ALL, base, None, "harness") | {"platforms": platforms})
+        if fp in ccells:
+            findings += _platform_findings(fp, bc, ccells[fp], platforms, covered)
             continue
-        cc = ccells[fp]
-        for p in platforms:
-            b, c = platform_worst(bc, p), platform_worst(cc, p)
-            assert b is not None  # p is one of the base's platforms
-            if c is None:
-                findings.append(_finding(b, "vanished", p, b, None, "platform"))
-            elif b["status"] not in BAD and c["status"] in BAD and (fp, p) not in covered:
-                findings.append(_finding(b, classify(b["status"], c["status"]) or "changed", p, b, c, "platform"))
-    return {"findings": findings, "vanished": sorted(vanished), "pending": sorted(pending),
-            "removed": sorted(removed), "skipped_platforms": skipped}
+        some = next(iter(bc.values()))
+        if some["harness"] in cand_names:
+            continue  # redefined: the same name under another fingerprint, not compared
+        fate = _absent_fate(fp, some["harness"], platforms, cand_run, selection, selected_names)
+        absent[fate].append(some["harness"])
+        if fate == "vanished":
+            base = max(bc.values(), key=_rank)
+            findings.append(_finding(some, "vanished", ALL, base, None, "harness") | {"platforms": platforms})
+    return {"findings": findings, "vanished": sorted(absent["vanished"]), "pending": sorted(absent["pending"]),
+            "removed": sorted(absent["removed"]), "skipped_platforms": skipped}
