@@ -99,6 +99,90 @@ def spread(harnesses: list[Harness]) -> list[Harness]:
     return out
 
 
+def _choose(jobs: dict[str, Any], cat: list[Harness]) -> tuple[dict[str, tuple[Harness, str]], int]:
+    """Match the jobs to this host's catalog: ``({fingerprint: (harness, job fingerprint)}, missing)``.
+
+    By fingerprint, else by name, because a definition that changed between the hosts'
+    jax versions gives the harness another fingerprint here; the first match wins."""
+    from farm import catalog
+
+    by_fp = catalog.by_fingerprint(cat)
+    by_name = {h.name: h for h in cat}
+    names = jobs.get("names") or [None] * len(jobs["fingerprints"])
+    chosen: dict[str, tuple[Harness, str]] = {}
+    missing = 0
+    for fp, name in zip(jobs["fingerprints"], names):
+        h = by_fp.get(fp) or by_name.get(name)
+        if h is None:
+            missing += 1
+        else:
+            chosen.setdefault(h.fingerprint, (h, fp))
+    return chosen, missing
+
+
+class _Pool:
+    """What the worker threads of one ``run_jobs`` share: the queue, the outcomes, the stats.
+
+    A class rather than a closure so ``run_jobs`` stays short and each step has a name."""
+
+    def __init__(self, jobs: dict[str, Any], chosen: dict[str, tuple[Harness, str]], order: list[Harness],
+                 deadline_s: float | None, log: Any) -> None:
+        self.jobs = jobs
+        self.chosen = chosen
+        self.total = len(order)
+        self.priors: dict[str, Any] = jobs.get("priors", {})
+        self.timeout = float(jobs.get("timeout_s", 120))
+        self.deadline_s = deadline_s
+        self.log = log
+        self.todo: queue.Queue = queue.Queue()
+        for h in order:
+            self.todo.put(h)
+        self.outcomes: list[Outcome] = []
+        self.lock = threading.Lock()
+        self.t0 = time.monotonic()
+        self.infos: list[dict[str, Any]] = []
+        self.peak_rss: list[int] = []
+
+    def run_one(self, runner: IsolatedRunner, h: Harness) -> Outcome:
+        """One harness; a crash is retried once alone, then judged (a crash can be expected).
+
+        A harness matched by name keeps the job's fingerprint in its trace facts, so the
+        home host can file the result under the job it sent."""
+        job_fp = self.chosen[h.fingerprint][1]
+        prior = self.priors.get(job_fp)
+        o, died = runner.run(h.fingerprint, h.name, h.timeout_s or self.timeout, prior)
+        if died and o.worst == "crashed":
+            o, _ = runner.run(h.fingerprint, h.name, h.timeout_s or self.timeout, prior)  # retried once alone
+            o = judge_crash(h, o, tuple(self.jobs["options"].get("run_on") or ("cpu",)))
+        if job_fp != h.fingerprint:
+            o = o.replace(records=[r.with_status(r.status, facts={**r.facts, "job_fingerprint": job_fp})
+                                   if r.stage == "trace" else r for r in o.records])
+        return o
+
+    def work(self) -> None:
+        """One thread: its own child process, taking harnesses until the queue or the deadline runs out."""
+        runner = IsolatedRunner(self.jobs["catalog"], self.jobs.get("modules", []), self.jobs["options"])
+        runner.start()
+        self.infos.append(runner.info)
+        try:
+            while self.deadline_s is None or time.monotonic() - self.t0 < self.deadline_s:
+                try:
+                    h = self.todo.get_nowait()
+                except queue.Empty:
+                    return
+                o = self.run_one(runner, h)
+                with self.lock:
+                    self.outcomes.append(o)
+                    n = len(self.outcomes)
+                if n % 100 == 0 or n == self.total:
+                    rate = n / max(time.monotonic() - self.t0, 1e-9)
+                    self.log(f"[farm worker] {n}/{self.total} harnesses, {rate:.1f}/s, "
+                             f"{time.monotonic() - self.t0:.0f}s", file=sys.stderr)
+        finally:
+            self.peak_rss.append(runner.peak_rss)
+            runner.stop()
+
+
 def run_jobs(jobs_path: str, out_path: str, *, workers: int = 1, deadline_s: float | None = None,
              log: Any = print) -> dict[str, Any]:
     """Run a jobs file on ``workers`` isolated child processes and write a results bundle.
@@ -111,66 +195,17 @@ def run_jobs(jobs_path: str, out_path: str, *, workers: int = 1, deadline_s: flo
 
     jobs = read_jobs(jobs_path)
     cat = catalog.load(jobs["catalog"], jobs.get("modules", []))
-    by_fp = catalog.by_fingerprint(cat)
-    by_name = {h.name: h for h in cat}
-    names = jobs.get("names") or [None] * len(jobs["fingerprints"])
-    priors = jobs.get("priors", {})
-    chosen: dict[str, tuple[Harness, str]] = {}
-    missing = 0
-    for fp, name in zip(jobs["fingerprints"], names):
-        h = by_fp.get(fp) or by_name.get(name)
-        if h is None:
-            missing += 1
-        else:
-            chosen.setdefault(h.fingerprint, (h, fp))
+    chosen, missing = _choose(jobs, cat)
     order = spread([h for h, _ in chosen.values()])
-    timeout = float(jobs.get("timeout_s", 120))
-    todo: queue.Queue = queue.Queue()
-    for h in order:
-        todo.put(h)
-    outcomes: list[Outcome] = []
-    lock = threading.Lock()
-    t0 = time.monotonic()
-    infos: list[dict[str, Any]] = []
-    peak_rss: list[int] = []
-
-    def work() -> None:
-        runner = IsolatedRunner(jobs["catalog"], jobs.get("modules", []), jobs["options"])
-        runner.start()
-        infos.append(runner.info)
-        try:
-            while deadline_s is None or time.monotonic() - t0 < deadline_s:
-                try:
-                    h = todo.get_nowait()
-                except queue.Empty:
-                    return
-                job_fp = chosen[h.fingerprint][1]
-                prior = priors.get(job_fp)
-                o, died = runner.run(h.fingerprint, h.name, h.timeout_s or timeout, prior)
-                if died and o.worst == "crashed":
-                    o, _ = runner.run(h.fingerprint, h.name, h.timeout_s or timeout, prior)  # retried once alone
-                    o = judge_crash(h, o, tuple(jobs["options"].get("run_on") or ("cpu",)))
-                if job_fp != h.fingerprint:
-                    o = o.replace(records=[r.with_status(r.status, facts={**r.facts, "job_fingerprint": job_fp})
-                                           if r.stage == "trace" else r for r in o.records])
-                with lock:
-                    outcomes.append(o)
-                    n = len(outcomes)
-                if n % 100 == 0 or n == len(order):
-                    rate = n / max(time.monotonic() - t0, 1e-9)
-                    log(f"[farm worker] {n}/{len(order)} harnesses, {rate:.1f}/s, "
-                        f"{time.monotonic() - t0:.0f}s", file=sys.stderr)
-        finally:
-            peak_rss.append(runner.peak_rss)
-            runner.stop()
-
-    threads = [threading.Thread(target=work, daemon=True) for _ in range(max(1, workers))]
+    pool = _Pool(jobs, chosen, order, deadline_s, log)
+    threads = [threading.Thread(target=pool.work, daemon=True) for _ in range(max(1, workers))]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    seconds = time.monotonic() - t0
-    env = infos[0].get("environment", {}) if infos else {}
+    seconds = time.monotonic() - pool.t0
+    outcomes = pool.outcomes
+    env = pool.infos[0].get("environment", {}) if pool.infos else {}
     if jobs.get("keep_artifacts") is not None:
         outcomes = bundle.keep_only(outcomes, set(jobs["keep_artifacts"]))
     paths = bundle.write_parts(out_path, per_part=int(jobs.get("per_bundle") or 10**9), environment=env,
@@ -179,8 +214,8 @@ def run_jobs(jobs_path: str, out_path: str, *, workers: int = 1, deadline_s: flo
                       "run_on": jobs["options"].get("run_on", []),
                       "stats": {"jobs": len(jobs["fingerprints"]), "ran": len(outcomes), "missing": missing,
                                 "unrun": len(order) - len(outcomes), "workers": workers, "seconds": seconds,
-                                "deadline_s": deadline_s, "priors": len(priors),
-                                "peak_rss_per_worker": max(peak_rss, default=0)}},
+                                "deadline_s": deadline_s, "priors": len(pool.priors),
+                                "peak_rss_per_worker": max(pool.peak_rss, default=0)}},
                  harnesses=[chosen[o.fingerprint][0].describe() for o in outcomes], outcomes=outcomes)
     return {"jobs": len(jobs["fingerprints"]), "run": len(outcomes), "missing": missing,
             "unrun": len(order) - len(outcomes), "seconds": seconds, "bundles": paths}

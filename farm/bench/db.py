@@ -29,6 +29,7 @@ import random
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -71,6 +72,155 @@ def _check_exists(url: str) -> None:
         raise ConfigError(f"source database {url!r} does not exist")
 
 
+@dataclass
+class _Source:
+    """The source run, read once: everything the copies repeat (timings are varied later)."""
+
+    name: str
+    id: int
+    run_cols: dict[str, Any]
+    env_cols: dict[str, Any]
+    defs: dict[int, dict[str, Any]]
+    results: list[dict[str, Any]]
+    outcomes: list[dict[str, Any]]
+    shas: set[str]
+
+
+@dataclass
+class _Plan:
+    """The destination ids and the seeded variations shared by every copy."""
+
+    runs: int
+    seed: int
+    noise: float
+    rng: random.Random
+    env_id: int
+    hid: dict[int, int]
+    step_hids: set[int]
+    step_from: int
+    flip_rows: set[int]
+    flip_hids: set[int]
+
+
+def _read_source(src: Any, src_run: str) -> _Source:
+    """Read the source run's rows in one session, so the copies never go back to it (but for artifacts)."""
+    from farm.store import queries
+    from farm.store.models import Environment, HarnessRow, OutcomeRow, ResultRow
+
+    with src.session() as s:
+        run = queries.resolve_run(s, src_run)
+        env = s.get(Environment, run.environment_id)
+        run_cols = {c: getattr(run, c) for c in ("kind", "catalog", "filters", "platforms", "run_on", "total",
+                                                  "stats", "started_at", "finished_at")}
+        src_name, src_id = run.name, run.id
+        env_cols = {c: getattr(env, c) for c in ("fingerprint", "jax_version", "jaxlib_version", "python", "host",
+                                                  "device_kinds", "xla_flags", "farm_commit")}
+        defs = dict(s.execute(select(HarnessRow.id, HarnessRow.definition).where(
+            HarnessRow.id.in_(select(OutcomeRow.harness_id).where(OutcomeRow.run_id == src_id)))).tuples().all())
+        rcols = [c for c in ResultRow.__table__.c if c.name not in ("id", "run_id")]
+        results = [dict(r) for r in s.execute(select(*rcols).where(ResultRow.run_id == src_id)
+                                              .order_by(ResultRow.id)).mappings()]
+        outcomes = [dict(r) for r in s.execute(
+            select(OutcomeRow.harness_id, OutcomeRow.worst, OutcomeRow.seconds, OutcomeRow.worker)
+            .where(OutcomeRow.run_id == src_id)).mappings()]
+        shas = {r["artifact_sha"] for r in results if r["artifact_sha"]}
+        shas |= {r["facts"].get("module_sha256") for r in results if (r["facts"] or {}).get("module_sha256")}
+    return _Source(src_name, src_id, run_cols, env_cols, defs, results, outcomes, shas)
+
+
+def _prepare_dest(dst: Any, dst_url: str, names: list[str], source: _Source) -> tuple[int, dict[int, int], list[str]]:
+    """Refuse a destination that has these run names; find or add the environment and harnesses.
+
+    Returns ``(environment id, {source harness id: destination id}, artifact shas it lacks)``;
+    only the missing artifacts are copied, since they are content-addressed and shared."""
+    from farm.store import writes
+    from farm.store.models import ArtifactRow, Environment, Run
+
+    with dst.session() as s:
+        clash = s.scalars(select(Run.name).where(Run.name.in_(names))).all()
+        if clash:
+            raise ConfigError(f"{dst_url} already has run(s) {', '.join(clash)}; use an empty database")
+        env_id = s.scalar(select(Environment.id).where(Environment.fingerprint == source.env_cols["fingerprint"]))
+        if env_id is None:
+            row = Environment(**source.env_cols)
+            s.add(row)
+            s.flush()
+            env_id = row.id
+        fp_ids = writes.harness_ids(s, list(source.defs.values()))
+        hid = {src_hid: fp_ids[d["fingerprint"]] for src_hid, d in source.defs.items()}
+        have = set()
+        wanted = sorted(source.shas)
+        for i in range(0, len(wanted), 500):
+            have |= set(s.scalars(select(ArtifactRow.sha256).where(ArtifactRow.sha256.in_(wanted[i:i + 500]))))
+        missing = [x for x in wanted if x not in have]
+    return env_id, hid, missing
+
+
+def _copy_artifacts(src: Any, dst: Any, missing: list[str]) -> None:
+    """Copy the missing artifact rows in batches of 200, to bound memory (artifacts are the big rows)."""
+    from farm.store.models import ArtifactRow
+
+    acols = list(ArtifactRow.__table__.c)
+    for i in range(0, len(missing), 200):
+        with src.engine.connect() as sc:
+            rows = [dict(r) for r in sc.execute(select(*acols).where(
+                ArtifactRow.sha256.in_(missing[i:i + 200]))).mappings()]
+        with dst.engine.begin() as dc:
+            if rows:
+                dc.execute(insert(ArtifactRow.__table__), rows)
+
+
+def _replica_results(source: _Source, plan: _Plan, rid: int, stepped: bool,
+                     last: bool) -> tuple[list[dict[str, Any]], dict[int, float]]:
+    """One copy's result rows with jittered (and maybe stepped or flipped) timings.
+
+    Also returns each source harness's added seconds, so its outcome's total moves with its results."""
+    factors: dict[int, float] = {}
+    rows = []
+    for i, r in enumerate(source.results):
+        f = math.exp(plan.rng.gauss(0.0, plan.noise))
+        if stepped and r["harness_id"] in plan.step_hids and r["stage"] in STEP_STAGES:
+            f *= STEP_FACTOR
+        factors[r["harness_id"]] = factors.get(r["harness_id"], 0.0) + (r["seconds"] or 0.0) * (f - 1)
+        row = {**r, "run_id": rid, "harness_id": plan.hid[r["harness_id"]],
+               "seconds": (r["seconds"] or 0.0) * f, "metrics": _jitter(r["metrics"] or {}, f)}
+        if last and i in plan.flip_rows:
+            row.update(status="fail", error_type="AssertionError",
+                       error="benchdb: planted status flip (ok -> fail)")
+        rows.append(row)
+    return rows, factors
+
+
+def _write_replica(dst: Any, source: _Source, plan: _Plan, n: int, name: str) -> tuple[int, int]:
+    """Write copy ``n`` (run, results, outcomes) in one transaction; returns ``(run id, result rows)``.
+
+    Copies are dated a day apart, ending at the source run's start, so history pages order them."""
+    from farm.store.models import OutcomeRow, ResultRow, Run
+
+    run_cols = source.run_cols
+    span = (run_cols["finished_at"] - run_cols["started_at"]) if run_cols["finished_at"] else timedelta(0)
+    started = run_cols["started_at"] - timedelta(days=plan.runs - 1 - n)
+    last = n == plan.runs - 1
+    with dst.session() as s:
+        new = Run(name=name, kind=run_cols["kind"], status="finished", started_at=started,
+                  finished_at=started + span, catalog=run_cols["catalog"], filters=run_cols["filters"],
+                  platforms=run_cols["platforms"], run_on=run_cols["run_on"], total=run_cols["total"],
+                  environment_id=plan.env_id, stats={**(run_cols["stats"] or {}), "replicated_from": source.name,
+                                                     "replica": n + 1, "seed": plan.seed})
+        s.add(new)
+        s.flush()
+        rid = new.id
+        rows, factors = _replica_results(source, plan, rid, n >= plan.step_from, last)
+        for i in range(0, len(rows), 5000):
+            s.connection().execute(insert(ResultRow.__table__), rows[i:i + 5000])
+        s.connection().execute(insert(OutcomeRow.__table__), [
+            {"run_id": rid, "harness_id": plan.hid[o["harness_id"]], "environment_id": plan.env_id,
+             "worst": _worse(o["worst"], "fail") if last and o["harness_id"] in plan.flip_hids else o["worst"],
+             "seconds": max(0.0, (o["seconds"] or 0.0) + factors.get(o["harness_id"], 0.0)),
+             "worker": o["worker"]} for o in source.outcomes])
+    return rid, len(rows)
+
+
 def make_db(src_url: str, dst_url: str, *, runs: int = 10, src_run: str = "latest", seed: int = 0,
             noise: float = 0.05, step_fraction: float = 0.01, flip_fraction: float = 0.002,
             log: Callable[[str], None] = lambda s: print(s, file=sys.stderr)) -> dict[str, Any]:
@@ -93,8 +243,8 @@ def make_db(src_url: str, dst_url: str, *, runs: int = 10, src_run: str = "lates
       ConfigError: ``runs`` < 1, or the destination already has these run names.
       RunNotFound: no such source run.
     """
-    from farm.store import open_store, queries, writes
-    from farm.store.models import ArtifactRow, Environment, HarnessRow, OutcomeRow, ResultRow, Run
+    from farm.store import open_store
+    from farm.store.models import ResultRow
 
     if runs < 1:
         raise ConfigError(f"'runs' must be at least 1, got {runs}")
@@ -104,99 +254,26 @@ def make_db(src_url: str, dst_url: str, *, runs: int = 10, src_run: str = "lates
     src = open_store(src_url, upgrade=False)
     dst = open_store(dst_url)
     try:
-        with src.session() as s:
-            run = queries.resolve_run(s, src_run)
-            env = s.get(Environment, run.environment_id)
-            run_cols = {c: getattr(run, c) for c in ("kind", "catalog", "filters", "platforms", "run_on", "total",
-                                                      "stats", "started_at", "finished_at")}
-            src_name, src_id = run.name, run.id
-            env_cols = {c: getattr(env, c) for c in ("fingerprint", "jax_version", "jaxlib_version", "python", "host",
-                                                      "device_kinds", "xla_flags", "farm_commit")}
-            defs = dict(s.execute(select(HarnessRow.id, HarnessRow.definition).where(
-                HarnessRow.id.in_(select(OutcomeRow.harness_id).where(OutcomeRow.run_id == src_id)))).tuples().all())
-            rcols = [c for c in ResultRow.__table__.c if c.name not in ("id", "run_id")]
-            results = [dict(r) for r in s.execute(select(*rcols).where(ResultRow.run_id == src_id)
-                                                  .order_by(ResultRow.id)).mappings()]
-            outcomes = [dict(r) for r in s.execute(
-                select(OutcomeRow.harness_id, OutcomeRow.worst, OutcomeRow.seconds, OutcomeRow.worker)
-                .where(OutcomeRow.run_id == src_id)).mappings()]
-            shas = {r["artifact_sha"] for r in results if r["artifact_sha"]}
-            shas |= {r["facts"].get("module_sha256") for r in results if (r["facts"] or {}).get("module_sha256")}
-        names = [f"{src_name}-r{i + 1:02d}" for i in range(runs)]
-        log(f"benchdb: {len(results)} results, {len(outcomes)} outcomes, {len(shas)} artifacts of run "
-            f"{src_name} -> {runs} runs")
-
-        with dst.session() as s:
-            clash = s.scalars(select(Run.name).where(Run.name.in_(names))).all()
-            if clash:
-                raise ConfigError(f"{dst_url} already has run(s) {', '.join(clash)}; use an empty database")
-            env_id = s.scalar(select(Environment.id).where(Environment.fingerprint == env_cols["fingerprint"]))
-            if env_id is None:
-                row = Environment(**env_cols)
-                s.add(row)
-                s.flush()
-                env_id = row.id
-            fp_ids = writes.harness_ids(s, list(defs.values()))
-            hid = {src_hid: fp_ids[d["fingerprint"]] for src_hid, d in defs.items()}
-            have = set()
-            wanted = sorted(shas)
-            for i in range(0, len(wanted), 500):
-                have |= set(s.scalars(select(ArtifactRow.sha256).where(ArtifactRow.sha256.in_(wanted[i:i + 500]))))
-            missing = [x for x in wanted if x not in have]
-        acols = list(ArtifactRow.__table__.c)
-        for i in range(0, len(missing), 200):
-            with src.engine.connect() as sc:
-                rows = [dict(r) for r in sc.execute(select(*acols).where(
-                    ArtifactRow.sha256.in_(missing[i:i + 200]))).mappings()]
-            with dst.engine.begin() as dc:
-                if rows:
-                    dc.execute(insert(ArtifactRow.__table__), rows)
-
+        source = _read_source(src, src_run)
+        names = [f"{source.name}-r{i + 1:02d}" for i in range(runs)]
+        log(f"benchdb: {len(source.results)} results, {len(source.outcomes)} outcomes, {len(source.shas)} "
+            f"artifacts of run {source.name} -> {runs} runs")
+        env_id, hid, missing = _prepare_dest(dst, dst_url, names, source)
+        _copy_artifacts(src, dst, missing)
+        # The draws' order (step harnesses, flipped rows, then each copy's jitter) fixes the database per seed.
         step_hids = {h for h in sorted(hid) if rng.random() < step_fraction}
-        step_from = runs // 2
-        flip_rows = {i for i, r in enumerate(results)
+        flip_rows = {i for i, r in enumerate(source.results)
                      if r["stage"] == "execute" and r["status"] == "ok" and rng.random() < flip_fraction}
-        flip_hids = {results[i]["harness_id"] for i in flip_rows}
-        span = (run_cols["finished_at"] - run_cols["started_at"]) if run_cols["finished_at"] else timedelta(0)
+        plan = _Plan(runs, seed, noise, rng, env_id, hid, step_hids, runs // 2, flip_rows,
+                     {source.results[i]["harness_id"] for i in flip_rows})
         run_ids: list[int] = []
         for n, name in enumerate(names):
-            started = run_cols["started_at"] - timedelta(days=runs - 1 - n)
-            stepped = n >= step_from
-            last = n == runs - 1
-            with dst.session() as s:
-                new = Run(name=name, kind=run_cols["kind"], status="finished", started_at=started,
-                          finished_at=started + span, catalog=run_cols["catalog"], filters=run_cols["filters"],
-                          platforms=run_cols["platforms"], run_on=run_cols["run_on"], total=run_cols["total"],
-                          environment_id=env_id, stats={**(run_cols["stats"] or {}), "replicated_from": src_name,
-                                                        "replica": n + 1, "seed": seed})
-                s.add(new)
-                s.flush()
-                rid = new.id
-                factors: dict[int, float] = {}
-                rows = []
-                for i, r in enumerate(results):
-                    f = math.exp(rng.gauss(0.0, noise))
-                    if stepped and r["harness_id"] in step_hids and r["stage"] in STEP_STAGES:
-                        f *= STEP_FACTOR
-                    factors[r["harness_id"]] = factors.get(r["harness_id"], 0.0) + (r["seconds"] or 0.0) * (f - 1)
-                    row = {**r, "run_id": rid, "harness_id": hid[r["harness_id"]],
-                           "seconds": (r["seconds"] or 0.0) * f, "metrics": _jitter(r["metrics"] or {}, f)}
-                    if last and i in flip_rows:
-                        row.update(status="fail", error_type="AssertionError",
-                                   error="benchdb: planted status flip (ok -> fail)")
-                    rows.append(row)
-                for i in range(0, len(rows), 5000):
-                    s.connection().execute(insert(ResultRow.__table__), rows[i:i + 5000])
-                s.connection().execute(insert(OutcomeRow.__table__), [
-                    {"run_id": rid, "harness_id": hid[o["harness_id"]], "environment_id": env_id,
-                     "worst": _worse(o["worst"], "fail") if last and o["harness_id"] in flip_hids else o["worst"],
-                     "seconds": max(0.0, (o["seconds"] or 0.0) + factors.get(o["harness_id"], 0.0)),
-                     "worker": o["worker"]} for o in outcomes])
+            rid, n_rows = _write_replica(dst, source, plan, n, name)
             run_ids.append(rid)
-            log(f"benchdb: run {name} (id {rid}): {len(rows)} results")
+            log(f"benchdb: run {name} (id {rid}): {n_rows} results")
         with dst.session() as s:
             n_results = s.scalar(select(func.count()).select_from(ResultRow).where(ResultRow.run_id.in_(run_ids)))
-        return {"source": src_name, "runs": run_ids, "results": n_results, "outcomes": len(outcomes) * runs,
+        return {"source": source.name, "runs": run_ids, "results": n_results, "outcomes": len(source.outcomes) * runs,
                 "artifacts": len(missing), "harnesses": len(hid), "step_harnesses": len(step_hids),
                 "flips": len(flip_rows), "seconds": round(time.perf_counter() - t0, 2)}
     finally:

@@ -267,6 +267,31 @@ def full_catalog_figures(log: Callable[[str], None], workers: int = 2) -> list[F
     return figs
 
 
+def _sweep_excess(store: Any, hs: list[Any], n: int, opts: Any, workers: int, mods: tuple[str, ...],
+                  log: Callable[[str], None]) -> float:
+    """What the farm adds to one trivial sweep of ``hs[:n]``: wall minus worker time per worker.
+
+    A module-level helper (not a closure) so ``overhead_figures`` stays short; checks that
+    every outcome was stored, since a short sweep would make the slope meaningless."""
+    from sqlalchemy import func, select
+
+    from farm.run.sweep import SweepConfig, sweep
+    from farm.store.models import OutcomeRow
+
+    t0 = time.perf_counter()
+    run, st = sweep(store, hs[:n], options=opts, catalog="trivial", filters={},
+                    config=SweepConfig(workers=workers, progress=False, modules=mods), force=True,
+                    log=lambda s: None)
+    wall = time.perf_counter() - t0
+    with store.session() as s:
+        work = s.scalar(select(func.sum(OutcomeRow.seconds)).where(OutcomeRow.run_id == run.id)) or 0.0
+        done = s.scalar(select(func.count()).select_from(OutcomeRow).where(OutcomeRow.run_id == run.id))
+    if done != n:
+        raise RuntimeError(f"trivial sweep stored {done} outcomes, expected {n}")
+    log(f"bench:   {n} trivial harnesses: wall {wall:.2f} s, worker time {work:.2f} s")
+    return wall - work / workers
+
+
 def overhead_figures(quick: bool, log: Callable[[str], None], workers: int = 2) -> list[Figure]:
     """The farm's own cost per harness, through the full path (scheduler, Ray transfer,
     writer, store), on the trivial catalog (identity on a scalar, CPU only).
@@ -279,13 +304,11 @@ def overhead_figures(quick: bool, log: Callable[[str], None], workers: int = 2) 
     every wall. On a loaded machine the actors' start varies by a second or more, which
     is why the sizes are far apart."""
     import ray
-    from sqlalchemy import func, select
 
     from farm import catalog
     from farm.results import Options
-    from farm.run.sweep import SweepConfig, ray_init, sweep
+    from farm.run.sweep import ray_init
     from farm.store import open_store
-    from farm.store.models import OutcomeRow
 
     mods = ("harnesses.trivial",)
     hs = catalog.select(catalog.Filters(catalog="trivial", modules=mods))
@@ -301,18 +324,7 @@ def overhead_figures(quick: bool, log: Callable[[str], None], workers: int = 2) 
         store = open_store(f"sqlite:///{d}/overhead.db")
         try:
             def excess(n: int) -> float:
-                t0 = time.perf_counter()
-                run, st = sweep(store, hs[:n], options=opts, catalog="trivial", filters={},
-                                config=SweepConfig(workers=workers, progress=False, modules=mods), force=True,
-                                log=lambda s: None)
-                wall = time.perf_counter() - t0
-                with store.session() as s:
-                    work = s.scalar(select(func.sum(OutcomeRow.seconds)).where(OutcomeRow.run_id == run.id)) or 0.0
-                    done = s.scalar(select(func.count()).select_from(OutcomeRow).where(OutcomeRow.run_id == run.id))
-                if done != n:
-                    raise RuntimeError(f"trivial sweep stored {done} outcomes, expected {n}")
-                log(f"bench:   {n} trivial harnesses: wall {wall:.2f} s, worker time {work:.2f} s")
-                return wall - work / workers
+                return _sweep_excess(store, hs, n, opts, workers, mods, log)
 
             excess(small)  # warm-up: the first actors of a fresh cluster start slower
             for _ in range(pairs):

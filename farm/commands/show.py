@@ -71,24 +71,47 @@ def print_run(store, ref: str, fmt: str = "table", status: str | None = None,  #
         print(json.dumps(data, indent=1, default=str))
         return 0
     run = data["run"]
-    platforms = []
-    for h in data["harnesses"]:
+    platforms, stages_of = _columns(data["harnesses"])
+    rows = data["harnesses"]
+    hidden = 0
+    if big:
+        hidden = (data["run"].get("done") or 0) - min(len(rows), max_rows)
+        rows = rows[:max_rows]
+    _print_matrix(run, rows, platforms, stages_of)
+    if hidden:
+        print(f"... {hidden} more harnesses not shown (a big run lists only its bad results; "
+              f"`farm show {run['name']}` prints every row)")
+    print("stages per platform: " + "; ".join(f"{p}: {' '.join(stages_of[p])}" for p in platforms))
+    print("legend: " + "  ".join(f"{v}={k}" for k, v in ABBREV.items()))
+    _print_reuse(data["harnesses"])
+    _print_totals(data)
+    return 0
+
+
+def _columns(harnesses: list[dict]) -> tuple[list[str], dict[str, list[str]]]:
+    """The matrix columns: platforms in a fixed order, then each platform's stages as first seen.
+
+    Split out of ``print_run`` to keep it short; the order keeps tables comparable across runs."""
+    platforms: list[str] = []
+    for h in harnesses:
         for p in h["platforms"]:
             if p not in platforms:
                 platforms.append(p)
     order = ["any", "cpu", "cuda", "rocm", "tpu", "export"]
     platforms.sort(key=lambda p: (order.index(p) if p in order else 99, p))
     stages_of: dict[str, list[str]] = defaultdict(list)
-    for h in data["harnesses"]:
+    for h in harnesses:
         for p, st in h["platforms"].items():
             for s in st:
                 if s not in stages_of[p]:
                     stages_of[p].append(s)
-    rows = data["harnesses"]
-    hidden = 0
-    if big:
-        hidden = (data["run"].get("done") or 0) - min(len(rows), max_rows)
-        rows = rows[:max_rows]
+    return platforms, stages_of
+
+
+def _print_matrix(run: dict, rows: list[dict], platforms: list[str], stages_of: dict[str, list[str]]) -> None:
+    """The run's title line, the header and one line of status letters per harness.
+
+    Split out of ``print_run``: the layout (column widths, truncated names) lives in one place."""
     width = min(max([len(h["harness"]) for h in rows] + [7]), 70)
     head = f"{'harness':<{width}}  " + "  ".join(f"{p:<{max(len(stages_of[p]), len(p))}}" for p in platforms)
     head += "  reused from"
@@ -102,17 +125,23 @@ def print_run(store, ref: str, fmt: str = "table", status: str | None = None,  #
             cell = "".join(ABBREV[st[s]["status"]] if s in st else " " for s in stages_of[p])
             cells.append(f"{cell:<{max(len(stages_of[p]), len(p))}}")
         print(f"{h['harness'][:width]:<{width}}  " + "  ".join(cells) + f"  {_reused_cell(h)}".rstrip())
-    if hidden:
-        print(f"... {hidden} more harnesses not shown (a big run lists only its bad results; "
-              f"`farm show {run['name']}` prints every row)")
-    print("stages per platform: " + "; ".join(f"{p}: {' '.join(stages_of[p])}" for p in platforms))
-    print("legend: " + "  ".join(f"{v}={k}" for k, v in ABBREV.items()))
-    reuse = Counter((h["reused"], h["reused_from"]) for h in data["harnesses"] if h["reused"])
+
+
+def _print_reuse(harnesses: list[dict]) -> None:
+    """One line counting the harnesses reused from earlier runs, by kind and source run (none if none)."""
+    reuse = Counter((h["reused"], h["reused_from"]) for h in harnesses if h["reused"])
     if reuse:
         print("reused: " + ", ".join(f"{n} {'whole' if kind == 'whole' else 'compile/execute/compare'} from run {rid}"
                                      for (kind, rid), n in sorted(reuse.items(), key=str))
               + " (whole: nothing that shapes the result changed; compile/execute/compare: re-lowered to the same "
                 "modules)")
+
+
+def _print_totals(data: dict) -> None:
+    """The status totals (the run's own counts, else counted from the rows), then the first 25 bad results.
+
+    Counting from the rows is the fallback for runs stored without ``status_counts``."""
+    run = data["run"]
     totals: Counter = Counter(data["run"].get("status_counts") or {})
     if not totals:
         for h in data["harnesses"]:
@@ -126,7 +155,6 @@ def print_run(store, ref: str, fmt: str = "table", status: str | None = None,  #
         print(f"  {v['status']:<15} {name} {p}/{s}: {v['error'] or ''}"[:200])
     if len(bad) > 25:
         print(f"  ... and {len(bad) - 25} more (farm show {run['id']} --status fail,error)")
-    return 0
 
 
 def _reused_cell(h: dict) -> str:
