@@ -13,6 +13,7 @@ from typing import Any
 from flask import Flask, abort, current_app, jsonify, render_template, request, url_for
 from markupsafe import Markup, escape
 
+from dashboards import svg
 from farm.results import SEVERITY, STATUSES
 
 FILTERS = ("primitive", "dtype", "platform", "status", "catalog")
@@ -146,7 +147,6 @@ def with_args(**kw: Any) -> str:
 
 
 def install(app: Flask) -> None:
-    from dashboards import svg
 
     app.jinja_env.globals.update(highlight=highlight, status_class=status_class, fmt_s=fmt_s, fmt_num=fmt_num,
                                  counts_title=counts_title, with_args=with_args, STATUSES=STATUSES,

@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from flask import Flask, current_app, redirect, request, url_for
+from flask import Flask, current_app, jsonify, redirect, request, url_for
 
 from dashboards.views import require_token, store, twin
 from farm.errors import ConfigError
@@ -57,7 +57,7 @@ def report(base: dict[str, Any], head: dict[str, Any], base_rows: list[dict[str,
     ``vanished`` those it should have run and lacks; ``findings`` are the analysis's numeric and
     performance findings (empty without it); ``analysis`` its whole report (or None)."""
     try:
-        from farm import analysis
+        from farm import analysis  # optional package: the fallback below runs without it (no start-up cost)
     except ImportError:
         analysis = None
     if analysis is not None:
@@ -122,8 +122,6 @@ def accept() -> Any:
         h.stats = stats
         base_id, head_id = b.id, h.id
     if request.accept_mimetypes.best == "application/json" or request.headers.get("Authorization"):
-        from flask import jsonify
-
         return jsonify({"accepted": entry}), 201
     return redirect(url_for("compare", base=base_id, head=head_id), code=303)
 

@@ -31,11 +31,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, insert, select
+from sqlalchemy.engine import make_url
 
 from farm.errors import ConfigError
+from farm.results import SEVERITY
+from farm.store import open_store, queries, writes
+from farm.store.models import ArtifactRow, Environment, HarnessRow, OutcomeRow, ResultRow, Run
 
 #: Stages whose timings take part in the planted step.
 STEP_STAGES = ("lower", "compile", "execute")
@@ -52,16 +57,12 @@ def _jitter(metrics: dict[str, Any], factor: float) -> dict[str, Any]:
 
 
 def _worse(a: str, b: str) -> str:
-    from farm.results import SEVERITY
 
     return max(a, b, key=SEVERITY.__getitem__)
 
 
 def _check_exists(url: str) -> None:
     """A SQLite source that is not there would be created empty: say so instead."""
-    from pathlib import Path
-
-    from sqlalchemy.engine import make_url
 
     try:
         u = make_url(url)
@@ -104,8 +105,6 @@ class _Plan:
 
 def _read_source(src: Any, src_run: str) -> _Source:
     """Read the source run's rows in one session, so the copies never go back to it (but for artifacts)."""
-    from farm.store import queries
-    from farm.store.models import Environment, HarnessRow, OutcomeRow, ResultRow
 
     with src.session() as s:
         run = queries.resolve_run(s, src_run)
@@ -133,8 +132,6 @@ def _prepare_dest(dst: Any, dst_url: str, names: list[str], source: _Source) -> 
 
     Returns ``(environment id, {source harness id: destination id}, artifact shas it lacks)``;
     only the missing artifacts are copied, since they are content-addressed and shared."""
-    from farm.store import writes
-    from farm.store.models import ArtifactRow, Environment, Run
 
     with dst.session() as s:
         clash = s.scalars(select(Run.name).where(Run.name.in_(names))).all()
@@ -158,7 +155,6 @@ def _prepare_dest(dst: Any, dst_url: str, names: list[str], source: _Source) -> 
 
 def _copy_artifacts(src: Any, dst: Any, missing: list[str]) -> None:
     """Copy the missing artifact rows in batches of 200, to bound memory (artifacts are the big rows)."""
-    from farm.store.models import ArtifactRow
 
     acols = list(ArtifactRow.__table__.c)
     for i in range(0, len(missing), 200):
@@ -195,7 +191,6 @@ def _write_replica(dst: Any, source: _Source, plan: _Plan, n: int, name: str) ->
     """Write copy ``n`` (run, results, outcomes) in one transaction; returns ``(run id, result rows)``.
 
     Copies are dated a day apart, ending at the source run's start, so history pages order them."""
-    from farm.store.models import OutcomeRow, ResultRow, Run
 
     run_cols = source.run_cols
     span = (run_cols["finished_at"] - run_cols["started_at"]) if run_cols["finished_at"] else timedelta(0)
@@ -243,8 +238,6 @@ def make_db(src_url: str, dst_url: str, *, runs: int = 10, src_run: str = "lates
       ConfigError: ``runs`` < 1, or the destination already has these run names.
       RunNotFound: no such source run.
     """
-    from farm.store import open_store
-    from farm.store.models import ResultRow
 
     if runs < 1:
         raise ConfigError(f"'runs' must be at least 1, got {runs}")

@@ -27,6 +27,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from farm.errors import ConfigError
+from farm.results import Options
+
 
 @dataclass
 class Figure:
@@ -63,9 +66,9 @@ def timed(fn: Callable[[], Any], repeats: int = 3, warmup: int = 1) -> tuple[flo
 
 def naive_loop(harnesses: list[Any]) -> float:
     """What a person would write without the farm: every stage, serially, no dedup."""
-    import jax
+    import jax  # deferred: jax (~1.0 s); farm --help imports this module for GROUPS
 
-    from farm.stages.trace import jitted
+    from farm.stages.trace import jitted  # deferred: jax via farm.stages (~0.2 s); not needed by farm --help
 
     t0 = time.perf_counter()
     for h in harnesses:
@@ -96,7 +99,6 @@ def run(quick: bool = True, log: Callable[[str], None] = lambda s: print(s, file
         only: tuple[str, ...] = (), dashboard_db: str | None = None) -> list[Figure]:
     """Every figure group in ``only`` (default: all). ``dashboard_db`` is the database the
     dashboard figures read (see ``farm.bench.db``); without one they are skipped."""
-    from farm.errors import ConfigError
 
     for g in only:
         if g not in GROUPS:
@@ -134,9 +136,8 @@ def catalog_figures(quick: bool, log: Callable[[str], None]) -> list[Figure]:
 
 
 def pipeline_figures(quick: bool, log: Callable[[str], None]) -> list[Figure]:
-    from farm import catalog
-    from farm.pipeline import clear_caches, run_harness
-    from farm.results import Options
+    from farm import catalog  # deferred: farm.catalog (~0.15 s); not needed by farm --help
+    from farm.pipeline import clear_caches, run_harness  # deferred: farm.pipeline (~0.3 s, jax); not needed by farm --help
 
     n = 24 if quick else 120
     subset = catalog.select(catalog.Filters(catalog="farm", dtype=("float32", "int32")))[:n]
@@ -146,7 +147,7 @@ def pipeline_figures(quick: bool, log: Callable[[str], None]) -> list[Figure]:
         return lambda: (clear_caches(), fn())
 
     def farm_path() -> None:  # as a worker runs it: with the shared MLIR context (farm.pipeline.irctx)
-        from farm.pipeline import irctx
+        from farm.pipeline import irctx  # deferred: farm.pipeline (~0.3 s, jax); not needed by farm --help
 
         irctx.install()
         try:
@@ -163,12 +164,11 @@ def pipeline_figures(quick: bool, log: Callable[[str], None]) -> list[Figure]:
 
 
 def sweep_figures(quick: bool, log: Callable[[str], None]) -> list[Figure]:
-    import ray
+    import ray  # deferred: ray (~0.7 s); not needed by farm --help
 
-    from farm import catalog
-    from farm.results import Options
-    from farm.run.sweep import SweepConfig, ray_init, sweep
-    from farm.store import open_store, queries
+    from farm import catalog  # deferred: farm.catalog (~0.15 s); not needed by farm --help
+    from farm.run.sweep import SweepConfig, ray_init, sweep  # deferred: farm.run.sweep (~1 s, ray+jax); not needed by farm --help
+    from farm.store import open_store, queries  # deferred: farm.store (~0.3 s with sqlalchemy); not needed by farm --help
 
     figs: list[Figure] = []
     log("bench: sweeps on a local Ray cluster (1 worker, 2 workers, warm)")
@@ -224,10 +224,10 @@ def full_catalog_figures(log: Callable[[str], None], workers: int = 2) -> list[F
     the CLI in a fresh process, then a warm re-sweep. The floor is the JAX work the sweep
     itself recorded (the sum of every stage's timer: trace, 4 lowerings, census walks,
     export, serialize, distinct compiles, executions, cross-exec) divided by the workers."""
-    from sqlalchemy import func, select
+    from sqlalchemy import func, select  # deferred: sqlalchemy (~0.35 s); not needed by farm --help
 
-    from farm.store import open_store
-    from farm.store.models import OutcomeRow, ResultRow, Run
+    from farm.store import open_store  # deferred: farm.store (~0.3 s with sqlalchemy); not needed by farm --help
+    from farm.store.models import OutcomeRow, ResultRow, Run  # deferred: farm.store.models (~0.2 s over sqlalchemy); not needed by farm --help
 
     figs: list[Figure] = []
     with tempfile.TemporaryDirectory() as d:
@@ -273,10 +273,10 @@ def _sweep_excess(store: Any, hs: list[Any], n: int, opts: Any, workers: int, mo
 
     A module-level helper (not a closure) so ``overhead_figures`` stays short; checks that
     every outcome was stored, since a short sweep would make the slope meaningless."""
-    from sqlalchemy import func, select
+    from sqlalchemy import func, select  # deferred: sqlalchemy (~0.35 s); not needed by farm --help
 
-    from farm.run.sweep import SweepConfig, sweep
-    from farm.store.models import OutcomeRow
+    from farm.run.sweep import SweepConfig, sweep  # deferred: farm.run.sweep (~1 s, ray+jax); not needed by farm --help
+    from farm.store.models import OutcomeRow  # deferred: farm.store.models (~0.2 s over sqlalchemy); not needed by farm --help
 
     t0 = time.perf_counter()
     run, st = sweep(store, hs[:n], options=opts, catalog="trivial", filters={},
@@ -303,12 +303,11 @@ def overhead_figures(quick: bool, log: Callable[[str], None], workers: int = 2) 
     over several pairs (the spread is the pairs' own slopes). Ray's own start is outside
     every wall. On a loaded machine the actors' start varies by a second or more, which
     is why the sizes are far apart."""
-    import ray
+    import ray  # deferred: ray (~0.7 s); not needed by farm --help
 
-    from farm import catalog
-    from farm.results import Options
-    from farm.run.sweep import ray_init
-    from farm.store import open_store
+    from farm import catalog  # deferred: farm.catalog (~0.15 s); not needed by farm --help
+    from farm.run.sweep import ray_init  # deferred: farm.run.sweep (~1 s, ray+jax); not needed by farm --help
+    from farm.store import open_store  # deferred: farm.store (~0.3 s with sqlalchemy); not needed by farm --help
 
     mods = ("harnesses.trivial",)
     hs = catalog.select(catalog.Filters(catalog="trivial", modules=mods))
@@ -348,17 +347,16 @@ def dashboard_figures(db_url: str, repeats: int = 5, log: Callable[[str], None] 
     """Server time of the overview, compare (latest vs previous) and harness pages on
     ``db_url`` through Flask's test client (one warm-up, then ``repeats``), with the
     number of SQL statements each page runs."""
-    from sqlalchemy import event, func, select
+    from sqlalchemy import event, func, select  # deferred: sqlalchemy (~0.35 s); not needed by farm --help
 
-    from dashboards.app import create_app
-    from farm.store.models import HarnessRow, ResultRow, Run
+    from dashboards.app import create_app  # deferred: dashboards.app (~0.6 s, flask+store); not needed by farm --help
+    from farm.store.models import HarnessRow, ResultRow, Run  # deferred: farm.store.models (~0.2 s over sqlalchemy); not needed by farm --help
 
     app = create_app(db_url)
     store = app.config["STORE"]
     with store.session() as s:
         ids = s.scalars(select(Run.id).order_by(Run.id.desc()).limit(2)).all()
         if len(ids) < 2:
-            from farm.errors import ConfigError
 
             raise ConfigError(f"{db_url} needs at least two runs for the compare page (see `farm bench --make-db`)")
         n_runs = s.scalar(select(func.count()).select_from(Run))

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+from farm.bench import suite as bench
+from farm.bench.suite import GROUPS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from farm.bench.suite import GROUPS
 
     p = sub.add_parser("bench", help="run the benchmarks and print a table of figures against their goals",
                        description="Run the benchmarks and print a table of figures against their goals. "
@@ -29,10 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from farm.bench import suite as bench
 
     if args.make_db:
-        from farm.bench.db import make_db
+        from farm.bench.db import make_db  # deferred: farm.bench.db (~0.35 s, sqlalchemy+store); not needed by farm --help
 
         src, dst = args.make_db
         print(json.dumps(make_db(src, dst, runs=args.runs, src_run=args.src_run, seed=args.seed), indent=1))

@@ -11,6 +11,7 @@ import json
 import sys
 
 from farm.commands import add_db, store_from
+from farm.errors import ConfigError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,8 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def fail_kinds(text: str) -> list[str]:
-    from farm.analysis import KINDS
-    from farm.errors import ConfigError
+    from farm.analysis import KINDS  # deferred: farm.analysis (~40 ms); not needed by farm --help
 
     kinds = [k.strip() for k in text.split(",") if k.strip() and k.strip() != "none"]
     bad = [k for k in kinds if k not in KINDS]
@@ -51,8 +51,8 @@ def fail_kinds(text: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from farm.analysis import failing, render_markdown, render_text
-    from farm.store import reports
+    from farm.analysis import failing, render_markdown, render_text  # deferred: farm.analysis (~40 ms); not needed by farm --help
+    from farm.store import reports  # deferred: farm.store.reports (~0.6 s, sqlalchemy); not needed by farm --help
 
     kinds = fail_kinds(args.fail_on)
     settings = reports.Settings(history=max(0, args.history), threshold=args.threshold, include_noise=args.all)

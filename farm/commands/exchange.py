@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def export(args: argparse.Namespace) -> int:
-    from farm.store import queries
+    from farm.store import queries  # deferred: farm.store.queries (~0.5 s, sqlalchemy); not needed by farm --help
 
     store = store_from(args)
     with store.session() as s:
@@ -53,7 +53,7 @@ def export(args: argparse.Namespace) -> int:
 
 
 def import_(args: argparse.Namespace) -> int:
-    from farm.run.bundles import import_bundle
+    from farm.run.bundles import import_bundle  # deferred: farm.run.bundles (~0.23 s, jax export); not needed by farm --help
 
     store = store_from(args)
     run_id, name, n = import_bundle(store, args.bundle, name=args.run_name)

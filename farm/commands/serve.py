@@ -16,7 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dashboards.app import create_app
+    from dashboards.app import create_app  # deferred: dashboards.app (~0.6 s, flask+store); not needed by farm --help
 
     app = create_app(args.db, token=os.environ.get("FARM_TOKEN"))
     print(f"farm: dashboard on http://{args.host}:{args.port}/ (Ctrl-C to stop)")

@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_json(store, ref: str, only_bad: bool = False) -> dict:  # noqa: ANN001
     """The run's rows by harness; ``only_bad`` loads just the bad results (big runs)."""
-    from farm.store import queries
+    from farm.store import queries  # deferred: farm.store.queries (~0.5 s, sqlalchemy); not needed by farm --help
 
     with store.session() as s:
         run = queries.resolve_run(s, ref)
@@ -48,10 +48,10 @@ def run_json(store, ref: str, only_bad: bool = False) -> dict:  # noqa: ANN001
 
 
 def _size(store, ref: str) -> int:  # noqa: ANN001
-    from sqlalchemy import func, select
+    from sqlalchemy import func, select  # deferred: sqlalchemy (~0.35 s); not needed by farm --help
 
-    from farm.store import queries
-    from farm.store.models import OutcomeRow
+    from farm.store import queries  # deferred: farm.store.queries (~0.5 s, sqlalchemy); not needed by farm --help
+    from farm.store.models import OutcomeRow  # deferred: farm.store.models (~0.2 s over sqlalchemy); not needed by farm --help
 
     with store.session() as s:
         run = queries.resolve_run(s, ref)
@@ -166,7 +166,7 @@ def _reused_cell(h: dict) -> str:
 
 
 def list_runs(args: argparse.Namespace) -> int:
-    from farm.store import queries
+    from farm.store import queries  # deferred: farm.store.queries (~0.5 s, sqlalchemy); not needed by farm --help
 
     store = store_from(args)
     with store.session() as s:

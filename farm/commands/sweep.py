@@ -5,6 +5,9 @@ import argparse
 import sys
 
 from farm.commands import add_db, add_filters, filters_from, store_from
+from farm.commands.show import print_run
+from farm.platforms import DEVICE_KINDS, LOWERING_PLATFORMS, parse_list
+from farm.results import Options
 
 DEFAULT_PRIMITIVES = "exp,sin,tanh,log1p,add,mul,div,max"
 DEFAULT_DTYPES = "float32,float16,int32"
@@ -34,11 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from farm import catalog
-    from farm.commands.show import print_run
-    from farm.results import Options
-    from farm.platforms import DEVICE_KINDS, LOWERING_PLATFORMS, parse_list
-    from farm.run.sweep import SweepConfig, sweep
+    from farm import catalog  # deferred: farm.catalog (~0.15 s); not needed by farm --help
+    from farm.run.sweep import SweepConfig, sweep  # deferred: farm.run.sweep (~1 s, ray+jax); not needed by farm --help
 
     if args.default:
         args.primitive = args.primitive or DEFAULT_PRIMITIVES
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     store = store_from(args)
     filters = filters_from(args)
     if args.resume:
-        from farm.store import queries
+        from farm.store import queries  # deferred: farm.store.queries (~0.5 s, sqlalchemy); not needed by farm --help
 
         with store.session() as s:
             r = queries.resolve_run(s, args.resume)
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         run_row, stats = sweep(store, hs, options=opts, catalog=filters.catalog, filters=filters.to_dict(),
                                config=cfg, name=args.run_name, resume=args.resume, force=args.force)
     except KeyboardInterrupt:
-        from farm.store import queries
+        from farm.store import queries  # deferred: farm.store.queries (~0.5 s, sqlalchemy); not needed by farm --help
 
         with store.session() as s:
             r = queries.resolve_run(s, args.resume or "latest")

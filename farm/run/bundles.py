@@ -3,16 +3,18 @@ CPU host's artifacts (priors) a device host's jobs file carries. The file format
 ``farm.pipeline.bundles`` (a device host writes it without the store)."""
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from farm.errors import FarmError
 from farm.results import Outcome
 from farm.pipeline.bundles import FORMAT, VERSION, keep_only, read, write, write_parts  # noqa: F401  (public)
+from farm.stages.xhost import Prior
 
 
 def import_bundle(store: Any, paths: str | list[str], name: str | None = None) -> tuple[int, str, int]:
     """Load one bundle, or the parts of one split bundle, as one run of kind "import"."""
-    from farm.store import writes
+    from farm.store import writes  # deferred: farm.store.writes (~0.4 s, sqlalchemy); bundle reading/writing needs no store
 
     docs = [read(p) for p in ([paths] if isinstance(paths, str) else paths)]
     doc = docs[0]
@@ -38,11 +40,10 @@ def priors(store: Any, run_ref: str, fingerprints: list[str],
     """For each job the run exported and executed on CPU: its serialized export, inputs
     and CPU outputs (``xhost.Prior`` as JSON), keyed by the job's fingerprint, for a device
     host's jobs file. A stored harness matches by fingerprint, else by name."""
-    from sqlalchemy import select
+    from sqlalchemy import select  # deferred: sqlalchemy (~0.35 s); bundle reading/writing needs no store
 
-    from farm.stages.xhost import Prior
-    from farm.store import artifacts, queries
-    from farm.store.models import HarnessRow, ResultRow
+    from farm.store import artifacts, queries  # deferred: farm.store (~0.4 s, sqlalchemy); bundle reading/writing needs no store
+    from farm.store.models import HarnessRow, ResultRow  # deferred: farm.store.models (~0.4 s, sqlalchemy); bundle reading/writing needs no store
 
     wanted = set(fingerprints)
     by_name = {n: fp for fp, n in zip(fingerprints, names or [])}
@@ -76,9 +77,8 @@ def _typed(prior: Any) -> Any:
     dtypes from the export's avals instead."""
     if not any(a.dtype.kind == "V" for a in prior.inputs + prior.outputs):
         return prior
-    import dataclasses
 
-    import jax
+    import jax  # deferred: jax (~1.0 s); only old |V2 blobs need it
 
     exp = jax.export.deserialize(bytearray(prior.export))
 

@@ -79,7 +79,7 @@ def sweep_lock(spec: SweepSpec, lock_dir: Path) -> Iterator[str]:
     if url.startswith(("postgresql", "postgres")):
         from sqlalchemy import text  # lazy: ~0.3 s with farm.store (module docstring)
 
-        from farm.store.db import _engine
+        from farm.store.db import _engine  # lazy: ~0.3 s with farm.store (module docstring)
 
         engine = _engine(url)
         try:
@@ -114,8 +114,8 @@ def run_status(db: str | None, run_name: str) -> str | None:
     """The stored status of a run by name, or None if there is no such run."""
     from sqlalchemy import select  # lazy: ~0.3 s with farm.store (module docstring)
 
-    from farm.store import open_store
-    from farm.store.models import Run
+    from farm.store import open_store  # lazy: ~0.3 s with farm.store (module docstring)
+    from farm.store.models import Run  # lazy: ~0.3 s with farm.store (module docstring)
 
     store = open_store(db)
     try:
@@ -129,8 +129,8 @@ def previous_run(spec: SweepSpec, before: str) -> str | None:
     """The newest finished scheduled run of ``spec`` older than run ``before``."""
     from sqlalchemy import select  # lazy: ~0.3 s with farm.store (module docstring)
 
-    from farm.store import open_store
-    from farm.store.models import Run
+    from farm.store import open_store  # lazy: ~0.3 s with farm.store (module docstring)
+    from farm.store.models import Run  # lazy: ~0.3 s with farm.store (module docstring)
 
     store = open_store(spec.db)
     try:

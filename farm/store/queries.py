@@ -8,9 +8,9 @@ from typing import Any
 from sqlalchemy import Text, func, select, type_coerce
 from sqlalchemy.orm import Session
 
-from farm.errors import RunNotFound
+from farm.errors import HarnessNotFound, RunNotFound
 from farm.results import SEVERITY
-from farm.store.models import Environment, HarnessRow, OutcomeRow, ResultRow, Run
+from farm.store.models import ArtifactRow, Environment, HarnessRow, OutcomeRow, ResultRow, Run
 
 
 def resolve_run(session: Session, ref: str | int) -> Run:
@@ -175,7 +175,6 @@ def harness_history(session: Session, fingerprint: str, limit: int = 50) -> list
     """Every result of one harness across the newest ``limit`` runs, oldest first."""
     h = session.scalar(select(HarnessRow).where(HarnessRow.fingerprint == fingerprint))
     if h is None:
-        from farm.errors import HarnessNotFound
 
         raise HarnessNotFound(f"no harness with fingerprint {fingerprint!r}")
     run_ids = session.scalars(select(ResultRow.run_id).where(ResultRow.harness_id == h.id).distinct()
@@ -191,7 +190,6 @@ def harness_history(session: Session, fingerprint: str, limit: int = 50) -> list
 def harness_by_fingerprint(session: Session, fp: str) -> HarnessRow:
     h = session.scalar(select(HarnessRow).where(HarnessRow.fingerprint == fp))
     if h is None:
-        from farm.errors import HarnessNotFound
 
         raise HarnessNotFound(f"no harness with fingerprint {fp!r}")
     return h
@@ -292,7 +290,6 @@ def harness_runs(session: Session, harness_id: int, limit: int = 100) -> list[di
 
 def artifact_info(session: Session, shas: list[str]) -> dict[str, dict[str, Any]]:
     """sha -> kind, size, format version and meta, without loading the bytes."""
-    from farm.store.models import ArtifactRow
 
     shas = [s for s in dict.fromkeys(shas) if s]
     out: dict[str, dict[str, Any]] = {}

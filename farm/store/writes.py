@@ -5,6 +5,7 @@ killed at any point and resumed never duplicates or loses a finished result.
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable
 from datetime import datetime
@@ -15,7 +16,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from farm.catalog import Harness
-from farm.results import NOT_REUSABLE, Outcome
+from farm.errors import ConfigError
+from farm.results import NOT_REUSABLE, UPSTREAM_STAGES, Outcome
 from farm.store import artifacts
 from farm.store.environments import fingerprint as env_fingerprint
 from farm.store.environments import get_or_create
@@ -61,11 +63,9 @@ def create_run(session: Session, *, env: dict[str, Any], name: str | None = None
                run_on: Iterable[str] = (), total: int = 0) -> Run:
     env_row = get_or_create(session, env)
     if name and re.fullmatch(r"\d+|latest|previous", name):
-        from farm.errors import ConfigError
 
         raise ConfigError(f"run name {name!r} is reserved (numbers, 'latest' and 'previous' refer to runs)")
     if name and session.scalar(select(Run.id).where(Run.name == name)) is not None:
-        from farm.errors import ConfigError
 
         raise ConfigError(f"a run named {name!r} already exists; use --resume {name} to continue it")
     run = Run(name=name or unique_name(session, f"{kind}-{datetime.now():%Y%m%d-%H%M%S}"), kind=kind,
@@ -107,7 +107,6 @@ def finished(session: Session, run_id: int) -> set[int]:
 
 
 def comparable_key(fp: str, platform: str, env_fp: str) -> str:
-    import hashlib
 
     return hashlib.sha256(f"{fp}|{platform}|{env_fp}".encode()).hexdigest()[:32]
 
@@ -222,7 +221,6 @@ def downstream_priors(session: Session, run: Run, harness_ids_: list[int]) -> di
     """Result cache, level 2: for each harness, the newest earlier reusable outcome's
     downstream key and records (``pipeline.Reuse`` as a dict). The worker takes them only
     if the key it computes after lowering is the same."""
-    from farm.results import UPSTREAM_STAGES
 
     newest: dict[int, tuple[int, int, str]] = {}  # harness -> (run id, origin run, key)
     for i in range(0, len(harness_ids_), 500):
