@@ -13,11 +13,12 @@ from typing import Any
 from flask import Flask, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException
 
+from dashboards.cache import PageCache
 from farm.errors import FarmError
 from farm.store import open_store
 
 #: The page modules, in navigation order.
-PAGES = ("overview", "runs", "compare", "harness", "coverage", "boundary", "crosshost", "api")
+PAGES = ("overview", "runs", "trends", "compare", "harness", "search", "coverage", "boundary", "crosshost", "api")
 
 
 def _wants_json() -> bool:
@@ -39,12 +40,13 @@ def create_app(db_url: str | None = None, token: str | None = None) -> Flask:
     app.config["WRITE_TOKEN"] = token if token is not None else (os.environ.get("FARM_TOKEN") or None)
     app.config["JSON_SORT_KEYS"] = False
     app.json.sort_keys = False
+    app.extensions["farm_page_cache"] = PageCache()  # pages over finished runs (dashboards.cache)
 
     from dashboards import views  # deferred: dashboards.views (~0.16 s, store reports); only create_app needs them
-    from dashboards.views import api, boundary, compare, coverage, crosshost, harness, overview, runs  # deferred: dashboards.views (~0.16 s, store reports); only create_app needs them
+    from dashboards.views import api, boundary, compare, coverage, crosshost, harness, overview, runs, search, trends  # deferred: dashboards.views (~0.16 s, store reports); only create_app needs them
 
     views.install(app)
-    for page in (overview, runs, compare, harness, coverage, boundary, crosshost, api):
+    for page in (overview, runs, trends, compare, harness, search, coverage, boundary, crosshost, api):
         page.register(app)
 
     def _error(status: int, title: str, message: str) -> Any:

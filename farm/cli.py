@@ -28,22 +28,49 @@ def parser() -> argparse.ArgumentParser:
         prog="farm",
         description="Lowering Farm: sweep JAX's primitives through trace, lower, cross-lower, export, "
                     "compile, execute and compare on every platform; store and compare the results.")
+    p.add_argument("--version", action="version", version=f"farm {version()}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for mod in command_modules():
         module = importlib.import_module(mod)
         if hasattr(module, "register"):
             module.register(sub)
+    show_defaults(p)
     return p
+
+
+def version() -> str:
+    """The installed distribution's version (pyproject.toml), else the source tree's."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("farm")
+    except metadata.PackageNotFoundError:
+        return "(source tree, not installed)"
+
+
+def show_defaults(p: argparse.ArgumentParser) -> None:
+    """Append "(default: X)" to the help of every option of every (sub)command whose default
+    is a value and whose help does not already name one."""
+    for a in p._actions:
+        if isinstance(a, argparse._SubParsersAction):
+            for child in dict.fromkeys(a.choices.values()):
+                show_defaults(child)
+            continue
+        if (not a.option_strings or a.help == argparse.SUPPRESS or a.default in (None, False, argparse.SUPPRESS)
+                or "default" in (a.help or "")):
+            continue
+        shown = str(a.default).replace("%", "%%")
+        a.help = f"{a.help} (default: {shown})" if a.help else f"default: {shown}"
 
 
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     p = parser()
-    args = p.parse_args(argv)
-    if not getattr(args, "func", None):
-        p.print_help()
-        return 0
     try:
+        args = p.parse_args(argv)  # inside: an option's type raises ConfigError (e.g. --workers 0)
+        if not getattr(args, "func", None):
+            p.print_help()
+            return 0
         rc = args.func(args)
         return int(rc or 0)
     except FarmError as e:

@@ -25,16 +25,16 @@ SEVERITY = {s: i for i, s in enumerate(("ok", "skipped", "not_runnable_here", "e
 
 #: The one ordered list of pipeline stages (records of these stage names exist; a native
 #: run on a foreign backend adds ``<stage>_run`` records for crossexec's execution).
-STAGES = ("trace", "lower", "census", "export", "serialize", "compile", "execute",
+STAGES = ("trace", "lower", "census", "sharding", "export", "serialize", "compile", "execute",
           "compare", "crossexec", "xhost")
 #: Stages that run before anything is compiled: always run again on a result-cache miss.
 #: Everything after them may be reused when the downstream key is unchanged.
-UPSTREAM_STAGES = ("trace", "lower", "census", "export", "serialize")
+UPSTREAM_STAGES = ("trace", "lower", "census", "sharding", "export", "serialize")
 #: Stages a Limitation can name, in pipeline order. ``export`` names the platforms whose
 #: part of the multi-platform export JAX refuses; ``serialize`` is the artifact's round
 #: trip; ``run`` is "does not work on this device" without saying where (see RUN_STAGES).
-LIMITATION_STAGES = ("trace", "lower", "census", "export", "serialize", "compile", "execute", "compare",
-                     "crossexec", "run")
+LIMITATION_STAGES = ("trace", "lower", "census", "sharding", "export", "serialize", "compile", "execute",
+                     "compare", "crossexec", "run")
 #: ``stage="run"``: any of these native stages failing on the platform is the expected
 #: failure; all of them passing where the platform ran natively makes it stale.
 RUN_STAGES = ("lower", "compile", "execute", "compare", "xhost")

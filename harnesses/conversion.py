@@ -7,7 +7,7 @@ out-of-range values are implementation-defined), so NumPy's ``astype`` is the re
 import numpy as np
 from jax import lax
 
-from farm.catalog import ALL, INTEGER, UNSIGNED, CustomArg, DtypeArg, RandArg, define, np_dtype
+from farm.catalog import ALL, INTEGER, UNSIGNED, CustomArg, DtypeArg, RandArg, define, np_dtype, special
 
 FAMILY = "conversion"
 SHAPE = (3, 4)
@@ -112,3 +112,18 @@ for dt in ("float32", "float64"):
                lambda x, e=e, m=m: lax.reduce_precision(x, exponent_bits=e, mantissa_bits=m),
                [RandArg(SHAPE, dt, kind)], dtype=dt, params={"format": fmt},
                reference=_reduce_precision_ref(e, m), compare="exact")
+
+
+# ----------------------------------------------------------------- special values
+# NaN, ±Inf, subnormals and out-of-range values converted to every integer width (XLA
+# truncates toward zero, saturates, and makes NaN 0), to narrower floats (overflow to
+# Inf, rounding to subnormals) and to bool; integer extremes narrowed (wrap-around).
+for src in ("bfloat16", "float16", "float32", "float64"):
+    for dst in ("int8", "int32", "int64", "uint8", "uint32", "uint64", "bool", "float16", "bfloat16", "float32"):
+        if src != dst:
+            define(FAMILY, "convert_element_type", lambda x, to: lax.convert_element_type(x, np_dtype(to)),
+                   [special.arg(src), DtypeArg(dst)], dtype=src, params={"to": dst}, group="special_values")
+for src, dst in (("int32", "int8"), ("int32", "uint8"), ("int64", "int32"), ("uint32", "int32"), ("int8", "uint32"),
+                 ("int64", "float32"), ("uint64", "float16")):
+    define(FAMILY, "convert_element_type", lambda x, to: lax.convert_element_type(x, np_dtype(to)),
+           [special.arg(src), DtypeArg(dst)], dtype=src, params={"to": dst}, group="special_values")

@@ -2,7 +2,7 @@
 import numpy as np
 from jax import lax
 
-from farm.catalog import FLOAT, INEXACT, INTEGER, NUMERIC, SIGNED, Limitation, RandArg, chlo_leak, define
+from farm.catalog import FLOAT, INEXACT, INTEGER, NUMERIC, SIGNED, Limitation, RandArg, chlo_leak, define, special
 
 FAMILY = "elementwise_binary"
 SHAPE = (3, 4)
@@ -62,3 +62,27 @@ for prim, (fn, ref, dtypes, domains) in OPS.items():
                compare="exact" if prim == "nextafter" else None,
                limitations=(LOW if dt in ("bfloat16", "float16") else [])
                + ([chlo_leak("next_after")] if prim == "nextafter" else []))
+
+
+# ----------------------------------------------------------------- special values
+# Every pair of special values (farm.catalog.special), judged by the float64 jaxpr
+# reference: NaN and Inf arithmetic, signed zeros, integer wrap-around, division by zero
+# and MIN / -1, shifts by the bit width or more.
+SPECIAL_FLOAT = {"add": lax.add, "sub": lax.sub, "mul": lax.mul, "div": lax.div, "max": lax.max, "min": lax.min,
+                 "pow": lax.pow, "atan2": lax.atan2, "rem": lax.rem, "nextafter": lax.nextafter}
+SPECIAL_INT = {"add": lax.add, "sub": lax.sub, "mul": lax.mul, "div": lax.div, "rem": lax.rem, "max": lax.max,
+               "shift_left": lax.shift_left, "shift_right_arithmetic": lax.shift_right_arithmetic,
+               "shift_right_logical": lax.shift_right_logical}
+#: Found by these harnesses: XLA's CPU atan2 with a subnormal argument is NaN (f32/bf16:
+#: atan2(1e-45, 1e-45)) or in the wrong quadrant (f64: atan2(5e-324, -1) = -pi), neither
+#: IEEE's answer nor that of flushing the subnormal to zero.
+ATAN2_SUBNORMAL = Limitation("XLA CPU atan2 with subnormal arguments: NaN (f32/bf16) or the wrong quadrant (f64)",
+                             platforms=("cpu",), dtypes=("bfloat16", "float32", "float64"), stage="compare",
+                             error="elements differ from the float64 reference")
+for prim, fn in SPECIAL_FLOAT.items():
+    for dt in FLOAT:
+        lims = [chlo_leak("next_after")] if prim == "nextafter" else [ATAN2_SUBNORMAL] if prim == "atan2" else []
+        define(FAMILY, prim, fn, list(special.pair_args(dt)), dtype=dt, group="special_values", limitations=lims)
+for prim, fn in SPECIAL_INT.items():
+    for dt in ("int8", "int32", "int64", "uint8", "uint32"):
+        define(FAMILY, prim, fn, list(special.pair_args(dt)), dtype=dt, group="special_values")

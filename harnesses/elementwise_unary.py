@@ -3,7 +3,7 @@ import numpy as np
 import scipy.special as sp
 from jax import lax
 
-from farm.catalog import COMPLEX, FLOAT, INEXACT, INTEGER, SIGNED, Limitation, RandArg, chlo_leak, define
+from farm.catalog import COMPLEX, FLOAT, INEXACT, INTEGER, SIGNED, Limitation, RandArg, chlo_leak, define, special
 
 FAMILY = "elementwise_unary"
 SHAPES = ((3, 4),)
@@ -81,3 +81,15 @@ for prim, (fn, ref, dtypes, domain, tol) in OPS.items():
             lims.append(chlo_leak(CHLO[prim]))
         define(FAMILY, prim, fun, [RandArg(SHAPES[0], dt, domain)], dtype=dt, reference=reference,
                tol=tol, limitations=lims)
+
+
+# ----------------------------------------------------------------- special values
+# NaN, ±Inf, ±0.0, subnormals and the dtype's extremes (farm.catalog.special), judged by
+# the float64 jaxpr reference: NaN propagation, signed zeros, overflow to Inf.
+SPECIAL = {"neg": lax.neg, "abs": lax.abs, "sign": lax.sign, "floor": lax.floor, "ceil": lax.ceil,
+           "round": lambda x: lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN), "exp": lax.exp, "log": lax.log,
+           "sqrt": lax.sqrt, "rsqrt": lax.rsqrt, "tanh": lax.tanh, "log1p": lax.log1p, "expm1": lax.expm1,
+           "is_finite": lax.is_finite, "logistic": lax.logistic}
+for prim, fn in SPECIAL.items():
+    for dt in FLOAT:
+        define(FAMILY, prim, fn, [special.arg(dt)], dtype=dt, group="special_values")

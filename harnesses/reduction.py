@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from farm.catalog import FLOAT, INEXACT, INTEGER, NUMERIC, CustomArg, RandArg, StaticArg, define
+from farm.catalog import FLOAT, INEXACT, INTEGER, NUMERIC, CustomArg, RandArg, StaticArg, define, special
 
 FAMILY = "reduction"
 SHAPE = (3, 4, 5)
@@ -145,3 +145,23 @@ for kind in WINDOWS:
             define(FAMILY, f"reduce_window_{kind}", _window_fun(kind, dims, strides, padding),
                    [RandArg(SHAPE, dt, "normal")], dtype=dt, params={"window": cname},
                    reference=_window_ref(kind, dims, strides, padding), tol=TOL.get(dt))
+
+
+# ----------------------------------------------------------------- special values
+# Reductions over every pair of special values (farm.catalog.special, a 2 x n^2 array
+# reduced over its first axis): NaN propagation in max/min/argmax, Inf - Inf, signed
+# zeros, integer wrap-around; judged by the float64 jaxpr reference.
+SPECIAL = {"reduce_sum": lambda x: lax.reduce_sum(x, (0,)), "reduce_prod": lambda x: lax.reduce_prod(x, (0,)),
+           "reduce_max": lambda x: lax.reduce_max(x, (0,)), "reduce_min": lambda x: lax.reduce_min(x, (0,)),
+           "argmax": lambda x: lax.argmax(x, 0, np.int32), "argmin": lambda x: lax.argmin(x, 0, np.int32)}
+
+
+def _stacked(dt: str) -> CustomArg:
+    x, y = special.pair_args(dt)
+    return CustomArg(f"special_stack:{dt}", lambda rng: np.stack([x.make(rng), y.make(rng)]),
+                     (2,) + x.shape, dt)
+
+
+for prim, fn in SPECIAL.items():
+    for dt in FLOAT + ("int8", "int32", "uint32"):
+        define(FAMILY, prim, fn, [_stacked(dt)], dtype=dt, group="special_values")

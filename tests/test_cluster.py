@@ -71,13 +71,13 @@ class LocalCluster:
                     "RAY_health_check_period_ms": "1000", "RAY_health_check_timeout_ms": "1000",
                     "RAY_health_check_failure_threshold": "3"}
 
-    def start_node(self, name: str, resources: str, head: bool = False) -> None:
+    def start_node(self, name: str, resources: str, head: bool = False, extra: tuple[str, ...] = ()) -> None:
         cmd = [str(BIN / "ray"), "start", "--block", "--disable-usage-stats", f"--temp-dir={self.base / name}",
                "--node-ip-address=127.0.0.1", "--num-cpus=1", "--object-store-memory=100000000",
                "--memory=2000000000", f"--resources={resources}",
                f"--node-manager-port={free_port()}", f"--object-manager-port={free_port()}",
                f"--dashboard-agent-listen-port={free_port()}", f"--dashboard-agent-grpc-port={free_port()}",
-               f"--runtime-env-agent-port={free_port()}", f"--metrics-export-port={free_port()}"]
+               f"--runtime-env-agent-port={free_port()}", f"--metrics-export-port={free_port()}", *extra]
         if head:
             cmd += ["--head", f"--port={self.port}", "--include-dashboard=true", "--dashboard-host=127.0.0.1",
                     f"--dashboard-port={self.dashboard_port}",
@@ -88,14 +88,14 @@ class LocalCluster:
         self.procs[name] = subprocess.Popen(cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT,
                                             start_new_session=True, cwd=str(ROOT))
 
-    def wait_for(self, slots: int, timeout_s: float = 120.0) -> None:
-        """Wait until the cluster offers ``slots`` cpu_slot resources (a client in a child process)."""
+    def wait_for(self, slots: int, timeout_s: float = 120.0, resource: str = "cpu_slot") -> None:
+        """Wait until the cluster offers ``slots`` ``resource`` (a client in a child process)."""
         code = ("import ray,time,sys; ray.init(address=sys.argv[1], log_to_driver=False)\n"
                 "t=time.time()\n"
-                "while ray.cluster_resources().get('cpu_slot',0) < int(sys.argv[2]):\n"
+                "while ray.cluster_resources().get(sys.argv[4],0) < int(sys.argv[2]):\n"
                 "    time.sleep(0.3)\n"
                 "    assert time.time()-t < float(sys.argv[3]), ray.cluster_resources()\n")
-        subprocess.run([sys.executable, "-c", code, self.address, str(slots), str(timeout_s)], env=self.env,
+        subprocess.run([sys.executable, "-c", code, self.address, str(slots), str(timeout_s), resource], env=self.env,
                        check=True, timeout=timeout_s + 60, capture_output=True)
 
     def pids(self, name: str) -> list[tuple[int, str]]:
@@ -148,7 +148,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, timings: dict[str, float])
         c.start_node("head", "{}", head=True)
         c.start_node("n1", '{"cpu_slot": 1}')
         c.start_node("n2", '{"cpu_slot": 1, "tpu_slot": 1}')
+        # a node that declares a GPU to Ray, as plain `ray start --num-gpus 1` does (no cpu_slot)
+        c.start_node("g1", "{}", extra=("--num-gpus=1",))
         c.wait_for(2)
+        c.wait_for(1, resource="GPU")
         timings["cluster start"] = time.monotonic() - t0
         yield c
     finally:
@@ -275,7 +278,7 @@ def test_sweep_submit_runs_the_driver_on_the_cluster(cluster: LocalCluster, pg_u
     """farm sweep --submit: a Ray job whose driver runs on the head, results in PostgreSQL."""
     t0 = time.monotonic()
     p = subprocess.run([str(BIN / "farm"), "sweep", "--submit", "--dashboard", cluster.dashboard, "--db", pg_url,
-                        "--primitive", "exp,sin", "--dtype", "float32", "--platforms", "cpu", "--repeats", "1",
+                        "--group", "exp,sin", "--dtype", "float32", "--platforms", "cpu", "--repeats", "1",
                         "--no-crossexec", "--name", "submitted"], env=cluster.env, capture_output=True, text=True,
                        cwd=str(ROOT), timeout=300)
     timings["submitted sweep"] = time.monotonic() - t0
@@ -283,3 +286,39 @@ def test_sweep_submit_runs_the_driver_on_the_cluster(cluster: LocalCluster, pg_u
     assert "SUCCEEDED" in p.stderr
     rows = _outcomes(pg_url, "submitted")
     assert len(rows) == 2 and not [w for _, w in rows if w in ("crashed", "timeout")], rows
+
+
+def test_sweep_runs_on_cpu_and_gpu_nodes(cluster: LocalCluster, tmp_path: Path, timings: dict[str, float]) -> None:
+    """--run-on cpu,gpu on the cluster: every harness on a cpu worker (cpu_slot nodes) and on
+    a gpu worker holding half of g1's Ray GPU, pinned to cuda with a matching memory cap;
+    without a real GPU behind it, the gpu lane says not_runnable_here."""
+    import json
+
+    db = f"sqlite:///{tmp_path / 'kinds.db'}"
+    t0 = time.monotonic()
+    p = subprocess.run([str(BIN / "farm"), "sweep", "--address", cluster.address, "--db", db, "--group", "exp,sin",
+                        "--dtype", "float32", "--platforms", "cpu,cuda", "--run-on", "cpu,gpu", "--gpu-fraction",
+                        "0.5", "--workers", "1", "--no-crossexec", "--name", "kinds"], env=cluster.env,
+                       capture_output=True, text=True, cwd=str(ROOT), timeout=300)
+    timings["cpu,gpu sweep"] = time.monotonic() - t0
+    assert p.returncode == 0, p.stderr[-3000:]
+    p = subprocess.run([str(BIN / "farm"), "show", "kinds", "--db", db, "--format", "json"], env=cluster.env,
+                       capture_output=True, text=True, cwd=str(ROOT), timeout=120)
+    hs = json.loads(p.stdout)["harnesses"]
+    assert len(hs) == 2
+    for h in hs:
+        assert h["platforms"]["cpu"]["execute"]["status"] == "ok"
+        assert h["platforms"]["cuda"]["execute"]["status"] == "not_runnable_here"
+    from sqlalchemy import create_engine, text
+
+    eng = create_engine(db)
+    with eng.connect() as conn:
+        stats = json.loads(conn.execute(text("SELECT stats FROM runs WHERE name = 'kinds'")).scalar_one())
+    eng.dispose()
+    envs = stats["worker_environments"]
+    gpu = [e for e in envs.values() if e["device_kind"] == "gpu"]
+    assert gpu and gpu[0]["pinned"] == {"JAX_PLATFORMS": "cuda", "XLA_PYTHON_CLIENT_PREALLOCATE": "false",
+                                        "XLA_PYTHON_CLIENT_MEM_FRACTION": "0.450"}
+    gpu_nodes = {w.split(":")[1] for w, e in envs.items() if e["device_kind"] == "gpu"}
+    cpu_nodes = {w.split(":")[1] for w, e in envs.items() if e["device_kind"] == "cpu"}
+    assert gpu_nodes and cpu_nodes and not gpu_nodes & cpu_nodes  # the gpu workers ran on g1 only

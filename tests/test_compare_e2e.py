@@ -46,7 +46,7 @@ def three_runs(ray_module, tmp_path_factory) -> str:  # noqa: ANN001
 
     url = f"sqlite:///{tmp_path_factory.mktemp('compare') / 'farm.db'}"
     store = open_store(url)
-    filters = catalog.Filters.parse(primitive="sin,exp,add", dtype="float32")
+    filters = catalog.Filters.parse(group="sin,exp,add", dtype="float32")
     hs = catalog.select(filters)
     assert sorted(h.primitive for h in hs) == ["add", "exp", "sin"]
     for i, env in enumerate([{}, {}, {"FARM_PLANT": PLANT}]):

@@ -21,7 +21,7 @@ def test_crosshost_page_shows_the_matrix_and_a_planted_disagreement(sqlite_url: 
     from dashboards.app import create_app
 
     opts = Options(platforms=("cpu",), run_on=("cpu",), crossexec=False, repeats=1)
-    hs = catalog.select(catalog.Filters.parse(primitive="sin,exp", dtype="float32"))
+    hs = catalog.select(catalog.Filters.parse(group="sin,exp", dtype="float32"))
     outcomes = []
     for h in hs:
         first = run_harness(h, opts)

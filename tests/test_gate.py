@@ -171,7 +171,7 @@ def gate_db(sqlite_url: str) -> Iterator[dict[str, Any]]:
     """A base run of four catalog harnesses (sin, cos, exp, tanh) and one the catalog no
     longer has; a candidate where sin crashed (as the scheduler stores it), cos lost cuda,
     exp vanished (still in the catalog) and the removed harness is gone; a clean one."""
-    filters = catalog.Filters.parse(primitive="sin,cos,exp,tanh", dtype="float32")
+    filters = catalog.Filters.parse(group="sin,cos,exp,tanh", dtype="float32")
     hs = {h.primitive: h for h in catalog.select(filters)}
     store = open_store(sqlite_url)
 

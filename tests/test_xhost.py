@@ -26,7 +26,7 @@ pytestmark = pytest.mark.skipif(__import__("jax").default_backend() != "cpu",
 
 
 def _one(primitive: str, dtype: str = "float32") -> catalog.Harness:
-    return catalog.select(catalog.Filters.parse(primitive=primitive, dtype=dtype))[0]
+    return catalog.select(catalog.Filters.parse(group=primitive, dtype=dtype))[0]
 
 
 def _prior_of(out: Outcome) -> Prior:
@@ -94,7 +94,7 @@ def test_corrupt_artifact_is_an_error_not_a_crash() -> None:
 def test_spread_interleaves_groups() -> None:
     from workers.standalone import spread
 
-    hs = catalog.select(catalog.Filters.parse(primitive="sin,add", dtype="float32,float16,int32"))
+    hs = catalog.select(catalog.Filters.parse(group="sin,add", dtype="float32,float16,int32"))
     order = spread(hs)
     assert sorted(h.name for h in order) == sorted(h.name for h in hs)
     first = [h.group for h in order[:len({h.group for h in hs})]]
@@ -110,7 +110,7 @@ def test_jobs_with_priors_from_a_store_run_standalone_and_import(sqlite_url: str
     from farm.store.models import ResultRow
     from workers.standalone import run_jobs
 
-    hs = catalog.select(catalog.Filters.parse(primitive="sin,add,exp", dtype="float32"))
+    hs = catalog.select(catalog.Filters.parse(group="sin,add,exp", dtype="float32"))
     store = open_store(sqlite_url)
     outs = [run_harness(h, CPU) for h in hs]
     with store.session() as s:
@@ -142,7 +142,7 @@ def test_deadline_zero_starts_nothing_and_says_so(tmp_path) -> None:  # noqa: AN
     from farm.run import bundles as bundle
     from workers.standalone import run_jobs
 
-    hs = catalog.select(catalog.Filters.parse(primitive="sin", dtype="float32,float16"))
+    hs = catalog.select(catalog.Filters.parse(group="sin", dtype="float32,float16"))
     jobs = {"catalog": "farm", "modules": [], "fingerprints": [h.fingerprint for h in hs] + ["0" * 20],
             "names": [h.name for h in hs] + ["no_such_harness"], "options": {"platforms": ["cpu"]}}
     path = tmp_path / "jobs.json"
@@ -158,7 +158,7 @@ def test_split_bundle_keeps_only_chosen_artifacts_and_imports_as_one_run(sqlite_
     from farm.store.models import ResultRow
     from workers.standalone import run_jobs
 
-    hs = catalog.select(catalog.Filters.parse(primitive="sin,add,exp", dtype="float32"))
+    hs = catalog.select(catalog.Filters.parse(group="sin,add,exp", dtype="float32"))
     jobs = {"catalog": "farm", "modules": [], "fingerprints": [h.fingerprint for h in hs],
             "names": [h.name for h in hs], "keep_artifacts": ["io"], "per_bundle": 2,
             "options": {"platforms": ["cpu"], "run_on": ["cpu"], "crossexec": False}}

@@ -8,6 +8,9 @@ import ray
 
 from workers.runtime import JobRunner
 
+#: Variables Ray sets to hand an actor its accelerators.
+VISIBLE_VARS = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "TPU_VISIBLE_CHIPS")
+
 
 @ray.remote(max_restarts=0, max_task_retries=0)
 class HarnessWorker:
@@ -17,10 +20,19 @@ class HarnessWorker:
         import os
 
         self.runner = JobRunner(catalog, modules, options, clear_every)
-        self.runner.label = f"ray:{ray.get_runtime_context().get_node_id()[:12]}:{os.getpid()}"
+        ctx = ray.get_runtime_context()
+        self.runner.label = f"ray:{ctx.get_node_id()[:12]}:{os.getpid()}"
+        # what Ray gave this actor, kept with its environment (the driver records it per worker)
+        self.runner.placement = {
+            "resources": ctx.get_assigned_resources(), "gpu_ids": [str(g) for g in ray.get_gpu_ids()],
+            "node_id": ctx.get_node_id(),
+            **{v: os.environ[v] for v in VISIBLE_VARS if v in os.environ}}
 
     def info(self) -> dict[str, Any]:
-        return self.runner.info()
+        """The runner's info, with the Ray resources this actor holds (``{"GPU": 0.25}``...)."""
+        ctx = ray.get_runtime_context()
+        return {**self.runner.info(), "ray_resources": ctx.get_assigned_resources(),
+                "gpu_ids": [str(g) for g in ray.get_gpu_ids()]}
 
     def run_batch(self, fps: list[str], reuse: dict[str, dict[str, Any]] | None = None) -> Iterator[dict[str, Any]]:
         yield from self.runner.run_batch(fps, reuse)

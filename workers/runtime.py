@@ -38,19 +38,62 @@ class JobRunner:
         options = dict(options)
         #: the driver's digest of options and environment, the part of the cache key it looks up by
         self.options_digest: str | None = options.pop("options_digest", None)
+        #: the device kind this worker is pinned to (a Ray actor of that kind); None: standalone
+        self.device_kind: str | None = options.pop("device_kind", None)
         self.options = Options.from_dict(options)
+        #: why this worker cannot run its kind natively (no such device behind its pinned backend)
+        self.missing_device = self._check_device()
+        #: why this worker cannot lower for a plugin platform it was asked for (its plugin is absent)
+        self.missing_plugin = self._check_plugins()
+        self.described = False  # the first outcome carries the environment
         self.clear_every = clear_every
         self.count = 0
         self.peak_rss = 0
         #: Where outcomes say they ran; a Ray actor sets "ray:<node id>:<pid>".
         self.label = f"standalone:{socket.gethostname()}:{os.getpid()}"
+        #: What a Ray actor holds (resources, GPU ids, visible devices); recorded with its environment.
+        self.placement: dict[str, Any] = {}
+
+    def _check_device(self) -> str | None:
+        """A worker pinned to a device kind its host lacks says so on every harness, rather
+        than compiling on whatever backend jax falls back to."""
+        if self.device_kind is None:
+            return None
+        from farm.platforms import local_device_kinds
+
+        if self.device_kind in local_device_kinds():
+            return None
+        return (f"this {self.device_kind} worker finds no {self.device_kind} device "
+                f"(JAX_PLATFORMS={os.environ.get('JAX_PLATFORMS', '')!r} on {socket.gethostname()})")
+
+    def _check_plugins(self) -> str | None:
+        """This worker lowers for every ``--platforms`` name: a PJRT plugin platform needs its
+        plugin here too, else jax would lower for the unknown name with the default rules."""
+        from farm.platforms import PluginMissing, check_targets
+
+        try:
+            check_targets(tuple(self.options.platforms), ())
+        except PluginMissing as e:
+            return f"{e} (on {socket.gethostname()})"
+        return None
 
     def info(self) -> dict[str, Any]:
-        from farm.platforms import local_device_kinds
+        from farm.platforms import PIN_VARS, local_device_kinds, native_platform
         from farm.pipeline.host import describe
 
         return {"pid": os.getpid(), "device_kinds": list(local_device_kinds()), "environment": describe(),
-                "harnesses": len(self.harnesses)}
+                "harnesses": len(self.harnesses), "device_kind": self.device_kind,
+                "platform": native_platform(self.device_kind or "cpu"), "missing_plugin": self.missing_plugin,
+                "missing_device": self.missing_device, "pinned": {v: os.environ.get(v) for v in PIN_VARS}}
+
+    def _not_runnable(self, fp: str, name: str) -> dict[str, Any]:
+        from farm.platforms import native_platform
+        from farm.results import Outcome, Record
+
+        platform = native_platform(self.device_kind or "cpu")
+        return Outcome(fp, name, tuple(Record(stage, platform, "not_runnable_here", error_type="NoDevice",
+                                              error=self.missing_device or "")
+                                       for stage in ("compile", "execute"))).to_dict()
 
     def run_one(self, fp: str, prior: dict[str, Any] | None = None, reuse: dict[str, Any] | None = None) -> dict[str, Any]:
         """One harness; ``prior``: another host's artifact for it (``xhost.Prior`` as JSON);
@@ -64,6 +107,13 @@ class JobRunner:
 
             return Outcome.failed(fp, fp, "error", f"worker has no harness {fp}", stage="trace",
                                   error_type="UnknownHarness").to_dict()
+        if self.missing_plugin:
+            from farm.results import Outcome
+
+            return self._stamp(Outcome.failed(fp, h.name, "error", self.missing_plugin, stage="lower",
+                                              error_type="PluginMissing").to_dict(), 0)
+        if self.missing_device:
+            return self._stamp(self._not_runnable(fp, h.name), 0)
         from farm.stages.xhost import Prior
 
         try:
@@ -79,9 +129,21 @@ class JobRunner:
             clear_caches()
         rss = rss_bytes()
         self.peak_rss = max(self.peak_rss, rss)
-        out["rss"] = rss
-        out["pid"] = os.getpid()
-        out["worker"] = self.label
+        return self._stamp(out, rss)
+
+    def _stamp(self, out: dict[str, Any], rss: int) -> dict[str, Any]:
+        """Where the outcome ran; the first one also carries this worker's own environment
+        (the driver keeps it under the worker's label, which every outcome row names)."""
+        out.update(rss=rss, pid=os.getpid(), worker=self.label)
+        if not self.described:
+            from farm.pipeline.host import describe
+
+            self.described = True
+            from farm.platforms import native_platform
+
+            out["environment"] = {**describe(), "device_kind": self.device_kind,
+                                  "platform": native_platform(self.device_kind or "cpu"),
+                                  **({"ray": self.placement} if self.placement else {})}
         return out
 
     def run_batch(self, fps: list[str], reuse: dict[str, dict[str, Any]] | None = None) -> Iterator[dict[str, Any]]:

@@ -7,8 +7,10 @@ without Ray). Each harness runs in a child process so a crash or hang is recorde
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import multiprocessing as mp
+import os
 import queue
 import sys
 import threading
@@ -18,6 +20,7 @@ from typing import Any
 from farm.catalog import Harness
 from farm.pipeline import judge_crash
 from farm.results import Outcome
+from workers import journal as journal_
 
 
 def _child(conn: Any, catalog: str, modules: list[str], options: dict[str, Any]) -> None:
@@ -126,7 +129,8 @@ class _Pool:
     A class rather than a closure so ``run_jobs`` stays short and each step has a name."""
 
     def __init__(self, jobs: dict[str, Any], chosen: dict[str, tuple[Harness, str]], order: list[Harness],
-                 deadline_s: float | None, log: Any) -> None:
+                 deadline_s: float | None, log: Any, journal: journal_.Journal | None = None,
+                 done: list[Outcome] | None = None) -> None:
         self.jobs = jobs
         self.chosen = chosen
         self.total = len(order)
@@ -137,7 +141,10 @@ class _Pool:
         self.todo: queue.Queue = queue.Queue()
         for h in order:
             self.todo.put(h)
-        self.outcomes: list[Outcome] = []
+        self.journal = journal
+        self.keep = set(jobs["keep_artifacts"]) if jobs.get("keep_artifacts") is not None else None
+        self.outcomes: list[Outcome] = list(done or [])  # resumed: what the journal held
+        self.total += len(self.outcomes)
         self.lock = threading.Lock()
         self.t0 = time.monotonic()
         self.infos: list[dict[str, Any]] = []
@@ -171,6 +178,13 @@ class _Pool:
                 except queue.Empty:
                     return
                 o = self.run_one(runner, h)
+                if self.keep is not None:
+                    from farm.pipeline.bundles import keep_only
+
+                    o = keep_only([o], self.keep)[0]
+                if self.journal is not None:  # on disk (fsynced) before the next harness starts
+                    self.journal.append(self.chosen[h.fingerprint][0].describe(), o,
+                                        runner.info.get("environment", {}))
                 with self.lock:
                     self.outcomes.append(o)
                     n = len(self.outcomes)
@@ -189,33 +203,65 @@ def run_jobs(jobs_path: str, out_path: str, *, workers: int = 1, deadline_s: flo
 
     Jobs are matched by fingerprint, else by name (a harness whose definition changed
     between the hosts' jax versions runs under this host's fingerprint). With a deadline
-    no new harness starts after ``deadline_s``; the bundle holds what finished."""
+    no new harness starts after ``deadline_s``; the bundle holds what finished.
+
+    Each result is appended to ``OUT.journal.jsonl`` (fsynced) as it finishes; a worker
+    killed mid-run loses only the harnesses in flight: ``farm import OUT.journal.jsonl``
+    loads what finished, and the same command run again resumes from the journal (the
+    journal is removed once the bundle is written)."""
     from farm import catalog
     from farm.pipeline import bundles as bundle
 
     jobs = read_jobs(jobs_path)
     cat = catalog.load(jobs["catalog"], jobs.get("modules", []))
     chosen, missing = _choose(jobs, cat)
-    order = spread([h for h, _ in chosen.values()])
-    pool = _Pool(jobs, chosen, order, deadline_s, log)
+    jpath = journal_.path_for(out_path)
+    run_meta = {"name": jobs.get("name"), "catalog": jobs["catalog"], "filters": jobs.get("filters", {}),
+                "platforms": jobs["options"].get("platforms", []), "run_on": jobs["options"].get("run_on", [])}
+    job_id = _job_identity(jobs)
+    done = _resume(jpath, job_id, chosen, log)
+    order = spread([h for h, _ in chosen.values() if h.fingerprint not in {o.fingerprint for o in done}])
+    jr = journal_.Journal(jpath, {"run": run_meta, "job": job_id})
+    pool = _Pool(jobs, chosen, order, deadline_s, log, journal=jr, done=done)
     threads = [threading.Thread(target=pool.work, daemon=True) for _ in range(max(1, workers))]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    jr.close()
     seconds = time.monotonic() - pool.t0
     outcomes = pool.outcomes
     env = pool.infos[0].get("environment", {}) if pool.infos else {}
-    if jobs.get("keep_artifacts") is not None:
-        outcomes = bundle.keep_only(outcomes, set(jobs["keep_artifacts"]))
+    unrun = pool.total - len(outcomes)
     paths = bundle.write_parts(out_path, per_part=int(jobs.get("per_bundle") or 10**9), environment=env,
-                 run={"name": jobs.get("name"), "catalog": jobs["catalog"], "filters": jobs.get("filters", {}),
-                      "platforms": jobs["options"].get("platforms", []),
-                      "run_on": jobs["options"].get("run_on", []),
+                 run={**run_meta,
                       "stats": {"jobs": len(jobs["fingerprints"]), "ran": len(outcomes), "missing": missing,
-                                "unrun": len(order) - len(outcomes), "workers": workers, "seconds": seconds,
-                                "deadline_s": deadline_s, "priors": len(pool.priors),
+                                "unrun": unrun, "workers": workers, "seconds": seconds,
+                                "resumed": len(done), "deadline_s": deadline_s, "priors": len(pool.priors),
                                 "peak_rss_per_worker": max(pool.peak_rss, default=0)}},
                  harnesses=[chosen[o.fingerprint][0].describe() for o in outcomes], outcomes=outcomes)
-    return {"jobs": len(jobs["fingerprints"]), "run": len(outcomes), "missing": missing,
-            "unrun": len(order) - len(outcomes), "seconds": seconds, "bundles": paths}
+    if os.path.exists(jpath):  # the bundle holds all of it now
+        os.remove(jpath)
+    return {"jobs": len(jobs["fingerprints"]), "run": len(outcomes), "missing": missing, "unrun": unrun,
+            "resumed": len(done), "seconds": seconds, "bundles": paths}
+
+
+def _job_identity(jobs: dict[str, Any]) -> str:
+    """What a journal must match to be resumed: the same harnesses, catalog and options."""
+    key = {k: jobs.get(k) for k in ("catalog", "modules", "fingerprints", "options", "keep_artifacts", "timeout_s")}
+    return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _resume(jpath: str, job_id: str, chosen: dict[str, tuple[Harness, str]], log: Any) -> list[Outcome]:
+    """The outcomes a journal left by an earlier (killed) run of the same jobs holds."""
+    from farm.errors import FarmError
+
+    if not os.path.exists(jpath) or os.path.getsize(jpath) == 0:
+        return []
+    doc = journal_.read(jpath)
+    if doc.get("job") != job_id:
+        raise FarmError(f"{jpath} holds results of another jobs file: import it (`farm import {jpath}`) "
+                        "and remove it, or write to another --out")
+    done = [Outcome.from_dict(o) for o in doc["outcomes"] if o["fingerprint"] in chosen]
+    log(f"[farm worker] resuming from {jpath}: {len(done)} harnesses already done", file=sys.stderr)
+    return done

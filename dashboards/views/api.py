@@ -18,8 +18,11 @@ ERR = {"description": "a FarmError", "content": {"application/json": {"schema": 
 
 def _get(summary: str, params: list[dict[str, Any]], errors: tuple[int, ...] = (404,)) -> dict[str, Any]:
     return {"get": {"summary": summary, "parameters": params,
-                    "responses": {"200": {"description": "the page's context as JSON",
+                    "responses": {"200": {"description": "the page's context as JSON (with an ETag and "
+                                                         "Last-Modified while every run is finished)",
                                           "content": {"application/json": {"schema": {"type": "object"}}}},
+                                  "304": {"description": "unchanged since the If-None-Match / If-Modified-Since"},
+                                  "400": {**ERR, "description": "an unknown query parameter or value"},
                                   **{str(c): ERR for c in errors}}}}
 
 
@@ -34,6 +37,17 @@ def spec() -> dict[str, Any]:
                                    [RUN, *FILTER_PARAMS, PAGE,
                                     {"name": "by", "in": "query", "schema": {"enum": ["primitive", "dtype"]}}]),
             "/runs.json": _get("runs, newest first, with environment, duration and totals", [PAGE], ()),
+            "/trends.json": _get("per run (oldest first): wall time, throughput, results by outcome per platform "
+                                 "and per stage, stage-time quantiles",
+                                 [{"name": "runs", "in": "query", "schema": {"type": "integer", "minimum": 1,
+                                                                              "maximum": 200, "default": 20},
+                                   "description": "how many of the newest runs"}], ()),
+            "/search.json": _get("harnesses whose name has every word of q (or whose primitive is one), in a run",
+                                 [{"name": "q", "in": "query", "schema": {"type": "string", "maxLength": 200}},
+                                  RUN, *[p for p in FILTER_PARAMS if p["name"] in ("status", "platform")],
+                                  {"name": "sort", "in": "query", "schema": {
+                                      "enum": ["name", "-name", "primitive", "-primitive", "dtype", "-dtype",
+                                               "catalog", "-catalog"]}}, PAGE]),
             "/compare.json": _get("regression report between two runs",
                                   [{"name": "base", "in": "query", "schema": {"type": "string",
                                                                                "default": "previous"}},

@@ -7,7 +7,7 @@ from typing import Any
 
 from flask import Flask, request
 
-from dashboards.views import store, twin, url_filters
+from dashboards.views import FILTERS, store, twin, url_filters
 from farm.store import queries
 
 
@@ -26,4 +26,4 @@ def context() -> dict[str, Any]:
 
 
 def register(app: Flask) -> None:
-    twin(app, "/boundary", "/boundary.json", "boundary", "boundary.html", context)
+    twin(app, "/boundary", "/boundary.json", "boundary", "boundary.html", context, params=("run", *FILTERS))

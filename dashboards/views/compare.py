@@ -12,15 +12,20 @@ user write; it needs the write token and is recorded in the newer run's
 """
 from __future__ import annotations
 
+import math
 from datetime import datetime, timezone
 from typing import Any
 
 from flask import Flask, current_app, jsonify, redirect, request, url_for
 
+from dashboards.cache import bump_generation
 from dashboards.views import require_token, store, twin
-from farm.errors import ConfigError
+from farm.errors import ConfigError, RunNotFound
 from farm.results import BAD, SEVERITY
 from farm.store import queries, reports
+
+#: The perf findings the compare page's dot plot shows (the largest changes).
+PERF_DOTS = 40
 
 
 def summarize(full: dict[str, Any]) -> dict[str, Any]:
@@ -91,15 +96,47 @@ def _page_report(flips: list[dict[str, Any]], findings: list[dict[str, Any]], ne
             "new": new, "gone": gone, "vanished": [], "pending": [], "summary": summary, "analysis": full}
 
 
+def needs_two_runs() -> dict[str, Any] | None:
+    """The page's context when the database has fewer than two runs: what comparison needs,
+    instead of a 404 for a "previous" run that cannot exist (None when there are two)."""
+    with store().session() as s:
+        n = queries.count_runs(s)
+        if n > 1:
+            return None
+        only = queries.run_dict(s, queries.resolve_run(s, "latest"), with_counts=False) if n else None
+    have = f"this database has one run ({only['name']})" if only else "this database has no runs yet"
+    return {"base": None, "head": only, "report": None, "runs": n,
+            "needs": f"Comparison needs two runs; {have}. Run another `farm sweep`, then compare the two here "
+                     f"or with `farm compare previous latest`."}
+
+
 def context() -> dict[str, Any]:
-    c = reports.comparison(store(), request.args.get("base", "previous"), request.args.get("head", "latest"),
-                           reports.DASHBOARD, log=current_app.logger.warning)
+    base_ref, head_ref = request.args.get("base", "previous"), request.args.get("head", "latest")
+    try:
+        c = reports.comparison(store(), base_ref, head_ref, reports.DASHBOARD, log=current_app.logger.warning)
+    except RunNotFound:
+        if {base_ref, head_ref} <= {"previous", "latest"} and (few := needs_two_runs()) is not None:
+            return few  # not a typo'd run: the database has no second run to compare with
+        raise
     base, head, rep = c.base, c.head, summarize(c.report)
     accepted = {(a["fingerprint"], a["platform"], a["stage"]) for a in head["stats"].get("accepted", [])
                 if a.get("base") == base["id"]}
     for f in rep["flips"]:
         f["accepted"] = (f["fingerprint"], f["platform"], f["stage"]) in accepted
-    return {"base": base, "head": head, "report": rep}
+    return {"base": base, "head": head, "report": rep, "needs": None, "perf_dots": perf_dots(rep["findings"])}
+
+
+def perf_dots(findings: list[dict[str, Any]], limit: int = PERF_DOTS) -> list[dict[str, Any]]:
+    """The dot plot's rows for the performance findings: ``{label, ratio, kind, harness,
+    fingerprint, platform, stage, metric}``, the ``limit`` largest changes (by |log ratio|)."""
+    rows = [{"label": f'{f["harness"]} {f["platform"]}/{f["stage"]} {f.get("metric") or ""}'.strip(),
+             "ratio": f["ratio"], "kind": f.get("verdict") or "changed", "harness": f["harness"],
+             "fingerprint": f["fingerprint"], "platform": f["platform"], "stage": f["stage"],
+             "metric": f.get("metric")}
+            for f in findings if f["kind"] == "perf" and isinstance(f.get("ratio"), (int, float))
+            and math.isfinite(f["ratio"]) and f["ratio"] > 0]
+    rows.sort(key=lambda r: -abs(math.log(r["ratio"])))
+    return rows[:limit]
 
 
 def accept() -> Any:
@@ -121,11 +158,12 @@ def accept() -> Any:
                              (b.id, entry["fingerprint"], entry["platform"], entry["stage"])] + [entry]
         h.stats = stats
         base_id, head_id = b.id, h.id
+    bump_generation()  # the compare pages now show it accepted: cached pages are stale
     if request.accept_mimetypes.best == "application/json" or request.headers.get("Authorization"):
         return jsonify({"accepted": entry}), 201
     return redirect(url_for("compare", base=base_id, head=head_id), code=303)
 
 
 def register(app: Flask) -> None:
-    twin(app, "/compare", "/compare.json", "compare", "compare.html", context)
+    twin(app, "/compare", "/compare.json", "compare", "compare.html", context, params=("base", "head"))
     app.add_url_rule("/compare/accept", "compare_accept", accept, methods=["POST"])

@@ -13,10 +13,9 @@ from typing import Any
 from flask import Flask, Response, request
 from sqlalchemy.orm import Session
 
-from dashboards import svg
-from dashboards.views import store, twin
+from dashboards.views import one_of, store, twin
 from farm.errors import ArtifactNotFound, FarmError, RunNotFound
-from farm.results import STAGES
+from farm.results import LOWERING_PLATFORMS, STAGES
 from farm.store import artifacts, queries
 from farm.store.models import HarnessRow
 
@@ -80,7 +79,26 @@ def context(fp: str) -> dict[str, Any]:
                   "params": h.params, "args": d.get("args", []), "compare": d.get("compare"),
                   "devices": d.get("devices"), "limitations": d.get("limitations", [])}
     return {"harness": definition, "run": run, "runs": runs, "platforms": platforms, "results": rows,
-            "modules": modules, "artifacts": export, "history": svg.chart_data(history)}
+            "modules": modules, "artifacts": export, "history": history_series(history)}
+
+
+_METRICS = (("compile_s", "compile", "compile_s"), ("execute_s", "execute", "execute_s"),
+            ("max_ulp_err", "compare", "max_ulp_err"), ("max_rel_err", "compare", "max_rel_err"))
+
+
+def history_series(history: list[dict[str, Any]]) -> dict[str, Any]:
+    """Plot rows from ``queries.harness_history`` (oldest run first): ``runs`` (x order),
+    per metric ``{run, series (platform), value}`` rows, and ``status`` rows
+    ``{run, row (stage@platform), status}`` for the status heat map."""
+    runs = list(dict.fromkeys(h["run"] for h in history))
+    out: dict[str, Any] = {"runs": runs}
+    for key, stage, metric in _METRICS:
+        out[key] = [{"run": h["run"], "series": h["platform"], "value": float(v)} for h in history
+                    if h["stage"] == stage and h["status"] in ("ok", "unexpected_pass", "fail")
+                    and (v := (h["metrics"] or {}).get(metric)) is not None]
+    out["status"] = [{"run": h["run"], "row": f'{h["stage"]}@{h["platform"]}', "status": h["status"]}
+                     for h in sorted(history, key=lambda h: _STAGE_ORDER.get(h["stage"], 99))]
+    return out
 
 
 def module_context(fp: str, platform: str) -> dict[str, Any]:
@@ -97,7 +115,7 @@ def module_context(fp: str, platform: str) -> dict[str, Any]:
 
 
 def diff_context(fp: str) -> dict[str, Any]:
-    platform = request.args.get("platform", "cpu")
+    platform = one_of("platform", LOWERING_PLATFORMS, "cpu")
     with store().session() as s:
         h = queries.harness_by_fingerprint(s, fp)
         runs = queries.harness_runs(s, h.id)
@@ -139,8 +157,9 @@ def download(sha: str) -> Response:
 
 
 def register(app: Flask) -> None:
-    twin(app, "/harness/<fp>", "/harness/<fp>.json", "harness", "harness.html", context)
+    twin(app, "/harness/<fp>", "/harness/<fp>.json", "harness", "harness.html", context, params=("run",))
     twin(app, "/harness/<fp>/module/<platform>", "/harness/<fp>/module/<platform>.json", "module",
-         "module.html", module_context)
-    twin(app, "/harness/<fp>/diff", "/harness/<fp>/diff.json", "diff", "diff.html", diff_context)
+         "module.html", module_context, params=("run",))
+    twin(app, "/harness/<fp>/diff", "/harness/<fp>/diff.json", "diff", "diff.html", diff_context,
+         params=("platform", "base", "head"))
     app.add_url_rule("/artifacts/<sha>", "artifact", download, methods=["GET"])

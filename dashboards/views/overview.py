@@ -9,7 +9,7 @@ from typing import Any
 
 from flask import Flask, request
 
-from dashboards.views import page_args, pager, store, twin, url_filters
+from dashboards.views import FILTERS, check_filters, one_of, page_args, pager, store, twin, url_filters
 from farm.errors import RunNotFound
 from farm.store import queries
 
@@ -17,7 +17,8 @@ from farm.store import queries
 def context() -> dict[str, Any]:
     ref = request.args.get("run", "latest")
     filters = url_filters()
-    by = "dtype" if request.args.get("by") == "dtype" or "primitive" in filters else "primitive"
+    by = "dtype" if one_of("by", ("primitive", "dtype"), "primitive") == "dtype" or "primitive" in filters \
+        else "primitive"
     page, limit, offset = page_args()
     with store().session() as s:
         try:
@@ -26,18 +27,20 @@ def context() -> dict[str, Any]:
             if ref != "latest":
                 raise
             return {"run": None, "by": by, "filters": filters, "matrix": {}, "platforms": [], "choices": {},
-                    "harnesses": [], "pager": pager(1, limit, 0)}
+                    "harnesses": [], "pager": pager(1, limit, 0), "comparable": False}
         info = queries.run_dict(s, run)
-        m = queries.filtered_matrix(s, run.id, by=by, **filters)
         choices = queries.filter_values(s, run.id)
+        check_filters(filters, choices)
+        m = queries.filtered_matrix(s, run.id, by=by, **filters)
+        comparable = queries.count_runs(s) > 1
         harnesses: list[dict[str, Any]] = []
         total = 0
         if filters:
             total, harnesses = queries.harness_page(s, run.id, limit=limit, offset=offset, **filters)
     platforms = sorted({p for cells in m.values() for p in cells})
     return {"run": info, "by": by, "filters": filters, "matrix": m, "platforms": platforms, "choices": choices,
-            "harnesses": harnesses, "pager": pager(page, limit, total)}
+            "harnesses": harnesses, "pager": pager(page, limit, total), "comparable": comparable}
 
 
 def register(app: Flask) -> None:
-    twin(app, "/", "/overview.json", "overview", "overview.html", context)
+    twin(app, "/", "/overview.json", "overview", "overview.html", context, params=("run", "by", "page", *FILTERS))

@@ -1,4 +1,5 @@
-"""Runs: every run with its environment, duration and totals; pick two to compare."""
+"""Runs: every run with its environment, duration and totals, and its harnesses grouped
+by the environment of the workers that ran them; pick two to compare."""
 from __future__ import annotations
 
 from typing import Any
@@ -7,6 +8,7 @@ from flask import Flask
 
 from dashboards.views import page_args, pager, store, twin
 from farm.store import queries
+from farm.store.workers import outcomes_by_environment
 
 
 def context() -> dict[str, Any]:
@@ -14,8 +16,11 @@ def context() -> dict[str, Any]:
     with store().session() as s:
         total = queries.count_runs(s)
         runs = queries.list_runs(s, limit=limit, offset=offset)
+        by_env = outcomes_by_environment(s, [r["id"] for r in runs])
+    for r in runs:
+        r["worker_environments"] = by_env.get(r["id"], [])
     return {"runs": runs, "pager": pager(page, limit, total)}
 
 
 def register(app: Flask) -> None:
-    twin(app, "/runs", "/runs.json", "runs", "runs.html", context)
+    twin(app, "/runs", "/runs.json", "runs", "runs.html", context, params=("page",))

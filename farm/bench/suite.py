@@ -10,8 +10,10 @@ Figures (goals from the benchmarks issue):
   (trivial catalog, ``harnesses/trivial.py``; slope between two sweep sizes)
 - peak RSS per worker                                            goal ≤ 2 GB
 - run-matrix and results queries                                 goal ≤ 300 ms
-- dashboard overview / compare / harness pages, server time      goal ≤ 300 ms
+- dashboard overview / trends / compare / harness / search pages,
+  server time with the page cache emptied                        goal ≤ 300 ms
   (on a database given with ``--dashboard-db``, e.g. one made by ``farm.bench.db``)
+- load test: 20 loopback clients over those pages, ``farm serve`` goal p95 ≤ 500 ms, no errors
 
 Figures come in groups (``GROUPS``); ``run(only=...)`` picks some.
 """
@@ -92,7 +94,7 @@ def _subprocess_seconds(code: str) -> float:
     return time.perf_counter() - t0
 
 
-GROUPS = ("catalog", "pipeline", "sweep", "overhead", "dashboard", "full")
+GROUPS = ("catalog", "pipeline", "sweep", "overhead", "dashboard", "load", "full")
 
 
 def run(quick: bool = True, log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), *,
@@ -121,6 +123,8 @@ def run(quick: bool = True, log: Callable[[str], None] = lambda s: print(s, file
         else:
             log("bench: dashboard figures skipped: pass --dashboard-db URL (a database made with "
                 "`farm bench --make-db SRC DST`)")
+    if "load" in want and dashboard_db:
+        figs += load_figures(dashboard_db, quick, log)
     return figs
 
 
@@ -252,7 +256,11 @@ def full_catalog_figures(log: Callable[[str], None], workers: int = 2) -> list[F
             compiles = s.execute(select(ResultRow.facts).where(ResultRow.run_id == run.id, ResultRow.stage == "compile",
                                                                ResultRow.status == "ok")).scalars().all()
             stats = dict(run.stats or {})
+            verdicts = s.execute(select(ResultRow.status, ResultRow.facts, ResultRow.metrics).where(
+                ResultRow.run_id == run.id, ResultRow.stage == "compare", ResultRow.platform == "cpu")).all()
         store.dispose()
+        ref_s = sum(float((m or {}).get("reference_s", 0.0)) for _, _, m in verdicts)
+        judged = sum(1 for st, f, _ in verdicts if st != "skipped" and (f or {}).get("against") in ("jaxpr", "invariant"))
         reused = sum(1 for f in compiles if (f or {}).get("reused"))
         floor = work / workers
         figs += [Figure(f"cold sweep, full upstream catalog ({n} harnesses), wall incl. Ray start", cold, "s", 300.0,
@@ -263,7 +271,11 @@ def full_catalog_figures(log: Callable[[str], None], workers: int = 2) -> list[F
                  Figure("peak RSS per worker, full catalog", stats.get("peak_rss_per_worker", 0) / 2**20, "MiB",
                         2048.0),
                  Figure("compiles reused (same module), per worker", 100.0 * reused / max(1, len(compiles)), "%"),
-                 Figure("warm re-sweep, full upstream catalog (all cached)", warm, "s", 10.0)]
+                 Figure("warm re-sweep, full upstream catalog (all cached)", warm, "s", 10.0),
+                 Figure("jaxpr reference: Σ evaluation time in the cold sweep (both workers)", ref_s, "s",
+                        spread=f"{1000 * ref_s / max(1, judged):.2f} ms per judged harness"),
+                 Figure("harnesses with an independent verdict (jaxpr reference or invariant)",
+                        100.0 * judged / max(1, n), "%", 90.0, better="higher", spread=f"{judged} of {n}")]
     return figs
 
 
@@ -344,55 +356,56 @@ def overhead_figures(quick: bool, log: Callable[[str], None], workers: int = 2) 
 
 
 def dashboard_figures(db_url: str, repeats: int = 5, log: Callable[[str], None] = lambda s: None) -> list[Figure]:
-    """Server time of the overview, compare (latest vs previous) and harness pages on
-    ``db_url`` through Flask's test client (one warm-up, then ``repeats``), with the
-    number of SQL statements each page runs."""
-    from sqlalchemy import event, func, select  # deferred: sqlalchemy (~0.35 s); not needed by farm --help
+    """Server time of the overview, trends, compare (previous vs latest), harness and search
+    pages on ``db_url`` through Flask's test client (``farm.bench.web.page_times``): the
+    value is the median render with the page cache and plot memo emptied; the spread
+    names the first request of a fresh app, the cached answer and the SQL statements."""
+    from farm.bench import web  # deferred: farm.bench.web imports dashboards when it runs; farm --help needs none
 
-    from dashboards.app import create_app  # deferred: dashboards.app (~0.6 s, flask+store); not needed by farm --help
-    from farm.store.models import HarnessRow, ResultRow, Run  # deferred: farm.store.models (~0.2 s over sqlalchemy); not needed by farm --help
-
-    app = create_app(db_url)
-    store = app.config["STORE"]
-    with store.session() as s:
-        ids = s.scalars(select(Run.id).order_by(Run.id.desc()).limit(2)).all()
-        if len(ids) < 2:
-
-            raise ConfigError(f"{db_url} needs at least two runs for the compare page (see `farm bench --make-db`)")
-        n_runs = s.scalar(select(func.count()).select_from(Run))
-        per_run = s.scalar(select(func.count()).select_from(ResultRow).where(ResultRow.run_id == ids[0]))
-        # the harness with the most records in the latest run, first by name among them
-        fp = s.scalar(select(HarnessRow.fingerprint).join(ResultRow, ResultRow.harness_id == HarnessRow.id)
-                      .where(ResultRow.run_id == ids[0]).group_by(HarnessRow.id, HarnessRow.name)
-                      .order_by(func.count().desc(), HarnessRow.name).limit(1))
-    pages = {"overview": "/", "compare": f"/compare?base={ids[1]}&head={ids[0]}", "harness": f"/harness/{fp}"}
-    statements = [0]
-
-    def count(*_a: Any, **_k: Any) -> None:
-        statements[0] += 1
-
-    event.listen(store.engine, "before_cursor_execute", count)
-    client = app.test_client()
-    figs: list[Figure] = []
-    log(f"bench: dashboard pages on {n_runs} runs x {per_run} results ({db_url})")
-    try:
-        for page, path in pages.items():
-            t0 = time.perf_counter()
-            first = client.get(path)
-            cold = time.perf_counter() - t0
-            if first.status_code != 200:
-                raise RuntimeError(f"GET {path} answered {first.status_code}")
-            statements[0] = 0
-            med, lo, hi = timed(lambda: client.get(path), repeats=repeats, warmup=0)
-            per_request = statements[0] // repeats
-            figs.append(Figure(f"dashboard {page} page, server time ({n_runs} runs x {per_run} results)",
-                               1000 * med, "ms", 300.0,
-                               spread=f"{1000 * lo:.0f}-{1000 * hi:.0f} ms, first {1000 * cold:.0f} ms, "
-                                      f"{per_request} SQL statements"))
-    finally:
-        event.remove(store.engine, "before_cursor_execute", count)
-        store.dispose()
+    times = web.page_times(db_url, repeats=repeats, log=log)
+    store_desc = _db_size(db_url)
+    figs = []
+    for t in times:
+        med = statistics.median(t.render_s)
+        figs.append(Figure(f"dashboard {t.page} page, server time ({store_desc})", 1000 * med, "ms", 300.0,
+                           spread=f"{1000 * min(t.render_s):.0f}-{1000 * max(t.render_s):.0f} ms uncached, "
+                                  f"first {1000 * t.first_s:.0f} ms, cached {1000 * statistics.median(t.cached_s):.1f} ms, "
+                                  f"{t.statements} SQL statements"))
     return figs
+
+
+def _db_size(db_url: str) -> str:
+    from sqlalchemy import func, select  # deferred: sqlalchemy (~0.35 s); farm --help imports this module
+
+    from farm.store import open_store  # deferred: farm.store (~0.5 s); not needed by farm --help
+    from farm.store.models import ResultRow, Run  # deferred: as above
+
+    store = open_store(db_url, upgrade=False)
+    try:
+        with store.session() as s:
+            n = s.scalar(select(func.count()).select_from(Run))
+            last = s.scalar(select(func.max(Run.id)))
+            per = s.scalar(select(func.count()).select_from(ResultRow).where(ResultRow.run_id == last))
+    finally:
+        store.dispose()
+    return f"{n} runs x {per} results"
+
+
+def load_figures(db_url: str, quick: bool, log: Callable[[str], None] = lambda s: None) -> list[Figure]:
+    """The bounded loopback load test (``farm.bench.web.load``): 20 clients over the five
+    pages against ``farm serve`` (waitress, 8 threads), 10 s quick, 30 s otherwise."""
+    from farm.bench import web  # deferred: see dashboard_figures
+
+    r = web.load(db_url, clients=20, seconds=10.0 if quick else 30.0, threads=8, log=log)
+    what = f"{r.clients} clients, {r.seconds:.0f} s, farm serve --threads {r.threads}"
+    per_page = ", ".join(f"{p} {1000 * r.quantile(0.95, xs):.0f}" for p, xs in sorted(r.by_page.items()))
+    return [Figure(f"load test requests/s ({what})", r.requests / r.seconds, "req/s"),
+            Figure("load test p50 latency", 1000 * r.quantile(0.5), "ms"),
+            Figure("load test p95 latency", 1000 * r.quantile(0.95), "ms", 500.0,
+                   spread=f"per page p95 (ms): {per_page}"),
+            Figure("load test max latency", 1000 * max(r.latencies, default=float("nan")), "ms"),
+            Figure("load test errors", float(len(r.errors)), "", 0.0,
+                   spread="; ".join(sorted(set(r.errors))[:3]))]
 
 
 def table(figs: list[Figure]) -> str:

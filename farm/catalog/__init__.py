@@ -13,7 +13,8 @@ harness modules use (``from farm import catalog; catalog.define(...)``). They li
 - ``args``: the argument descriptors ``RandArg``, ``StaticArg``, ``DtypeArg``, ``CustomArg``;
 - ``harness``: ``Limitation``, ``HarnessKey``, ``Harness`` and the source digest of a function;
 - ``registry``: ``define``, ``load``, ``select``, ``Filters``, ``by_fingerprint``, ``check_platforms``;
-- ``coverage``: the coverage table built from the limitations (imported on its own).
+- ``coverage``: the coverage table built from the limitations (imported on its own);
+- ``special``: special-value inputs (NaN, ±Inf, ±0, subnormals, integer extremes) for harnesses.
 """
 from __future__ import annotations
 

@@ -142,6 +142,23 @@ class Harness:
     source: str = ""  # e.g. the upstream harness fullname
     arg_maker: Callable[[int], list[Any]] | None = field(default=None, repr=False)
     timeout_s: float | None = None
+    #: A sharded harness's mesh, ((axis name, size), ...): the pipeline traces it under that
+    #: mesh, concrete when the host has enough devices, abstract otherwise (lower, export and
+    #: the structural ``sharding`` stage only). ``devices`` is its size.
+    mesh: tuple[tuple[str, int], ...] = ()
+    #: Per dynamic argument, its PartitionSpec as a tuple (per dimension: an axis name, a
+    #: tuple of names, or None).
+    in_specs: tuple[Any, ...] = ()
+    #: The mesh axes its collectives communicate over (their replica groups must be those).
+    collective_axes: tuple[str, ...] = ()
+    #: "shardy" or "gspmd" (the partitioner JAX lowers with); "" for the installed default.
+    partitioner: str = ""
+    #: "auto" or "explicit": the mesh's axis types (explicit axes put shardings in the
+    #: types, so the traced program itself says where every value lives).
+    axis_types: str = "auto"
+    #: Shardings the module must carry as constraints (reshards), each (mesh, spec): the
+    #: mesh may be another of the same size (a reshard between meshes).
+    constraints: tuple[tuple[tuple[tuple[str, int], ...], tuple[Any, ...]], ...] = ()
 
     @property
     def name(self) -> str:
@@ -221,6 +238,13 @@ class Harness:
             "compare": self.compare,
             "devices": self.devices,
             "source": self.source,
+            "mesh": [list(m) for m in self.mesh],
+            "in_specs": [list(s) if isinstance(s, tuple) else s for s in self.in_specs],
+            "collective_axes": list(self.collective_axes),
+            "partitioner": self.partitioner,
+            **({"axis_types": self.axis_types} if self.axis_types != "auto" else {}),
+            **({"constraints": [[[list(m) for m in mesh], list(spec)] for mesh, spec in self.constraints]}
+               if self.constraints else {}),
             "limitations": [
                 {"description": l.description, "platforms": list(l.platforms), "dtypes": list(l.dtypes),
                  "stage": l.stage, "tol": list(l.tol) if l.tol else None, "error": l.error, "status": l.status}

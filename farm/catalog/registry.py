@@ -22,7 +22,7 @@ _LOADED: set[str] = set()
 FARM_FAMILIES: tuple[str, ...] = (
     "elementwise_unary", "elementwise_binary", "comparison", "bitwise", "conversion",
     "reduction", "cumulative", "dot_conv", "shape", "indexing", "sort", "control_flow",
-    "linalg", "random", "fft", "special", "collective",
+    "linalg", "random", "fft", "special", "collective", "sharding",
 )
 
 
@@ -46,6 +46,12 @@ def define(
     arg_maker: Callable[[int], list[Any]] | None = None,
     shapes: Sequence[tuple[int, ...]] | None = None,
     timeout_s: float | None = None,
+    mesh: Sequence[tuple[str, int]] = (),
+    in_specs: Sequence[Any] = (),
+    collective_axes: Sequence[str] = (),
+    partitioner: str = "",
+    axis_types: str = "auto",
+    constraints: Sequence[tuple[Sequence[tuple[str, int]], Sequence[Any]]] = (),
 ) -> Harness:
     """Declare one harness and append it to its catalog's registry."""
     if dtype not in DTYPES:
@@ -65,6 +71,9 @@ def define(
         key=key, fun=fun, args=tuple(args), family=family, catalog=catalog, reference=reference,
         compare=compare, invariant=invariant, limitations=tuple(limitations), tol=tol,
         devices=devices, source=source, arg_maker=arg_maker, timeout_s=timeout_s,
+        mesh=tuple((str(n), int(k)) for n, k in mesh), in_specs=tuple(in_specs),
+        collective_axes=tuple(collective_axes), partitioner=partitioner, axis_types=axis_types,
+        constraints=tuple((tuple((str(n), int(k)) for n, k in m), tuple(sp)) for m, sp in constraints),
     )
     _REGISTRY.setdefault(catalog, []).append(h)
     return h

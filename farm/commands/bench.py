@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from farm.bench import suite as bench
+from farm.commands import number
 from farm.bench.suite import GROUPS
 
 
@@ -23,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--make-db", nargs=2, metavar=("SRC_URL", "DST_URL"),
                    help="copy one real run of SRC_URL into --runs runs of DST_URL (timings varied by a seeded "
                         "RNG) and exit")
-    g.add_argument("--runs", type=int, default=10, help="runs to make (default 10)")
+    g.add_argument("--runs", type=number("--runs", minimum=1), default=10, help="runs to make (default 10)")
     g.add_argument("--src-run", default="latest", help="the source run (id, name or latest; default latest)")
     g.add_argument("--seed", type=int, default=0, help="RNG seed (default 0)")
     p.set_defaults(func=run)

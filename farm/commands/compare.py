@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 
-from farm.commands import add_db, store_from
+from farm.commands import add_db, number, store_from
 from farm.errors import ConfigError
 
 
@@ -23,15 +23,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "Exits 1 when "
                                    "a regression of a --fail-on kind is present. The report of two finished "
                                    "runs is stored and reused for the same settings.")
-    p.add_argument("base", help="base run: id, name, latest or previous")
-    p.add_argument("cand", help="candidate run: id, name, latest or previous")
+    p.add_argument("base", help="base run: id, name, latest or previous (with --across-config: the sweep's NAME)")
+    p.add_argument("cand", nargs="?", help="candidate run: id, name, latest or previous")
+    p.add_argument("--across-config", metavar="KEY=A,B",
+                   help="compare two configurations of one configuration sweep: runs BASE@KEY=A and BASE@KEY=B "
+                        "(farm sweep --config)")
     p.add_argument("--format", choices=("text", "md", "json"), default="text")
     p.add_argument("--fail-on", default="status,numeric",
                    help="regression kinds that make the exit status 1 (comma list of status,numeric,perf; "
                         "'none' never fails)")
-    p.add_argument("--threshold", type=float, default=0.2,
+    p.add_argument("--threshold", type=number("--threshold", float, minimum=0), default=0.2,
                    help="relative change a performance number must exceed (default 0.2 = 20%%)")
-    p.add_argument("--history", type=int, default=20, metavar="N",
+    p.add_argument("--history", type=number("--history", minimum=0), default=20, metavar="N",
                    help="earlier runs to use for performance history and flakiness (default 20)")
     p.add_argument("--all", action="store_true", help="also list performance results judged noise")
     p.add_argument("--recompute", action="store_true",
@@ -50,11 +53,24 @@ def fail_kinds(text: str) -> list[str]:
     return kinds
 
 
+def across_config(base: str, spec: str, cand: str | None) -> tuple[str, str]:
+    """The run names of two configurations of one sweep (``NAME@KEY=A``, ``NAME@KEY=B``)."""
+    key, sep, values = spec.partition("=")
+    pair = [v.strip() for v in values.split(",") if v.strip()]
+    if cand is not None or not sep or len(pair) != 2:
+        raise ConfigError("--across-config KEY=A,B takes one sweep NAME, e.g. --across-config x64=off,on nightly")
+    return f"{base}@{key}={pair[0]}", f"{base}@{key}={pair[1]}"
+
+
 def run(args: argparse.Namespace) -> int:
     from farm.analysis import failing, render_markdown, render_text  # deferred: farm.analysis (~40 ms); not needed by farm --help
     from farm.store import reports  # deferred: farm.store.reports (~0.6 s, sqlalchemy); not needed by farm --help
 
     kinds = fail_kinds(args.fail_on)
+    if args.across_config:
+        args.base, args.cand = across_config(args.base, args.across_config, args.cand)
+    elif args.cand is None:
+        raise ConfigError("compare needs two runs: BASE CAND (or --across-config KEY=A,B NAME)")
     settings = reports.Settings(history=max(0, args.history), threshold=args.threshold, include_noise=args.all)
     rep = reports.comparison(store_from(args), args.base, args.cand, settings, recompute=args.recompute).report
     if args.format == "json":

@@ -1,7 +1,10 @@
-"""farm coverage: the primitive × dtype × platform table from the limitations data."""
+"""farm coverage: the primitive × dtype × platform table from the limitations data, and per
+group how many harnesses get an independent numeric verdict (reference / invariant / none,
+with the reason for none)."""
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from farm.commands import add_filters, filters_from
@@ -14,6 +17,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--platforms", default=None, help="comma list (default: cpu,cuda,rocm,tpu)")
     p.add_argument("--format", choices=("md", "json"), default="md")
     p.add_argument("--out", default=None, metavar="FILE", help="write here instead of stdout")
+    p.add_argument("--no-verdicts", dest="verdicts", action="store_false",
+                   help="skip the independent-verdict table (it traces every harness: ~2 ms each)")
     p.set_defaults(func=run)
 
 
@@ -22,11 +27,37 @@ def run(args: argparse.Namespace) -> int:
     from farm.catalog.coverage import coverage, to_json, to_markdown  # deferred: farm.catalog.coverage (~0.18 s); not needed by farm --help
 
     platforms = parse_list(args.platforms, LOWERING_PLATFORMS, "platform") or LOWERING_PLATFORMS
-    cov = coverage(catalog.select(filters_from(args)), platforms, catalog=args.catalog)
-    text = to_markdown(cov) if args.format == "md" else to_json(cov) + "\n"
+    harnesses = catalog.select(filters_from(args))
+    cov = coverage(harnesses, platforms, catalog=args.catalog)
+    verdicts = _verdicts(harnesses) if args.verdicts else None
+    if args.format == "md":
+        text = to_markdown(cov)
+        if verdicts is not None:
+            from farm.reference import coverage_markdown  # noqa: PLC0415  (with _verdicts: jax and the rules)
+
+            text += "\n" + coverage_markdown(verdicts)
+    else:
+        data = json.loads(to_json(cov))
+        if verdicts is not None:
+            data["verdicts"] = verdicts
+        text = json.dumps(data, indent=1) + "\n"
     if args.out:
         Path(args.out).write_text(text)
-        print(f"wrote {args.out}: {len(cov.rows)} groups, {cov.harnesses} harnesses, {len(cov.gaps)} gaps")
+        extra = "" if verdicts is None else (f"; independent verdicts: reference {verdicts['reference']}, "
+                                             f"invariant {verdicts['invariant']}, none {verdicts['none']}")
+        print(f"wrote {args.out}: {len(cov.rows)} groups, {cov.harnesses} harnesses, {len(cov.gaps)} gaps{extra}")
     else:
         print(text, end="")
     return 0
+
+
+def _verdicts(harnesses: list) -> dict:
+    """The static verdict coverage (traces each harness), with a progress bar on a terminal."""
+    import sys  # noqa: PLC0415
+
+    from tqdm import tqdm  # noqa: PLC0415  (~0.05 s; only for this table)
+
+    from farm.reference import coverage as verdict_coverage  # noqa: PLC0415  (jax and the rules, ~1.5 s)
+
+    return verdict_coverage(harnesses, progress=lambda hs: tqdm(hs, desc="tracing", unit="harness",
+                                                                  disable=not sys.stderr.isatty(), leave=False))

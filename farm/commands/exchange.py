@@ -55,7 +55,7 @@ def export(args: argparse.Namespace) -> int:
 def import_(args: argparse.Namespace) -> int:
     from farm.run.bundles import import_bundle  # deferred: farm.run.bundles (~0.23 s, jax export); not needed by farm --help
 
-    store = store_from(args)
+    store = store_from(args, create=True)
     run_id, name, n = import_bundle(store, args.bundle, name=args.run_name)
     print(f"farm: imported {n} harness outcomes as run {name} (id {run_id})")
     return 0

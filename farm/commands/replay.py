@@ -51,7 +51,7 @@ def replay_cmd(args: argparse.Namespace) -> int:
     from farm.pipeline.host import describe  # deferred: farm.pipeline.host (~0.28 s, jax); not needed by farm --help
 
     today = _date(args.today, "--today") if args.today else dt.date.today()
-    store = store_from(args)
+    store = store_from(args, create=True)
     filters = {"primitive": list(_list(args.primitive)), "dtype": list(_list(args.dtype))}
     with store.session() as s:
         if args.jax_backcompat:

@@ -12,6 +12,7 @@ import os
 import sys
 from datetime import datetime, timezone
 
+from farm.commands import number
 from farm.errors import ConfigError
 
 
@@ -29,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="sweep definitions (default: $FARM_CONFIG or farm.toml)")
         q.add_argument("--only", help="comma list of sweep names to consider")
         if name == "serve":
-            q.add_argument("--poll", type=float, default=30.0, help="seconds between checks (default 30)")
+            q.add_argument("--poll", type=number("--poll", float, above=0), default=30.0, help="seconds between checks (default 30)")
         if name == "run-pending":
             q.add_argument("--dry-run", action="store_true", help="say which slots are due; run nothing")
         q.set_defaults(func=run, schedule_command=name)

@@ -5,7 +5,7 @@ import argparse
 import json
 from collections import Counter, defaultdict
 
-from farm.commands import add_db, store_from
+from farm.commands import add_db, number, statuses, store_from
 from farm.results import BAD, SEVERITY
 
 ABBREV = {"ok": ".", "fail": "F", "error": "E", "expected_fail": "x", "unexpected_pass": "U", "skipped": "-",
@@ -18,22 +18,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.add_argument("--status", help="only harnesses with a result of these statuses (comma list)")
     add_db(p)
-    p.set_defaults(func=lambda a: print_run(store_from(a), a.run, a.format, a.status))
+    p.set_defaults(func=show)
     p = sub.add_parser("runs", help="list runs with their environment and totals")
-    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--limit", type=number("--limit", minimum=1), default=20, help="newest N runs")
     p.add_argument("--format", choices=("table", "json"), default="table")
     add_db(p)
     p.set_defaults(func=list_runs)
 
 
+def show(args: argparse.Namespace) -> int:
+    wanted = ",".join(statuses(args.status)) or None  # an unknown status is an error, not an empty matrix
+    return print_run(store_from(args), args.run, args.format, wanted)
+
+
 def run_json(store, ref: str, only_bad: bool = False) -> dict:  # noqa: ANN001
     """The run's rows by harness; ``only_bad`` loads just the bad results (big runs)."""
     from farm.store import queries  # deferred: farm.store.queries (~0.5 s, sqlalchemy); not needed by farm --help
+    from farm.store.workers import results_by_environment  # deferred with farm.store.queries (sqlalchemy)
 
     with store.session() as s:
         run = queries.resolve_run(s, ref)
         rows = queries.results(s, run.id, status=",".join(BAD) if only_bad else None)
         info = queries.run_dict(s, run)
+        by_env = results_by_environment(s, run)
     harnesses: dict[str, dict] = {}
     for r in rows:
         h = harnesses.setdefault(r["harness"], {"harness": r["harness"], "fingerprint": r["fingerprint"],
@@ -44,7 +51,7 @@ def run_json(store, ref: str, only_bad: bool = False) -> dict:  # noqa: ANN001
             "metrics": r["metrics"], "reused": r["reused"], "reused_from": r["reused_from"]}
         if r["reused"] and h["reused"] != "whole":
             h["reused"], h["reused_from"] = r["reused"], r["reused_from"]
-    return {"run": info, "harnesses": list(harnesses.values())}
+    return {"run": info, "harnesses": list(harnesses.values()), "worker_environments": by_env}
 
 
 def _size(store, ref: str) -> int:  # noqa: ANN001
@@ -85,7 +92,23 @@ def print_run(store, ref: str, fmt: str = "table", status: str | None = None,  #
     print("legend: " + "  ".join(f"{v}={k}" for k, v in ABBREV.items()))
     _print_reuse(data["harnesses"])
     _print_totals(data)
+    _print_environments(data["worker_environments"])
     return 0
+
+
+def _print_environments(groups: list[dict]) -> None:
+    """The run's results by the environment of the worker that produced them: one block per
+    environment (what it is, its workers and hosts, its counts per platform and status)."""
+    if not groups:
+        return
+    print(f"by worker environment ({len(groups)}):")
+    for g in groups:
+        workers = f"{len(g['workers'])} worker{'s' * (len(g['workers']) != 1)}"
+        hosts = f" on {', '.join(g['hosts'])}" if g["hosts"] else ""
+        print(f"  [{g['key'] or 'none'}] {g['results']} results, {workers}{hosts}")
+        print(f"    {g['summary']}")
+        for p, counts in g["platforms"].items():
+            print(f"    {p}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: SEVERITY[kv[0]])))
 
 
 def _columns(harnesses: list[dict]) -> tuple[list[str], dict[str, list[str]]]:

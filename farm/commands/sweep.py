@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
-from farm.commands import add_db, add_filters, filters_from, store_from
+from farm.commands import add_db, add_filters, filters_from, number, store_from
 from farm.commands.show import print_run
-from farm.platforms import DEVICE_KINDS, LOWERING_PLATFORMS, parse_list
+from farm.errors import ConfigError
+from farm.platforms import DEVICE_KINDS, GPU_BACKEND_CHOICES, LOWERING_PLATFORMS, parse_targets
 from farm.results import Options
 
 DEFAULT_PRIMITIVES = "exp,sin,tanh,log1p,add,mul,div,max"
@@ -17,36 +19,50 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sweep", help="run harnesses through every stage on Ray and store the results",
                        description="Select harnesses, fan them out to Ray workers (a local cluster unless "
                                    "--address), store every stage's result, print the summary matrix.")
-    add_filters(p, name_flag="--match")
+    add_filters(p, names_run=True)
     add_db(p)
     p.add_argument("--platforms", default="cpu,cuda,rocm,tpu", help="platforms to lower and export for")
-    p.add_argument("--run-on", default="cpu", help="device kinds to compile and execute on natively (cpu,gpu,tpu)")
+    p.add_argument("--run-on", default="cpu", help="device kinds to compile and execute on natively, each on workers of "
+                                                "its own kind (cpu,gpu,tpu, or a PJRT plugin platform)")
     p.add_argument("--address", help="join an existing Ray cluster (e.g. 127.0.0.1:6379) instead of starting one")
-    p.add_argument("--workers", type=int, help="worker processes (default: one per core / cpu_slot)")
+    p.add_argument("--workers", type=number("--workers", minimum=1), help="worker processes (default: one per core / cpu_slot)")
+    p.add_argument("--gpu-fraction", type=number("--gpu-fraction", float, above=0, maximum=1), default=0.25,
+                   help="share of one GPU (Ray num_gpus) each gpu worker holds; its memory cap matches")
+    p.add_argument("--gpu-backend", choices=GPU_BACKEND_CHOICES, default="cuda",
+                   help="the JAX backend gpu workers are pinned to (JAX_PLATFORMS); auto: no pin, the GPU "
+                        "plugin jax loads decides (results are labelled cuda or rocm from it either way)")
     p.add_argument("--name", dest="run_name", help="name the run (the harness-name filter is --match)")
     p.add_argument("--resume", metavar="RUN", help="continue an interrupted run (id, name or latest)")
     p.add_argument("--force", action="store_true", help="recompute even if results are cached")
-    p.add_argument("--timeout", type=float, default=120.0, help="per-harness time limit in seconds")
-    p.add_argument("--batch", type=int, default=8, help="harnesses per worker call")
-    p.add_argument("--repeats", type=int, default=3, help="timed executions per harness")
+    p.add_argument("--timeout", type=number("--timeout", float, above=0), default=120.0, help="per-harness time limit in seconds")
+    p.add_argument("--batch", type=number("--batch", minimum=1), default=8, help="harnesses per worker call")
+    p.add_argument("--repeats", type=number("--repeats", minimum=1), default=3, help="timed executions per harness")
     p.add_argument("--no-crossexec", action="store_true", help="skip running other platforms' modules on CPU")
     p.add_argument("--default", action="store_true",
                    help=f"the quick default selection ({DEFAULT_PRIMITIVES} in {DEFAULT_DTYPES})")
     p.add_argument("--format", choices=("table", "json"), default="table")
+    p.add_argument("--config", action="append", metavar="KEY=V1,V2",
+                   help="sweep once per configuration, one run each named NAME@KEY=V: x64=on,off; shardy=on,off; "
+                        "matmul_precision=default,highest,...; xla_flags=NAME (farm.toml [xla_flags]) or none. "
+                        "Repeat for a cartesian product")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.config:
+        return _sweep_configs(args)
     from farm import catalog  # deferred: farm.catalog (~0.15 s); not needed by farm --help
     from farm.run.sweep import SweepConfig, sweep  # deferred: farm.run.sweep (~1 s, ray+jax); not needed by farm --help
 
     if args.default:
         args.primitive = args.primitive or DEFAULT_PRIMITIVES
         args.dtype = args.dtype or DEFAULT_DTYPES
-    platforms = parse_list(args.platforms, LOWERING_PLATFORMS, "platform")
-    run_on = parse_list(args.run_on, DEVICE_KINDS, "device kind (--run-on)")
-    store = store_from(args)
-    filters = filters_from(args)
+    platforms = parse_targets(args.platforms, LOWERING_PLATFORMS, "platform")
+    run_on = parse_targets(args.run_on, DEVICE_KINDS, "device kind (--run-on)")
+    # a PJRT plugin kind runs its own platform's module: lower for it too
+    platforms += tuple(k for k in run_on if k not in DEVICE_KINDS and k not in platforms)
+    filters = filters_from(args)  # checked before a database is created
+    store = store_from(args, create=True)
     if args.resume:
         from farm.store import queries  # deferred: farm.store.queries (~0.5 s, sqlalchemy); not needed by farm --help
 
@@ -60,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     opts = Options(platforms=platforms, run_on=run_on, repeats=args.repeats, crossexec=not args.no_crossexec)
     cfg = SweepConfig(workers=args.workers, address=args.address, batch=args.batch, timeout_s=args.timeout,
-                      modules=filters.modules)
+                      modules=filters.modules, env=_config_env(), gpu_fraction=args.gpu_fraction,
+                      gpu_backend=args.gpu_backend)
     print(f"farm: sweeping {len(hs)} harnesses for {','.join(platforms)}, running on {','.join(run_on)}",
           file=sys.stderr)
     try:
@@ -79,7 +96,50 @@ def run(args: argparse.Namespace) -> int:
           f"{stats.crashed} crashed, {stats.timeouts} timed out in {stats.wall_s:.1f}s; "
           f"peak worker RSS {max(stats.peak_rss.values(), default=0) / 2**20:.0f} MiB", file=sys.stderr)
     print_run(store, str(run_row.id), args.format, max_rows=60)
-    url = args.db or "sqlite:///farm.db"
+    url = store.engine.url.render_as_string(hide_password=True)  # the database used: --db, $FARM_DB or the default
     print(f"\nOpen the dashboard:  .venv/bin/farm serve --db {url}   then browse http://127.0.0.1:8000/",
           file=sys.stderr)
     return 0
+
+
+def _config_env() -> dict[str, str]:
+    """Inside a configuration sweep: its settings, for worker processes on any cluster."""
+    if not os.environ.get("FARM_CONFIG_LABEL"):
+        return {}
+    from farm.run.configs import KEYS  # noqa: PLC0415  (only in a configuration sweep)
+
+    return {var: os.environ[var] for var, _ in KEYS.values() if var in os.environ}
+
+
+def _sweep_configs(args: argparse.Namespace) -> int:
+    """One sweep per configuration, each a fresh process (JAX reads these settings at start)."""
+    from datetime import datetime  # noqa: PLC0415
+
+    from farm.run import configs  # noqa: PLC0415  (only here)
+
+    if args.resume:
+        raise ConfigError("--config and --resume: resume each configuration's run by its name (NAME@KEY=V)")
+    todo = configs.parse(args.config, configs.flag_sets())
+    filters_from(args)  # checked once, up front
+    base = args.run_name or f"config-{datetime.now():%Y%m%d-%H%M%S}"
+    rc, done = configs.sweep_each(todo, _argv_of(args), base)
+    print("farm: configuration sweep " + base + ": " + "; ".join(f"{n} (exit {c})" for n, c in done) +
+          (f"\nCompare two of them:  farm compare --across-config {args.config[0]} {base}"
+           if len(done) > 1 else ""), file=sys.stderr)
+    return rc
+
+
+def _argv_of(args: argparse.Namespace) -> list[str]:
+    """The sweep's own options, to pass to each configuration's process."""
+    out = ["--platforms", args.platforms, "--run-on", args.run_on, "--timeout", str(args.timeout),
+           "--batch", str(args.batch), "--repeats", str(args.repeats), "--format", args.format,
+           "--catalog", args.catalog]
+    for flag, value in (("--primitive", args.primitive), ("--group", args.group), ("--family", args.family),
+                        ("--dtype", args.dtype), ("--match", args.name), ("--modules", args.modules),
+                        ("--limit", args.limit), ("--workers", args.workers), ("--address", args.address),
+                        ("--db", getattr(args, "db", None))):
+        if value is not None:
+            out += [flag, str(value)]
+    out += ["--no-crossexec"] * bool(args.no_crossexec) + ["--force"] * bool(args.force) + \
+        ["--default"] * bool(args.default)
+    return out

@@ -64,7 +64,8 @@ FARM_CODE_EXCLUDE = ("farm/catalog/coverage.py", "farm/pipeline/replay_load.py",
                      "farm/pipeline/replay_judge.py", "farm/pipeline/bundles.py")
 
 #: Environment variables that change what a worker computes.
-ENV_VARS = ("XLA_FLAGS", "FARM_PLANT", "JAX_ENABLE_X64", "JAX_DEFAULT_MATMUL_PRECISION", "JAX_PLATFORMS",
+ENV_VARS = ("XLA_FLAGS", "FARM_PLANT", "JAX_ENABLE_X64", "JAX_DEFAULT_MATMUL_PRECISION", "JAX_USE_SHARDY_PARTITIONER",
+            "JAX_PLATFORMS",
             "JAX_NUM_CPU_DEVICES", "JAX_DEFAULT_PRNG_IMPL", "JAX_THREEFRY_PARTITIONABLE", "LIBTPU_INIT_ARGS")
 from farm.results import NOT_REUSABLE  # noqa: E402,F401  (the contract's)
 

@@ -1,12 +1,17 @@
 """Planted faults, for proving the farm's checks can fail (tests, `farm sweep` self-checks).
 
 Activated in a worker process by ``FARM_PLANT`` (comma list), before any harness runs:
-  wrong_lowering:PRIM:PLATFORM   the primitive lowers as its "twin" (sin→cos, exp→expm1, add→sub...)
+  wrong_lowering:PRIM:PLATFORM   the primitive lowers as its "twin" (sin→cos, exp→expm1, add→sub...);
+                                  PLATFORM "all": on every platform (a wrong rule no cross-platform
+                                  comparison can see)
   drop_dtype:PRIM:DTYPE           the primitive no longer lowers for that dtype
   chlo_leak:PRIM:PLATFORM         the primitive lowers through a chlo op
   wrong_constant:PRIM:PLATFORM    the primitive adds a constant of its output's shape: ±0.0 on
                                   every platform but PLATFORM, where one element is 1 (two modules
                                   that differ only in the values of a large constant)
+  wrong_groups:allreduce          the all-reduce lowering rule (psum/pmax/pmin) computes its replica
+                                  groups transposed: the groups of the other mesh axes (a changed
+                                  lowering rule that only a structural check sees on a big mesh)
   slow:PRIM:SECONDS               executing the primitive sleeps (a host callback)
   abort:PRIM                      running the primitive aborts the process
   hang:PRIM                       running the primitive never returns
@@ -25,8 +30,10 @@ from jax._src.lib.mlir.dialects import chlo, hlo
 
 from farm.platforms import LOWERING_PLATFORMS
 
+#: Each primitive's "twin": same parameters, other numbers (a reduction and a cumulative op too,
+#: so a planted wrong rule can hit more than one primitive family).
 TWINS = {"sin": "cos", "cos": "sin", "exp": "expm1", "tanh": "sin", "add": "sub", "mul": "add",
-         "log1p": "log", "max": "min"}
+         "log1p": "log", "max": "min", "reduce_max": "reduce_min", "cumsum": "cumprod"}
 
 
 def plant_from_env() -> list[str]:
@@ -45,9 +52,10 @@ def _prim(name: str):  # noqa: ANN202
 
 
 def wrong_lowering(prim: str, platform: str) -> None:
-    twin = getattr(lax, TWINS[prim])
-    mlir.register_lowering(_prim(prim), mlir.lower_fun(lambda *a, **kw: twin(*a), multiple_results=False),
-                           platform=platform)
+    twin = _prim(TWINS[prim])
+    for p in LOWERING_PLATFORMS if platform == "all" else (platform,):
+        mlir.register_lowering(_prim(prim), mlir.lower_fun(lambda *a, **kw: twin.bind(*a, **kw),
+                                                           multiple_results=False), platform=p)
 
 
 def _original_rule(p, platform: str):  # noqa: ANN001, ANN202
@@ -133,6 +141,24 @@ def hang(prim: str) -> None:
     _callback_wrap(prim, lambda: time.sleep(10**6))
 
 
-PLANTERS = {"wrong_lowering": wrong_lowering, "drop_dtype": drop_dtype, "chlo_leak": chlo_leak,
+def wrong_groups(rule: str = "allreduce") -> None:
+    """Replica groups of the collectives lowered by ``_<rule>_lowering`` come out transposed."""
+    import sys
+
+    from jax._src.lax import parallel
+
+    original = parallel._replica_groups
+
+    def transposed(axis_ctx, axis_name, axis_index_groups):  # noqa: ANN001, ANN202
+        groups = original(axis_ctx, axis_name, axis_index_groups)
+        if rule not in sys._getframe(1).f_code.co_name:  # noqa: SLF001
+            return groups
+        ids = np.asarray(groups)
+        return ids.T.reshape(ids.shape).tolist() if ids.ndim == 2 and min(ids.shape) > 1 else groups
+
+    parallel._replica_groups = transposed
+
+
+PLANTERS = {"wrong_lowering": wrong_lowering, "wrong_groups": wrong_groups, "drop_dtype": drop_dtype, "chlo_leak": chlo_leak,
             "wrong_constant": wrong_constant, "slow": slow,
             "abort": abort, "hang": hang}

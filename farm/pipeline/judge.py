@@ -6,13 +6,13 @@ Pure functions over a harness and its records; nothing here runs a stage.
 from __future__ import annotations
 
 from farm.catalog import Harness, Limitation
-from farm.platforms import NATIVE_PLATFORM
+from farm.platforms import native_platform
 from farm.results import RUN_STAGES, Outcome, Record
 
 #: Which Limitation stage judges a record of each pipeline stage. Export records are
 #: per platform that JAX refused to export ("cuda", ...) or for the artifact ("export",
 #: which only a limitation for all platforms covers); serialize records are for "export".
-_LIMIT_STAGE = {"trace": "trace", "lower": "lower", "census": "census", "export": "export",
+_LIMIT_STAGE = {"trace": "trace", "lower": "lower", "census": "census", "sharding": "sharding", "export": "export",
                 "serialize": "serialize", "compile": "compile", "execute": "execute", "compare": "compare",
                 "crossexec": "crossexec"}
 _PLATFORM_OF_KIND = {"gpu": ("cuda", "rocm")}
@@ -86,7 +86,7 @@ def judge_crash(h: Harness, outcome: Outcome, run_on: tuple[str, ...]) -> Outcom
     if outcome.worst != "crashed":
         return outcome
     for kind in run_on:
-        platform = NATIVE_PLATFORM.get(kind, kind)
+        platform = native_platform(kind)
         for lim in h.limitations:
             if lim.crashes and lim.applies(platform, h.dtype):
                 return outcome.replace(records=[

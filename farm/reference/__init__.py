@@ -12,17 +12,18 @@ device, not JAX compared with itself.
     >>> promised = out_dtypes(cj)            # the dtypes the device results have
     >>> mismatches(outs[0], device_out[0], promised[0], kind_of(primitives(cj)))
 
+``judge(cj, dyn, device_outputs)`` is the verdict the compare stage records (reference,
+invariant for non-unique results, or none with a reason); ``plan(cj)`` says which each
+output gets without running anything, and ``coverage(harnesses)`` counts it per group.
 ``reference_for(h)`` gives a callable over the harness's arguments, or None when some
-primitive in its jaxpr has no rule; ``coverage(harnesses)`` counts per group how many
-harnesses are fully supported and names the missing primitive for the rest.
+primitive in its jaxpr has no rule.
 
 Imports only NumPy, SciPy and JAX.
 """
 from __future__ import annotations
 
 import functools
-from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -31,11 +32,15 @@ from farm.reference import control, elementwise, linalg, linalg_dot, random, red
 from farm.reference.evaluator import (
     RULES, AmbiguousResult, UnsupportedPrimitive, call_jaxpr, primitives, ref_dtype, register,
 )
+from farm.reference.coverage import coverage, to_markdown as coverage_markdown, trace, verdict_kind
+from farm.reference.plan import Plan, plan
 from farm.reference.tolerance import kind_of, mismatches, tolerance
+from farm.reference.verdict import Verdict, judge
 
 __all__ = [
-    "RULES", "AmbiguousResult", "UnsupportedPrimitive", "coverage", "evaluate", "kind_of", "missing",
-    "mismatches", "out_dtypes", "primitives", "ref_dtype", "reference_for", "register", "tolerance", "trace",
+    "RULES", "AmbiguousResult", "Plan", "UnsupportedPrimitive", "Verdict", "coverage", "coverage_markdown", "evaluate",
+    "judge", "kind_of", "missing", "mismatches", "out_dtypes", "plan", "primitives", "ref_dtype", "reference_for", "register",
+    "tolerance", "trace", "verdict_kind",
 ]
 
 
@@ -60,16 +65,6 @@ def missing(closed_jaxpr: Any) -> list[str]:
     return sorted(p for p in primitives(closed_jaxpr.jaxpr) if p not in RULES)
 
 
-def trace(h: Any, args: list[Any]) -> tuple[Any, list[Any]]:
-    """(closed jaxpr over the dynamic args, the dynamic args), as the farm's trace stage does."""
-    import jax
-
-    from farm.stages.trace import jitted  # noqa: PLC0415  (the farm's one definition of static args)
-
-    jf, dyn = jitted(h, args)
-    return jax.make_jaxpr(jf)(*dyn), dyn
-
-
 def reference_for(h: Any) -> Callable[..., list[np.ndarray]] | None:
     """A reference for harness ``h``: called with the harness's arguments (all of them,
     in their own dtypes), returns the evaluated outputs. None if some primitive has no
@@ -87,32 +82,3 @@ def reference_for(h: Any) -> Callable[..., list[np.ndarray]] | None:
 
     functools.update_wrapper(reference, h.fun, assigned=("__name__",), updated=())
     return reference
-
-
-def coverage(harnesses: Iterable[Any]) -> dict[str, Any]:
-    """Per group: how many harnesses are fully supported, and for the others the missing
-    primitive (the first one alphabetically; "trace error: ..." if it does not trace).
-
-    Returns ``{"total": n, "supported": n, "missing": {primitive: n}, "groups": {group:
-    {"total": n, "supported": n, "missing": {primitive: n}}}}``.
-    """
-    groups: dict[str, dict[str, Any]] = {}
-    for h in harnesses:
-        g = groups.setdefault(h.group, {"total": 0, "supported": 0, "missing": Counter()})
-        g["total"] += 1
-        try:
-            cj, _ = trace(h, h.make_args())
-            gaps = missing(cj)
-        except Exception as e:  # a harness exception is a reason, not a crash
-            gaps = [f"trace error: {type(e).__name__}"]
-        if gaps:
-            g["missing"][gaps[0]] += 1
-        else:
-            g["supported"] += 1
-    total_missing: Counter[str] = Counter()
-    for g in groups.values():
-        total_missing.update(g["missing"])
-        g["missing"] = dict(g["missing"].most_common())
-    return {"total": sum(g["total"] for g in groups.values()),
-            "supported": sum(g["supported"] for g in groups.values()),
-            "missing": dict(total_missing.most_common()), "groups": groups}

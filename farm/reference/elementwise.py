@@ -262,8 +262,10 @@ def convert(x: np.ndarray, src: np.dtype, dst: np.dtype) -> np.ndarray:
         if is_float(src) or src_complex:  # truncate toward zero, NaN -> 0, saturate
             info = np.iinfo(dst)
             t = np.trunc(np.where(np.isnan(x), 0, x))
-            out = np.where(t <= info.min, info.min, np.where(t >= info.max, info.max, t))
-            return out.astype(dst)
+            # compare in float64, where int64's max rounds up to 2**63: at or past it saturates
+            hi, lo = t >= float(info.max), t <= float(info.min)
+            safe = np.where(hi | lo, 0, t).astype(dst)
+            return np.where(hi, info.max, np.where(lo, info.min, safe)).astype(dst)
         return x.astype(dst)  # integers and bool wrap
     if np.issubdtype(dst, np.complexfloating):
         return x.astype(dst).astype(np.complex128)

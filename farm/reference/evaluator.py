@@ -13,7 +13,9 @@ result to the reference dtype of the aval the jaxpr promised.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +39,87 @@ class AmbiguousResult(FarmError):
 
 Rule = Callable[..., Any]
 RULES: dict[str, Rule] = {}
+
+#: Equations whose inputs and reference outputs are kept while evaluating (``tapping``),
+#: keyed by ``id(eqn)``: the invariant checks of non-unique results need them.
+_TAPS: ContextVar[tuple[frozenset[int], dict[int, "Tap"]] | None] = ContextVar("farm_reference_taps", default=None)
+
+
+#: The value a rule writes where a primitive leaves its result unspecified (cholesky_p's
+#: upper triangle). The verdict evaluates twice with two fillings: outputs that change
+#: depend on the unspecified part and are not compared there.
+_FILL: ContextVar[float] = ContextVar("farm_reference_fill", default=0.0)
+
+#: Evaluate as a device that flushes subnormals to zero (XLA's CPU backend does, for
+#: float32/bfloat16/float64 inputs and results): every floating value below its dtype's
+#: smallest normal, read or written by an equation, becomes a zero of the same sign.
+_FLUSH: ContextVar[bool] = ContextVar("farm_reference_flush", default=False)
+
+
+@contextmanager
+def flushing_subnormals() -> Iterator[None]:
+    token = _FLUSH.set(True)
+    try:
+        yield
+    finally:
+        _FLUSH.reset(token)
+
+
+def _flush(x: np.ndarray, dtype: Any) -> np.ndarray:
+    """``x`` (held for ``dtype``) with values below ``dtype``'s smallest normal made ±0."""
+    if key_impl(dtype) is not None:
+        return x
+    dt = np.dtype(dtype)
+    if dt.kind not in "fcV" and dt.name != "bfloat16":
+        return x
+    import ml_dtypes  # noqa: PLC0415  (already loaded by jax)
+
+    real = np.dtype(np.float32 if dt == np.complex64 else np.float64) if dt.kind == "c" else dt
+    tiny = float(ml_dtypes.finfo(real).tiny)
+
+    def f(v: np.ndarray) -> np.ndarray:
+        return np.where(np.abs(v) < tiny, np.copysign(0.0, v), v)
+    return f(x.real) + 1j * f(x.imag) if np.iscomplexobj(x) else f(x)
+
+
+#: Primitives whose rules write ``unspecified()`` somewhere.
+PARTLY_UNSPECIFIED = frozenset({"cholesky"})
+
+
+def unspecified() -> float:
+    """The filling for an unspecified part of a result (see ``filling``)."""
+    return _FILL.get()
+
+
+@contextmanager
+def filling(value: float) -> Iterator[None]:
+    token = _FILL.set(value)
+    try:
+        yield
+    finally:
+        _FILL.reset(token)
+
+
+@dataclass(frozen=True)
+class Tap:
+    """One evaluated equation: its reference-dtype inputs and outputs and its params."""
+
+    primitive: str
+    ins: tuple[np.ndarray, ...]
+    outs: tuple[np.ndarray, ...]
+    params: dict[str, Any]
+    calls: int = 1  # > 1: the equation ran more than once (inside a loop): no single value
+
+
+@contextmanager
+def tapping(eqn_ids: frozenset[int]) -> Iterator[dict[int, Tap]]:
+    """Keep the inputs and outputs of the equations ``eqn_ids`` evaluated in this block."""
+    taps: dict[int, Tap] = {}
+    token = _TAPS.set((eqn_ids, taps))
+    try:
+        yield taps
+    finally:
+        _TAPS.reset(token)
 
 
 def register(*names: str) -> Callable[[Rule], Rule]:
@@ -146,6 +229,9 @@ def eval_jaxpr(jaxpr: Any, consts: list[Any], args: list[Any]) -> list[np.ndarra
             raise UnsupportedPrimitive(name)
         ctx = Ctx(name, tuple(v.aval for v in eqn.invars), tuple(v.aval for v in eqn.outvars))
         ins = [_read(env, v) for v in eqn.invars]
+        flush = _FLUSH.get()
+        if flush:
+            ins = [_flush(x, v.aval.dtype) for x, v in zip(ins, eqn.invars)]
         with np.errstate(all="ignore"):
             out = rule(ctx, *ins, **eqn.params)
         outs = list(out) if eqn.primitive.multiple_results else [out]
@@ -155,11 +241,24 @@ def eval_jaxpr(jaxpr: Any, consts: list[Any], args: list[Any]) -> list[np.ndarra
             x = np.asarray(x)
             with np.errstate(all="ignore"):
                 x = x.astype(ref_dtype(v.aval.dtype), copy=False)
+                if flush:
+                    x = _flush(x, v.aval.dtype)
             if x.shape != physical_shape(v.aval):
                 raise AssertionError(f"rule for {name} gave shape {x.shape}, jaxpr promised {physical_shape(v.aval)}")
             if type(v).__name__ != "DropVar":
                 env[v] = x
+        _tap(eqn, ins, outs)
     return [_read(env, v) for v in jaxpr.outvars]
+
+
+def _tap(eqn: Any, ins: list[np.ndarray], outs: list[Any]) -> None:
+    active = _TAPS.get()
+    if active is None or id(eqn) not in active[0]:
+        return
+    taps = active[1]
+    prev = taps.get(id(eqn))
+    taps[id(eqn)] = Tap(eqn.primitive.name, tuple(ins), tuple(np.asarray(o) for o in outs), dict(eqn.params),
+                        calls=1 if prev is None else prev.calls + 1)
 
 
 def primitives(jaxpr: Any, out: set[str] | None = None) -> set[str]:

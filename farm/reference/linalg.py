@@ -1,10 +1,10 @@
 """Matrix decompositions and FFT in float64 (complex128) with NumPy/SciPy, batched over
 the leading dimensions.
 
-Only results that are unique are given: Cholesky, triangular solves, LU with partial
-pivoting, QR (LAPACK's Householder sign convention), singular values, FFTs. Singular
-vectors are unique only up to a sign or phase, so an ``svd`` with ``compute_uv``
-raises ``AmbiguousResult``, as does ``cholesky`` (its upper triangle is unspecified); ``eig``/``eigh`` have no rule.
+Every rule gives one valid result. Where that result is not unique (eigen- and singular
+vectors up to a sign or phase, QR's signs, eig's order, cholesky_p's unspecified upper
+triangle) the verdict does not compare it element by element: ``farm.reference.invariants``
+names those outputs and checks the device's by their defining property instead.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
-from farm.reference.evaluator import AmbiguousResult, Ctx, register
+from farm.reference.evaluator import AmbiguousResult, Ctx, register, unspecified
 
 
 def _batched(fn: Any, *xs: np.ndarray, core: int = 2) -> list[np.ndarray]:
@@ -35,16 +35,16 @@ def _batched(fn: Any, *xs: np.ndarray, core: int = 2) -> list[np.ndarray]:
 @register("cholesky")
 def _cholesky(ctx: Ctx, a: np.ndarray, **_: Any) -> np.ndarray:
     """``cholesky_p`` defines only the lower triangle (``lax.linalg.cholesky`` applies
-    ``tril`` to it afterwards; LAPACK leaves the input in the upper one), so the
-    primitive's full output is not unique."""
-    if a.shape[-1] > 1:
-        raise AmbiguousResult("cholesky_p leaves the strictly upper triangle unspecified")
+    ``tril`` to it afterwards; LAPACK leaves the input in the upper one): the strictly
+    upper triangle is ``unspecified()``."""
     def one(m: np.ndarray) -> tuple[np.ndarray]:
         try:
             return (np.linalg.cholesky(m),)
         except np.linalg.LinAlgError:  # not positive definite: NaNs, as JAX returns
             return (np.full(m.shape, np.nan, dtype=m.dtype),)
-    return _batched(one, a)[0]
+    out = _batched(one, a)[0]
+    upper = np.triu(np.ones(a.shape[-2:], dtype=bool), 1)
+    return np.where(upper, unspecified(), out)
 
 
 @register("triangular_solve")
@@ -86,13 +86,37 @@ def _qr(ctx: Ctx, a: np.ndarray, *, full_matrices: bool, pivoting: bool = False,
 
 
 @register("svd")
-def _svd(ctx: Ctx, a: np.ndarray, *, compute_uv: bool, subset_by_index: Any = None, **_: Any) -> Any:
-    if compute_uv:
-        raise AmbiguousResult("singular vectors are unique only up to a sign or phase")
-    s = _batched(lambda m: (np.linalg.svd(m, compute_uv=False),), a)[0]
+def _svd(ctx: Ctx, a: np.ndarray, *, compute_uv: bool, full_matrices: bool = False, subset_by_index: Any = None,
+         **_: Any) -> Any:
+    lo, hi = subset_by_index if subset_by_index is not None else (0, min(a.shape[-2:]))
+    if not compute_uv:
+        return [_batched(lambda m: (np.linalg.svd(m, compute_uv=False),), a)[0][..., lo:hi]]
+    u, s, vt = _batched(lambda m: np.linalg.svd(m, full_matrices=full_matrices), a)
     if subset_by_index is not None:
-        s = s[..., subset_by_index[0]:subset_by_index[1]]
-    return [s]
+        s, u, vt = s[..., lo:hi], u[..., :, lo:hi], vt[..., lo:hi, :]
+    return [s, u, vt]
+
+
+@register("eigh")
+def _eigh(ctx: Ctx, a: np.ndarray, *, lower: bool, sort_eigenvalues: bool = True, subset_by_index: Any = None,
+          **_: Any) -> list[np.ndarray]:
+    """(vectors, values), ascending; only the ``lower`` (or upper) triangle is read."""
+    w, v = _batched(lambda m: np.linalg.eigh(m, UPLO="L" if lower else "U"), a)
+    if subset_by_index is not None:
+        lo, hi = subset_by_index
+        w, v = w[..., lo:hi], v[..., :, lo:hi]
+    return [v, w]
+
+
+@register("eig")
+def _eig(ctx: Ctx, a: np.ndarray, *, compute_left_eigenvectors: bool = True,
+         compute_right_eigenvectors: bool = True, **_: Any) -> list[np.ndarray]:
+    """[values, left vectors?, right vectors?] (their order is unspecified)."""
+    def one(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        w, vl, vr = scipy.linalg.eig(m, left=True, right=True, check_finite=False)
+        return w.astype(np.complex128), vl.astype(np.complex128), vr.astype(np.complex128)
+    w, vl, vr = _batched(one, a)
+    return [w] + ([vl] if compute_left_eigenvectors else []) + ([vr] if compute_right_eigenvectors else [])
 
 
 @register("fft")

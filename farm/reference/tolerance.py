@@ -1,12 +1,33 @@
-"""How close a device result must be to the float64 reference (pure functions).
+"""How close a device result must be to the float64 reference: the one tolerance policy.
 
-The reference is first rounded to the dtype the jaxpr promised (so a float64 value
-past float32's range becomes ±Inf, as on the device), then compared with
-``|got - ref| <= atol + rtol * |ref|``, where both tolerances are a number of machine
-epsilons of that dtype: few for elementwise math, more where the device accumulates
-(sums, products, dot, convolution) and rounding order differs, many for linear solves
-(whose error is cond(A) * eps). Integers and bools
-must be equal; NaN matches NaN and an infinity matches the same infinity.
+Every verdict of the jaxpr reference records the policy it was judged by (``policy()``).
+
+- **Rounding first.** The reference is rounded to the dtype the jaxpr promised (a float64
+  value past float32's range becomes ±Inf, as on the device).
+- **Exact where the result is exact.** Integers and bools must be equal (wrap-around,
+  shifts and division as XLA defines them); NaN matches NaN (any payload), an infinity
+  the same infinity; for elementwise results a zero must have the reference's sign.
+- **ULP-based for elementwise math** (``kind="elementwise"``):
+  ``|got - ref| <= k*eps + k*eps*|ref|`` per element, k = 8 epsilons of the output dtype.
+- **Norm-based where the device accumulates** (sums, products, dot, convolution, scans,
+  FFT, decompositions: ``kind="accumulating"``, k = 64) and rounding order differs:
+  ``|got - ref| <= k*eps*max|ref| + k*eps*|ref|``, i.e. relative to the max-norm of the
+  reference. **Linear solves and factorizations** err by cond(A)*eps: where the reference
+  sees the matrix (cholesky, lu, triangular and tridiagonal solves) k = 64 * cond(A),
+  computed in float64 (``conditioned``); past a relative tolerance of 5% the comparison
+  is meaningless and the verdict is "none: ill-conditioned"; where it does not
+  (``custom_linear_solve``) a fixed k = 4096 bounds cond <= ~4096.
+- **Subnormals may be flushed.** A device may treat subnormal inputs and results as
+  zeros of the same sign (XLA's CPU backend does for float32, bfloat16 and float64): an
+  element matching either the IEEE reference or the reference evaluated with flushing
+  (``farm.reference.evaluator.flushing_subnormals``) agrees. Values below the dtype's
+  smallest normal count as zero in the tolerance.
+- **Unspecified signs of zero.** max/min and their reductions may return either zero
+  (``ZERO_SIGN_UNSPECIFIED``).
+- **Invariants for non-unique results** (eigen/singular vectors, QR signs, eig's order,
+  an unstable sort's ties, an approximate top-k): a residual such as
+  ``||A V - V diag(w)|| / ||A||`` must stay below ``16 * n * eps`` (``invariant_bound``),
+  what a backward-stable algorithm guarantees with room to spare.
 """
 from __future__ import annotations
 
@@ -20,16 +41,49 @@ ACCUMULATING = frozenset({
     "dot_general", "conv_general_dilated", "reduce_sum", "reduce_prod", "cumsum", "cumprod", "cumlogsumexp",
     "reduce_window_sum", "reduce_window", "reduce", "scatter-add", "scatter-sub", "scatter-mul",
     "select_and_scatter_add", "custom_linear_solve", "triangular_solve", "cholesky", "lu", "qr", "svd", "fft",
+    "eigh", "eig", "schur",
     "pow", "integer_pow",
     "igamma", "igammac", "regularized_incomplete_beta", "lgamma", "digamma", "erf_inv",
 })
 
 #: Primitives that solve linear systems: the device's error grows with the condition number
 #: of the matrix (cond(A) * eps), which a fixed tolerance can only bound (here: cond <= ~4096).
-SOLVES = frozenset({"triangular_solve", "custom_linear_solve", "lu", "tridiagonal_solve"})
+SOLVES = frozenset({"triangular_solve", "custom_linear_solve", "lu", "tridiagonal_solve", "cholesky"})
+
+#: Solves and factorizations whose matrix the reference sees: their tolerance is scaled by
+#: its condition number, computed in float64 (``conditioned``).
+CONDITIONED = frozenset({"triangular_solve", "lu", "tridiagonal_solve", "cholesky"})
+
+#: Past this relative tolerance a comparison says nothing: the problem is ill-conditioned
+#: in the dtype, and the verdict is "none" with the condition number as the reason.
+MEANINGLESS_RTOL = 0.05
+
+
+def conditioned(dtype: Any, cond: float) -> tuple[float, float]:
+    """(rtol, atol) for a solve or factorization of a matrix with condition number ``cond``:
+    the forward error of a backward-stable algorithm is about cond * eps."""
+    e = ULPS["accumulating"] * eps(dtype) * max(1.0, float(cond))
+    return e, e
 
 #: epsilons allowed per kind of computation
 ULPS = {"elementwise": 8, "accumulating": 64, "solve": 4096}
+
+
+#: epsilons times the matrix size a residual of a non-unique result may reach
+INVARIANT_ULPS = 16
+
+
+def policy(dtype: Any, kind: str) -> dict[str, Any]:
+    """The tolerance a verdict was judged by, as recorded with it."""
+    rtol, atol = tolerance(dtype, kind)
+    return {"dtype": np.dtype(dtype).name, "kind": kind, "ulps": ULPS[kind] if np.dtype(dtype).kind not in "biu" else 0,
+            "rtol": rtol, "atol": atol, "norm": "pointwise" if kind == "elementwise" else "max-norm of the reference",
+            "exact": np.dtype(dtype).kind in "biu"}
+
+
+def invariant_bound(dtype: Any, n: int) -> float:
+    """How large a non-unique result's residual may be, for an n x n problem of ``dtype``."""
+    return INVARIANT_ULPS * max(int(n), 1) * eps(dtype)
 
 
 def eps(dtype: Any) -> float:
@@ -56,21 +110,63 @@ def tolerance(dtype: Any, kind: str = "elementwise") -> tuple[float, float]:
 
 def mismatches(ref: np.ndarray, got: np.ndarray, dtype: Any, kind: str = "elementwise") -> int:
     """How many elements of ``got`` (of ``dtype``) disagree with the reference ``ref``."""
+    return int(np.sum(bad_elements(ref, got, dtype, kind)))
+
+
+#: Primitives for which XLA leaves the sign of a zero result unspecified (max(-0.0, +0.0)).
+ZERO_SIGN_UNSPECIFIED = frozenset({"max", "min", "reduce_max", "reduce_min", "clamp", "cummax", "cummin",
+                                   "reduce_window_max", "reduce_window_min", "argmax", "argmin", "sort", "top_k"})
+
+
+def errors(ref: np.ndarray, got: np.ndarray, dtype: Any, kind: str = "elementwise",
+           floor: tuple[float, float] | None = None, signed_zeros: bool = True) -> dict[str, float]:
+    """Max abs / relative / ULP error (NaN-, Inf- and exact-equality-aware) and mismatches."""
+    dt = np.dtype(dtype)
+    bad = bad_elements(ref, got, dtype, kind, floor, signed_zeros)
+    if np.shape(got) != np.shape(ref) or np.size(got) == 0:
+        return {"max_abs_err": 0.0 if np.size(got) == 0 else float("inf"), "max_rel_err": 0.0,
+                "max_ulp_err": 0.0, "mismatches": float(np.sum(bad))}
+    wide = np.complex128 if dt.kind == "c" else np.float64
+    with np.errstate(all="ignore"):
+        r = np.asarray(ref).astype(dt).astype(wide) if dt.kind not in "biu" else np.asarray(ref).astype(np.float64)
+        g = np.asarray(got).astype(wide) if dt.kind not in "biu" else np.asarray(got).astype(np.float64)
+        same = (g == r) | (np.isnan(g) & np.isnan(r))
+        diff = np.where(same, 0.0, np.abs(g - r))
+        diff = np.where(np.isnan(diff), np.inf, diff)
+        rel = np.where(diff == 0, 0.0, diff / np.abs(r))
+        e = eps(dt)
+        ulp = diff / (e * np.maximum(np.abs(r), _tiny(dt))) if e else np.where(diff == 0, 0.0, np.inf)
+    return {"max_abs_err": float(diff.max()), "max_rel_err": float(np.nanmax(rel)),
+            "max_ulp_err": float(np.nanmax(ulp)), "mismatches": float(np.sum(bad))}
+
+
+def _tiny(dt: np.dtype) -> float:
+    return float(ml_dtypes.finfo(dt if dt.kind != "c" else (np.float32 if dt.itemsize == 8 else np.float64)).tiny)
+
+
+def bad_elements(ref: np.ndarray, got: np.ndarray, dtype: Any, kind: str = "elementwise",
+                 floor: tuple[float, float] | None = None, signed_zeros: bool = True) -> np.ndarray:
+    """A boolean mask of the elements of ``got`` that disagree with ``ref`` (all, if the
+    shapes differ). ``floor``: a harness's declared (rtol, atol) for this platform (TF32
+    on cuda...), used where it is looser than the policy."""
     dt = np.dtype(dtype)
     got = np.asarray(got)
     ref = np.asarray(ref)
     if got.shape != ref.shape:
-        return max(got.size, ref.size, 1)
+        return np.ones(max(got.size, ref.size, 1), dtype=bool)
     if dt.kind in "biu":
-        return int(np.sum(got.astype(dt) != ref.astype(dt)))
+        return np.asarray(got.astype(dt) != ref.astype(dt))
     with np.errstate(all="ignore"):
         r = ref.astype(dt).astype(np.complex128 if dt.kind == "c" else np.float64)
         g = got.astype(np.complex128 if dt.kind == "c" else np.float64)
         rtol, atol = tolerance(dt, kind)
+        if floor is not None:
+            rtol, atol = max(rtol, floor[0]), max(atol, floor[1])
         finite = np.isfinite(r)
         scale = float(np.max(np.abs(r[finite]), initial=1.0)) if kind != "elementwise" else 1.0
-        tiny = float(ml_dtypes.finfo(dt if dt.kind != "c" else (np.float32 if dt.itemsize == 8 else np.float64)).tiny)
-        close = np.abs(g - r) <= np.maximum(atol * scale, tiny) + rtol * np.abs(r)
-        same = (g == r) | (np.isnan(g) & np.isnan(r)) if dt.kind != "c" else \
-            (g == r) | (np.isnan(g) & np.isnan(r))
-    return int(np.sum(~(close | same)))
+        close = np.abs(g - r) <= np.maximum(atol * scale, _tiny(dt)) + rtol * np.abs(r)
+        same = (g == r) | (np.isnan(g) & np.isnan(r))
+        bad = ~(close | same)
+        if signed_zeros and kind == "elementwise" and dt.kind == "f":  # a zero must have the reference's sign
+            bad |= (g == 0) & (r == 0) & (np.signbit(g) != np.signbit(r))
+    return np.asarray(bad)

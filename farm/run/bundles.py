@@ -13,10 +13,14 @@ from farm.stages.xhost import Prior
 
 
 def import_bundle(store: Any, paths: str | list[str], name: str | None = None) -> tuple[int, str, int]:
-    """Load one bundle, or the parts of one split bundle, as one run of kind "import"."""
-    from farm.store import writes  # deferred: farm.store.writes (~0.4 s, sqlalchemy); bundle reading/writing needs no store
+    """Load one bundle, or the parts of one split bundle, as one run of kind "import".
 
-    docs = [read(p) for p in ([paths] if isinstance(paths, str) else paths)]
+    A standalone worker's journal (``OUT.journal.jsonl``, left by a worker killed mid-run)
+    loads as a partial bundle: every harness that finished, as an ``interrupted`` run."""
+    from farm.store import writes  # deferred: farm.store.writes (~0.4 s, sqlalchemy); bundle reading/writing needs no store
+    from workers import journal
+
+    docs = [journal.read(p) if p.endswith(".jsonl") else read(p) for p in ([paths] if isinstance(paths, str) else paths)]
     doc = docs[0]
     for other in docs[1:]:
         if other["environment"] != doc["environment"] or other["run"].get("catalog") != doc["run"].get("catalog"):
@@ -31,7 +35,12 @@ def import_bundle(store: Any, paths: str | list[str], name: str | None = None) -
                                 total=len(harnesses))
         hids = writes.harness_ids(s, harnesses)
         writes.Writer(s, run, hids).write(outcomes, worker="bundle")
-        writes.finish_run(s, run, "finished", {"imported_from": paths, **(r.get("stats") or {})})
+        partial = any((d["run"].get("stats") or {}).get("partial") for d in docs)
+        # one standalone worker's environment, under each label its outcomes name (a child
+        # process per slot, replaced after a crash; "bundle" for outcomes its parent wrote)
+        envs = {label: doc["environment"] for label in sorted({o.worker or "bundle" for o in outcomes})}
+        writes.finish_run(s, run, "interrupted" if partial else "finished",
+                          {"imported_from": paths, **(r.get("stats") or {}), "worker_environments": envs})
         return run.id, run.name, len(outcomes)
 
 

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from farm.catalog import Harness
 from farm.errors import ClusterError, Infeasible
-from farm.platforms import DEVICE_KINDS, SLOT_RESOURCE
+from farm.platforms import DEVICE_KINDS, GPU_FRACTION, SLOT_RESOURCE, pinned_env, ray_request, slot_resource
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -37,8 +37,10 @@ class WorkerDied(Exception):
         self.cause = cause  # the Ray exception's type name
 
 
-def ray_init(address: str | None, workers: int | None) -> Cluster:
-    """Start a local cluster or join one."""
+def ray_init(address: str | None, workers: int | None, kinds: tuple[str, ...] = ()) -> Cluster:
+    """Start a local cluster or join one. A local cluster offers one ``<platform>_slot`` per
+    PJRT plugin kind in ``kinds`` (the sweep has checked the plugin is registered here; the
+    worker checks for its devices): a plugin device may belong to one process only."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     import ray
 
@@ -58,8 +60,12 @@ def ray_init(address: str | None, workers: int | None) -> Cluster:
             slots = int(ray.cluster_resources().get("CPU", 1))
         return Cluster(True, workers or slots)
     n = workers or os.cpu_count() or 1
-    ray.init(num_cpus=max(n, os.cpu_count() or 1), include_dashboard=False, log_to_driver=False,
-             configure_logging=False, resources={"cpu_slot": n},
+    # address="local": always a new cluster of our own. Without it Ray reads RAY_ADDRESS and
+    # $RAY_TMPDIR/ray/ray_current_cluster, which a killed `ray start --head` leaves behind, and
+    # fails ("When connecting to an existing cluster, num_cpus ... must not be provided").
+    ray.init(address="local", num_cpus=max(n, os.cpu_count() or 1), include_dashboard=False, log_to_driver=False,
+             configure_logging=False,
+             resources={"cpu_slot": n, **{slot_resource(k): 1 for k in kinds if k not in DEVICE_KINDS}},
              runtime_env={"env_vars": {"PYTHONPATH": os.environ["PYTHONPATH"]}})
     return Cluster(True, n)
 
@@ -78,16 +84,27 @@ def _check_reachable(address: str, timeout: float = 3.0) -> None:
         raise ClusterError(f"cannot join Ray cluster at {address!r}: nothing answers there ({e.strerror or e})") from None
 
 
-def check_feasible(run_on: tuple[str, ...]) -> None:
+def _slots(have: dict[str, float], kind: str, gpu_fraction: float = GPU_FRACTION) -> int:
+    """How many workers of ``kind`` resources ``have`` (Ray's totals or what is free) can hold."""
+    if kind == "cpu":
+        return int(min(have.get(SLOT_RESOURCE["cpu"], 0), have.get("CPU", 0)))
+    if kind == "gpu":
+        return int(have.get("GPU", 0) / gpu_fraction + 1e-9)
+    if kind == "tpu":
+        return int(have.get("TPU", 0))
+    return int(have.get(slot_resource(kind), 0))  # a PJRT plugin platform: its <platform>_slot
+
+
+def check_feasible(run_on: tuple[str, ...], gpu_fraction: float = GPU_FRACTION) -> None:
     """Refuse up front a --run-on device no node has (Ray would wait forever)."""
     import ray
 
     have = ray.cluster_resources()
-    kinds = [k for k in DEVICE_KINDS if have.get(SLOT_RESOURCE[k], 0) > 0]
+    kinds = [k for k in dict.fromkeys((*DEVICE_KINDS, *run_on)) if _slots(have, k, gpu_fraction) > 0]
     missing = [k for k in run_on if k not in kinds]
     if missing:
         raise Infeasible(f"--run-on {','.join(missing)} is infeasible: the cluster has "
-                         f"{', '.join(f'{k} ({int(have[SLOT_RESOURCE[k]])} slots)' for k in kinds) or 'no worker slots'}")
+                         f"{', '.join(f'{k} ({_slots(have, k, gpu_fraction)} slots)' for k in kinds) or 'no worker slots'}")
 
 
 def running() -> bool:
@@ -102,11 +119,11 @@ def shutdown() -> None:
     ray.shutdown()
 
 
-def capacity(kind: str) -> int:
+def capacity(kind: str, gpu_fraction: float = GPU_FRACTION) -> int:
     """The worker slots for device ``kind`` the cluster offers now (a node may have gone or come)."""
     import ray
 
-    return int(ray.cluster_resources().get(SLOT_RESOURCE[kind], 0))
+    return _slots(ray.cluster_resources(), kind, gpu_fraction)
 
 
 @dataclass(eq=False)  # workers are told apart by identity
@@ -121,16 +138,20 @@ class Worker:
     fresh: bool = True  # no outcome yet from this process (it may still be starting)
     count: int = 0  # harnesses this process finished
     isolated: bool = False  # running one harness alone, retried after its worker died
+    kind: str = "cpu"  # the device kind it runs natively on
 
     @classmethod
     def start(cls, kind: str, catalog: str, modules: list[str], options: dict[str, Any],
-              env: dict[str, str]) -> Worker:
-        """A new worker actor on one ``kind`` slot (``env``: extra environment for its process)."""
+              env: dict[str, str], gpu_fraction: float = GPU_FRACTION, gpu_backend: str = "cuda") -> Worker:
+        """A new worker actor of device ``kind``: Ray's own resources for it (``ray_request``),
+        its process pinned to that backend and memory share (``pinned_env``); ``env``: extra
+        environment for its process."""
         from workers.actor import HarnessWorker  # imports ray (see the module docstring)
 
-        extra = {"runtime_env": {"env_vars": dict(env)}} if env else {}
-        return cls(HarnessWorker.options(num_cpus=0, resources={SLOT_RESOURCE[kind]: 1}, **extra).remote(
-            catalog, modules, options))
+        env_vars = {**dict(env), **pinned_env(kind, gpu_fraction, gpu_backend)}
+        opts = {**ray_request(kind, gpu_fraction), "runtime_env": {"env_vars": env_vars}}
+        return cls(HarnessWorker.options(**opts).remote(catalog, modules, {**options, "device_kind": kind}),
+                   kind=kind)
 
     @property
     def current(self) -> Harness | None:

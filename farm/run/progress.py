@@ -22,6 +22,8 @@ class SweepConfig:
     modules: tuple[str, ...] = ()
     progress: bool | None = None  # None: a bar on a TTY, periodic lines otherwise
     env: dict[str, str] = field(default_factory=dict)  # extra environment for worker processes
+    gpu_fraction: float = 0.25  # the share of one GPU each gpu worker holds (Ray num_gpus)
+    gpu_backend: str = "cuda"  # what a gpu worker's JAX_PLATFORMS pins it to: cuda, rocm or auto (no pin)
 
 
 @dataclass
@@ -37,6 +39,9 @@ class SweepStats:
     dedup_hits: int = 0
     downstream_reused: int = 0  # re-traced and re-lowered; compile, execute and compare reused
     install_digest_s: float = 0.0
+    #: worker label ("ray:<node>:<pid>", what each outcome row's ``worker`` names) -> that
+    #: worker process's own environment (versions, jaxlib revision, plugins, devices, pinned backend)
+    worker_envs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"done": self.done, "cached": self.cached, "downstream_reused": self.downstream_reused,
@@ -44,7 +49,7 @@ class SweepStats:
                 "crashed": self.crashed, "timeouts": self.timeouts,
                 "workers_replaced": self.workers_replaced, "bad": self.bad, "wall_s": round(self.wall_s, 3),
                 "peak_rss_per_worker": max(self.peak_rss.values(), default=0),
-                "workers_seen": len(self.peak_rss)}
+                "workers_seen": len(self.peak_rss), "worker_environments": self.worker_envs}
 
 
 class Progress:

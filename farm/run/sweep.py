@@ -11,6 +11,7 @@ Everything that talks to Ray is in ``farm.run.cluster`` (``ray_init`` and
 """
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from collections import Counter, deque
@@ -21,11 +22,11 @@ from farm.catalog import Harness
 from farm.errors import CatalogMismatch, ClusterError
 from farm.pipeline import cachekey as digest
 from farm.pipeline import judge_crash
-from farm.platforms import SLOT_RESOURCE
+from farm.platforms import native_platform, slot_resource
 from farm.results import BAD, Options, Outcome
 from farm.run import cluster
 from farm.run.cluster import Worker, WorkerDied, check_feasible, ray_init
-from farm.pipeline.host import describe
+from farm.pipeline.host import describe, fingerprint
 from farm.store import queries, reports, writes
 from farm.run.progress import Progress, SweepConfig, SweepStats  # noqa: F401  (importable from here)
 
@@ -48,10 +49,14 @@ class Sweep:
         self.options_digest = options_digest
         #: fingerprint -> an earlier run's downstream records (``pipeline.Reuse`` as a dict)
         self.reuse = reuse or {}
-        self.kind = (options.run_on or ("cpu",))[0]
-        self.queue: deque[list[Harness]] = deque()
+        #: every harness runs natively on each kind, on a worker of that kind (one lane per kind)
+        self.kinds: tuple[str, ...] = tuple(options.run_on or ("cpu",))
+        self.kind = self.kinds[0]
+        self.queue: deque[tuple[str, list[Harness]]] = deque()
         self.slots: list[Worker] = []
-        self.target = 0  # the workers wanted; fewer while the cluster has fewer slots
+        self.target: dict[str, int] = {}  # per kind, the workers wanted; fewer while the cluster has fewer slots
+        #: with several kinds: fingerprint -> the outcomes of the kinds done so far (merged once all are)
+        self.partial: dict[str, dict[str, Outcome]] = {}
         self.retry_alone: set[str] = set()
         self.node_requeues: dict[str, int] = {}
         # After a worker dies its slot is refilled only while the cluster has room: when a
@@ -64,10 +69,15 @@ class Sweep:
 
     def run(self) -> SweepStats:
         t0 = time.monotonic()
-        self.queue.extend(self._batches())
-        self.slots = [self._new_worker() for _ in range(min(max(1, self.config.workers or 1),
-                                                            max(1, len(self.queue))))]
-        self.target = len(self.slots)
+        batches = self._batches()
+        for i in range(len(batches)):  # lanes interleaved: every kind makes progress
+            self.queue.extend((kind, batches[i]) for kind in self.kinds)
+        for kind in self.kinds:
+            n = min(max(1, self.config.workers or 1), max(1, len(batches)))
+            if kind != "cpu":  # an accelerator worker Ray cannot place would wait forever
+                n = max(1, min(n, cluster.capacity(kind, self.config.gpu_fraction)))
+            self.target[kind] = n
+            self.slots += [self._new_worker(kind) for _ in range(n)]
         self.progress = Progress(len(self.harnesses), self.config.progress)
         self.last_commit = time.monotonic()
         try:
@@ -95,12 +105,13 @@ class Sweep:
             i += size
         return out
 
-    def _new_worker(self) -> Worker:
-        opts = {"platforms": list(self.options.platforms), "run_on": [self.kind], "warmup": self.options.warmup,
+    def _new_worker(self, kind: str) -> Worker:
+        opts = {"platforms": list(self.options.platforms), "run_on": [kind], "warmup": self.options.warmup,
                 "repeats": self.options.repeats, "crossexec": self.options.crossexec,
                 "roundtrip": self.options.roundtrip, "keep_modules": self.options.keep_modules,
                 "options_digest": self.options_digest}
-        return Worker.start(self.kind, self.catalog, list(self.config.modules), opts, self.config.env)
+        return Worker.start(kind, self.catalog, list(self.config.modules), opts, self.config.env,
+                            self.config.gpu_fraction, self.config.gpu_backend)
 
     def _step(self) -> bool:
         """One turn: hand out batches, wait for results, handle each worker. False once all is done."""
@@ -118,17 +129,22 @@ class Sweep:
             if slot_ is not None:
                 kept.append(slot_)
         self.slots = kept
-        if len(self.slots) < self.target or now - self.lost_at < 60.0:
+        if len(self.slots) < sum(self.target.values()) or now - self.lost_at < 60.0:
             self._rebalance(now)
         self._flush()
         return True
 
     def _dispatch(self) -> None:
-        """Give each idle worker the next batch."""
+        """Give each idle worker the next batch of its kind."""
         for slot in self.slots:
             if slot.stream is None and self.queue:
-                batch = self.queue.popleft()
-                slot.run(batch, self.reuse, isolated=len(batch) == 1 and batch[0].fingerprint in self.retry_alone)
+                i = next((i for i, (kind, _) in enumerate(self.queue) if kind == slot.kind), None)
+                if i is None:
+                    continue
+                _, batch = self.queue[i]
+                del self.queue[i]
+                key = (slot.kind, batch[0].fingerprint)
+                slot.run(batch, self.reuse, isolated=len(batch) == 1 and key in self.retry_alone)
 
     def _collect(self, slot: Worker, ready: bool, now: float) -> Worker | None:
         """Handle a busy worker; returns what takes its place (itself, a new worker, or None)."""
@@ -154,9 +170,11 @@ class Sweep:
                 "its catalog differs from the driver's (code changed during the sweep, or nodes "
                 "run different farm versions). Finished results are kept; make the code the same "
                 "everywhere, then `farm sweep --resume latest`")
+        if d.get("environment"):  # a worker's first outcome: where it runs
+            self.stats.worker_envs[d.get("worker", "")] = {**d["environment"], "fingerprint": fingerprint(d["environment"])}
         if d.get("pid"):
             self.stats.peak_rss[d["pid"]] = max(self.stats.peak_rss.get(d["pid"], 0), d.get("rss", 0))
-        self._finish(o)
+        self._finish(o, slot.kind)
         if slot.advance(now):
             return slot
         if slot.count >= self.config.recycle_after or d.get("rss", 0) > self.config.rss_budget:
@@ -167,18 +185,19 @@ class Sweep:
         """The worker process died under ``cur``: requeue it if its node went away, else retry it
         alone once, else record it ``crashed``; the rest of the batch goes back in the queue."""
         if cur is not None:
-            tries = self.node_requeues.get(cur.fingerprint, 0)
-            if cluster.capacity(self.kind) < self.target and tries < 3:
+            kind, key = slot.kind, (slot.kind, cur.fingerprint)
+            tries = self.node_requeues.get(key, 0)
+            if cluster.capacity(kind, self.config.gpu_fraction) < self.target[kind] and tries < 3:
                 # its node went away (the cluster has fewer slots): not the harness's fault
-                self.node_requeues[cur.fingerprint] = tries + 1
-                self.queue.appendleft([cur])
-            elif cur.fingerprint in self.retry_alone or slot.isolated:
+                self.node_requeues[key] = tries + 1
+                self.queue.appendleft((kind, [cur]))
+            elif key in self.retry_alone or slot.isolated:
                 self.stats.crashed += 1
                 self._finish(judge_crash(cur, Outcome.failed(cur.fingerprint, cur.name, "crashed",
-                                                             f"worker process died: {cause}"), (self.kind,)))
+                                                             f"worker process died: {cause}"), (kind,)), kind)
             else:
-                self.retry_alone.add(cur.fingerprint)
-                self.queue.appendleft([cur])
+                self.retry_alone.add(key)
+                self.queue.appendleft((kind, [cur]))
             self._requeue_rest(slot, slot.pos + 1)
         self._lose(slot)
 
@@ -188,7 +207,8 @@ class Sweep:
         if now - slot.since <= limit:
             return slot
         self.stats.timeouts += 1
-        self._finish(Outcome.failed(cur.fingerprint, cur.name, "timeout", f"no result after {limit:.0f}s; worker killed"))
+        self._finish(Outcome.failed(cur.fingerprint, cur.name, "timeout", f"no result after {limit:.0f}s; worker killed"),
+                     slot.kind)
         self._requeue_rest(slot, slot.pos + 1)
         return self._replace(slot)
 
@@ -197,25 +217,34 @@ class Sweep:
         may have gone or come); with none left for ``startup_s`` after a loss, give up."""
         if now - self.last_check >= 1.0:
             self.last_check = now
-            cap = cluster.capacity(self.kind)
-            # More workers than slots: the newest that never started cannot be placed.
-            for s in [s for s in reversed(self.slots) if s.fresh and s.count == 0]:  # replacements are appended
-                if len(self.slots) <= cap:
-                    break
-                self._requeue_rest(s, s.pos)
-                self._lose(s)
-                self.slots.remove(s)
-            while len(self.slots) < min(self.target, cap):
-                self.slots.append(self._new_worker())
-                self.stats.workers_replaced += 1
-        if not self.slots and now - self.lost_at > self.config.startup_s:
-            raise ClusterError(f"no node offers {SLOT_RESOURCE[self.kind]} any more "
-                               f"({len(self.queue)} batches left); resume the run when nodes are back")
+            for kind in self.kinds:
+                self._rebalance_kind(kind)
+        lost = [k for k in self.kinds if not any(s.kind == k for s in self.slots) and any(q[0] == k for q in self.queue)]
+        if lost and now - self.lost_at > self.config.startup_s:
+            raise ClusterError(f"no node offers {', '.join(slot_resource(k) if k == 'cpu' else k for k in lost)} "
+                               f"any more ({len(self.queue)} batches left); resume the run when nodes are back")
+
+    def _rebalance_kind(self, kind: str) -> None:
+        cap = cluster.capacity(kind, self.config.gpu_fraction)
+        mine = [s for s in self.slots if s.kind == kind]
+        # More workers than slots: the newest that never started cannot be placed.
+        for s in [s for s in reversed(mine) if s.fresh and s.count == 0]:  # replacements are appended
+            if len(mine) <= cap:
+                break
+            self._requeue_rest(s, s.pos)
+            self._lose(s)
+            self.slots.remove(s)
+            mine.remove(s)
+        while len(mine) < min(self.target[kind], cap):
+            w = self._new_worker(kind)
+            self.slots.append(w)
+            mine.append(w)
+            self.stats.workers_replaced += 1
 
     def _replace(self, slot: Worker) -> Worker:
         slot.kill()
         self.stats.workers_replaced += 1
-        return self._new_worker()
+        return self._new_worker(slot.kind)
 
     def _lose(self, slot: Worker) -> None:
         slot.kill()
@@ -224,10 +253,16 @@ class Sweep:
     def _requeue_rest(self, slot: Worker, after: int) -> None:
         rest = slot.batch[after:]
         if rest:
-            self.queue.appendleft(rest)
+            self.queue.appendleft((slot.kind, rest))
 
-    def _finish(self, o: Outcome) -> None:
-        """Count an outcome and buffer it for the sink."""
+    def _finish(self, o: Outcome, kind: str) -> None:
+        """Count an outcome and buffer it for the sink; with several kinds, once every kind's is in."""
+        if len(self.kinds) > 1:
+            got = self.partial.setdefault(o.fingerprint, {})
+            got[kind] = o
+            if len(got) < len(self.kinds):
+                return
+            o = merge_kinds(self.partial.pop(o.fingerprint), self.kinds)
         self.buffer.append(o)
         self.stats.done += 1
         self.stats.downstream_reused += any("reused_from" in r.facts for r in o.records)
@@ -242,6 +277,34 @@ class Sweep:
             self.sink(self.buffer, "ray")
             self.buffer = []
             self.last_commit = time.monotonic()
+
+
+def merge_kinds(by_kind: dict[str, Outcome], kinds: tuple[str, ...]) -> Outcome:
+    """One outcome from each kind's: the first kind's records, then each other kind's records
+    for a (stage, platform) not yet there (its native compile/execute/compare); trace, lower
+    and export ran on every kind and are kept once. An outcome that never ran (crashed,
+    timeout: platform "any") is filed under its kind's native platform."""
+    records, arts, seen, shas = [], [], set(), set()
+    for kind in kinds:
+        o = by_kind[kind]
+        for r in o.records:
+            if len(o.records) == 1 and r.platform == "any":
+                r = dataclasses.replace(r, platform=native_platform(kind))
+            if (r.stage, r.platform) not in seen:
+                seen.add((r.stage, r.platform))
+                records.append(r)
+        for a in o.artifacts:
+            if a.sha256 not in shas:
+                shas.add(a.sha256)
+                arts.append(a)
+    outs = [by_kind[k] for k in kinds]
+    first = outs[0]
+    # the store drops the keys of a crashed/timed-out outcome (its worst status is the merged worst)
+    return dataclasses.replace(first, records=tuple(records), artifacts=tuple(arts),
+                               seconds=sum(o.seconds for o in outs),
+                               worker=" ".join(dict.fromkeys(o.worker for o in outs if o.worker)),
+                               result_key=None if any(o.result_key is None for o in outs) else first.result_key,
+                               downstream_key=first.downstream_key)
 
 
 # --------------------------------------------------------------------------- sweep
@@ -269,15 +332,15 @@ def sweep(store: Any, harnesses: list[Harness], *, options: Options, catalog: st
     lazy = config.address is None and tuple(options.run_on) == ("cpu",) and not cluster.running()
     started = False
     if not lazy:
-        started, config.workers = ray_init(config.address, config.workers)
+        started, config.workers = ray_init(config.address, config.workers, tuple(options.run_on))
     try:
         if not lazy:
-            check_feasible(options.run_on)
+            check_feasible(options.run_on, config.gpu_fraction)
         plan = _plan(store, harnesses, options=options, catalog=catalog, filters=filters, config=config,
                      name=name, resume=resume, force=force)
         _announce(plan, log)
         if plan.todo and lazy:
-            started, config.workers = ray_init(config.address, config.workers)
+            started, config.workers = ray_init(config.address, config.workers, tuple(options.run_on))
         stats = _execute(store, plan, options=options, catalog=catalog, config=config)
         # The dashboard's default compare page (this run against the previous one) opens
         # at once if its report is stored now; this never raises (a failure is one line).
@@ -362,4 +425,6 @@ def _finish_run(store: Any, plan: _Plan, status: str, stats: SweepStats) -> None
     stats.install_digest_s = plan.install.seconds
     with store.session() as s:
         run = s.get(type(plan.run), plan.run.id)
-        writes.finish_run(s, run, status, {**stats.to_dict(), "resumed": plan.resumed})
+        d = stats.to_dict()  # a resumed run keeps the environments of its earlier workers too
+        d["worker_environments"] = {**(run.stats or {}).get("worker_environments", {}), **d["worker_environments"]}
+        writes.finish_run(s, run, status, {**d, "resumed": plan.resumed})

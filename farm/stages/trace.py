@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 from farm.catalog import Harness
@@ -57,11 +58,16 @@ def jitted(h: Harness, args: list[Any]) -> tuple[Any, list[Any]]:
     return jax.jit(f), [args[i] for i in dyn_idx]
 
 
-def run(h: Harness, args: list[Any]) -> Traced:
+def run(h: Harness, args: list[Any], abstract: Callable[[list[Any]], list[Any]] | None = None) -> Traced:
+    """``abstract``: maps the dynamic arguments to what is traced and called instead
+    (sharded arrays on a mesh, or shape/dtype structs on an abstract mesh larger than
+    this host)."""
     timer = Timer()
     try:
         with timer():
             jf, dyn = jitted(h, args)
+            if abstract is not None:
+                dyn = abstract(dyn)
             traced = jf.trace(*dyn)
         jaxpr = traced.jaxpr
         prims: dict[str, int] = {}

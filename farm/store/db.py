@@ -113,5 +113,31 @@ class Store:
         self.engine.dispose()
 
 
-def open_store(url: str | None = None, *, upgrade: bool = True) -> Store:
-    return Store(url or os.environ.get("FARM_DB", DEFAULT_URL), upgrade=upgrade)
+def sqlite_file(url: str) -> Path | None:
+    """The file a SQLite URL names (None: another database, in memory, or an unparsable URL)."""
+    try:
+        u = make_url(url)
+    except ArgumentError:
+        return None
+    if not u.drivername.startswith("sqlite") or not u.database or u.database == ":memory:":
+        return None
+    return Path(u.database).expanduser()
+
+
+def open_store(url: str | None = None, *, upgrade: bool = True, must_exist: bool = False) -> Store:
+    """Open (and by default migrate) the database at ``url`` (default: $FARM_DB or sqlite:///farm.db).
+
+    Args:
+        must_exist: refuse a SQLite file that does not exist instead of creating it (read-only
+            commands: a typo in the path must not yield an empty database).
+
+    Raises:
+        BadDatabaseURL: an unparsable URL, an unreachable server, a missing directory, or
+            (``must_exist``) a missing SQLite file.
+    """
+    url = url or os.environ.get("FARM_DB", DEFAULT_URL)
+    path = sqlite_file(url) if must_exist else None
+    if path is not None and not path.exists():
+        raise BadDatabaseURL(f"no database at {url!r} ({path.resolve()} does not exist; "
+                             f"`farm sweep` or `farm db upgrade` creates one)")
+    return Store(url, upgrade=upgrade)

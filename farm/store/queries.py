@@ -393,3 +393,4 @@ def status_counts(session: Session, run_ids: list[int]) -> dict[int, dict[str, i
         for rid, status, n in session.execute(q):
             out[rid][status] = n
     return out
+

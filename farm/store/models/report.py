@@ -3,7 +3,8 @@
 A report is derived data, kept so the dashboard and ``farm compare`` need not recompute
 it: one row per (base, head, settings). It is trusted only while its format version is
 current and the runs it read are unchanged (``runs_stamp``); otherwise it is recomputed
-and the row overwritten (see ``farm.store.reports``).
+and the row overwritten (see ``farm.store.reports``). A run's trend summary is kept
+the same way, as its report against itself under ``farm.store.trends.SUMMARY_KEY``.
 """
 from __future__ import annotations
 

@@ -1,0 +1,48 @@
+"""Special values as harness inputs: NaN, ±Inf, −0.0, subnormals, the extremes of each
+dtype, and the integers where arithmetic wraps.
+
+The random inputs of the other harnesses almost never hit these, and they are where
+lowering rules differ: NaN propagation through max/min and reductions, the sign of a
+zero, overflow to Inf, float→int conversion of NaN and out-of-range values, integer
+division by zero and ``MIN / -1``, shifts by the bit width or more. Harnesses built from
+these have no hand-written reference: the float64 jaxpr reference judges them.
+"""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+from farm.catalog.args import CustomArg
+from farm.catalog.dtypes import INTEGER, np_dtype
+
+
+def values(dtype: str) -> np.ndarray:
+    """The special values of ``dtype``, one of each, as a 1-D array of that dtype."""
+    dt = np_dtype(dtype)
+    if dtype == "bool":
+        return np.array([False, True])
+    if dtype in INTEGER:
+        info = np.iinfo(dt)
+        cands = [info.min, info.min + 1, -2, -1, 0, 1, 2, 7, info.max // 2, info.max - 1, info.max]
+        return np.array(sorted({int(c) for c in cands if info.min <= int(c) <= info.max}), dtype=dt)
+    fi = ml_dtypes.finfo(dt)
+    tiny, big = float(fi.tiny), float(fi.max)
+    sub = float(fi.smallest_subnormal)
+    cands = [np.nan, np.inf, -np.inf, 0.0, -0.0, sub, -sub, tiny, -tiny, big, -big, 1.0, -1.0, 0.5, -2.5, 3.0,
+             float(fi.eps), 1.0 + float(fi.eps), 100.0]
+    return np.array(cands, dtype=np.float64).astype(dt)
+
+
+def arg(dtype: str) -> CustomArg:
+    """Every special value of ``dtype`` once (shape ``(n,)``)."""
+    v = values(dtype)
+    return CustomArg(f"special:{dtype}", lambda rng: v.copy(), v.shape, dtype)
+
+
+def pair_args(x_dtype: str, y_dtype: str | None = None) -> tuple[CustomArg, CustomArg]:
+    """Two arguments holding every pair of special values (their outer product, flattened)."""
+    a, b = values(x_dtype), values(y_dtype or x_dtype)
+    xs, ys = np.repeat(a, b.size), np.tile(b, a.size)
+    name = f"special_pairs:{x_dtype}:{y_dtype or x_dtype}"
+    return (CustomArg(name + ":x", lambda rng: xs.copy(), xs.shape, x_dtype),
+            CustomArg(name + ":y", lambda rng: ys.copy(), ys.shape, y_dtype or x_dtype))

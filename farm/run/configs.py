@@ -1,0 +1,106 @@
+"""Configurations as a sweep dimension: x64, the partitioner, the default matmul
+precision and named XLA flag sets.
+
+A configuration is a set of JAX/XLA environment settings; ``farm sweep --config
+x64=on,off --config shardy=on,off`` sweeps the selection once per combination, each in a
+fresh driver process with that environment (JAX reads these flags when it starts, and the
+upstream catalog is built differently with x64 on), one run per configuration named
+``NAME@x64=on,shardy=off``. The workers get the same environment (``SweepConfig.env``),
+and the result cache keys include it (``farm.pipeline.cachekey.ENV_VARS``), so nothing
+is reused across configurations. ``farm compare --across-config x64=off,on NAME``
+compares two configurations of one sweep.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from farm.errors import ConfigError
+
+#: key -> (environment variable, {value: setting}); None: any value, passed through
+KEYS: dict[str, tuple[str, dict[str, str] | None]] = {
+    "x64": ("JAX_ENABLE_X64", {"on": "1", "off": "0"}),
+    "shardy": ("JAX_USE_SHARDY_PARTITIONER", {"on": "1", "off": "0"}),
+    "matmul_precision": ("JAX_DEFAULT_MATMUL_PRECISION",
+                         {v: v for v in ("default", "high", "highest", "bfloat16", "tensorfloat32", "float32")}),
+    "xla_flags": ("XLA_FLAGS", None),
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    """One configuration: its label (``x64=on,shardy=off``) and its environment."""
+
+    label: str
+    env: dict[str, str]
+
+    def run_name(self, base: str) -> str:
+        return f"{base}@{self.label}"
+
+
+def parse(specs: list[str], flag_sets: dict[str, str] | None = None) -> list[Config]:
+    """Every combination of ``KEY=V1,V2`` specs (cartesian product, in the order given)."""
+    axes: list[list[tuple[str, str, str, str]]] = []
+    seen: set[str] = set()
+    for spec in specs:
+        key, sep, values = spec.partition("=")
+        key = key.strip()
+        if not sep or not values.strip():
+            raise ConfigError(f"--config {spec!r}: expected KEY=VALUE[,VALUE...] (keys: {', '.join(KEYS)})")
+        if key not in KEYS:
+            raise ConfigError(f"--config: unknown key {key!r} (valid: {', '.join(KEYS)})")
+        if key in seen:
+            raise ConfigError(f"--config: {key} given twice")
+        seen.add(key)
+        var, allowed = KEYS[key]
+        axis = []
+        for v in (x.strip() for x in values.split(",") if x.strip()):
+            axis.append((key, v, var, _setting(key, v, allowed, flag_sets or {})))
+        axes.append(axis)
+    return [Config(",".join(f"{k}={v}" for k, v, _, _ in combo), {var: s for _, _, var, s in combo})
+            for combo in itertools.product(*axes)]
+
+
+def _setting(key: str, value: str, allowed: dict[str, str] | None, flag_sets: dict[str, str]) -> str:
+    if allowed is not None:
+        if value not in allowed:
+            raise ConfigError(f"--config {key}: unknown value {value!r} (valid: {', '.join(allowed)})")
+        return allowed[value]
+    if value == "none":
+        return ""
+    if value not in flag_sets:
+        raise ConfigError(f"--config xla_flags: no flag set named {value!r} in farm.toml [xla_flags] "
+                          f"(defined: {', '.join(flag_sets) or 'none'}; 'none' clears XLA_FLAGS)")
+    return flag_sets[value]
+
+
+def flag_sets(path: str | os.PathLike[str] = "farm.toml") -> dict[str, str]:
+    """The named XLA flag sets of ``[xla_flags]`` in ``path`` (none if there is no file)."""
+    p = Path(path)
+    if not p.exists():
+        return {}
+    try:
+        table = tomllib.loads(p.read_text()).get("xla_flags", {})
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{p}: {e}") from None
+    if not isinstance(table, dict) or not all(isinstance(v, str) for v in table.values()):
+        raise ConfigError(f"{p}: [xla_flags] maps names to flag strings, e.g. fast = \"--xla_cpu_enable_fast_math=true\"")
+    return dict(table)
+
+
+def sweep_each(configs: list[Config], argv: list[str], base: str) -> tuple[int, list[tuple[str, int]]]:
+    """Run ``farm sweep ARGV --name BASE@LABEL`` once per configuration, each in a fresh
+    process with its environment; (worst exit status, [(run name, status)])."""
+    done = []
+    for cfg in configs:
+        name = cfg.run_name(base)
+        print(f"farm: configuration {cfg.label}: run {name}", file=sys.stderr, flush=True)
+        env = {**os.environ, **cfg.env, "FARM_CONFIG_LABEL": cfg.label}
+        rc = subprocess.run([sys.executable, "-m", "farm", "sweep", *argv, "--name", name], env=env).returncode
+        done.append((name, rc))
+    return max((rc for _, rc in done), default=0), done
