@@ -106,9 +106,15 @@ def _choose(jobs: dict[str, Any], cat: list[Harness]) -> tuple[dict[str, tuple[H
     """Match the jobs to this host's catalog: ``({fingerprint: (harness, job fingerprint)}, missing)``.
 
     By fingerprint, else by name, because a definition that changed between the hosts'
-    jax versions gives the harness another fingerprint here; the first match wins."""
+    jax versions gives the harness another fingerprint here; the first match wins. Jobs
+    with ``select`` (catalog filters) take every harness of this host's catalog that matches
+    (``farm sweep --jax``: each version sweeps its own catalog)."""
     from farm import catalog
 
+    if jobs.get("select") is not None:
+        # select on this host's own catalog: another jax version's catalog has other harnesses
+        own = catalog.select(catalog.Filters.from_dict(jobs["select"]))
+        return {h.fingerprint: (h, h.fingerprint) for h in own}, 0
     by_fp = catalog.by_fingerprint(cat)
     by_name = {h.name: h for h in cat}
     names = jobs.get("names") or [None] * len(jobs["fingerprints"])
@@ -235,20 +241,21 @@ def run_jobs(jobs_path: str, out_path: str, *, workers: int = 1, deadline_s: flo
     unrun = pool.total - len(outcomes)
     paths = bundle.write_parts(out_path, per_part=int(jobs.get("per_bundle") or 10**9), environment=env,
                  run={**run_meta,
-                      "stats": {"jobs": len(jobs["fingerprints"]), "ran": len(outcomes), "missing": missing,
+                      "stats": {"jobs": len(jobs["fingerprints"]) or len(chosen), "ran": len(outcomes), "missing": missing,
                                 "unrun": unrun, "workers": workers, "seconds": seconds,
                                 "resumed": len(done), "deadline_s": deadline_s, "priors": len(pool.priors),
                                 "peak_rss_per_worker": max(pool.peak_rss, default=0)}},
                  harnesses=[chosen[o.fingerprint][0].describe() for o in outcomes], outcomes=outcomes)
     if os.path.exists(jpath):  # the bundle holds all of it now
         os.remove(jpath)
-    return {"jobs": len(jobs["fingerprints"]), "run": len(outcomes), "missing": missing, "unrun": unrun,
+    return {"jobs": len(jobs["fingerprints"]) or len(chosen), "run": len(outcomes), "missing": missing, "unrun": unrun,
             "resumed": len(done), "seconds": seconds, "bundles": paths}
 
 
 def _job_identity(jobs: dict[str, Any]) -> str:
     """What a journal must match to be resumed: the same harnesses, catalog and options."""
-    key = {k: jobs.get(k) for k in ("catalog", "modules", "fingerprints", "options", "keep_artifacts", "timeout_s")}
+    key = {k: jobs.get(k) for k in ("catalog", "modules", "fingerprints", "select", "options", "keep_artifacts",
+                                    "timeout_s")}
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
 
 

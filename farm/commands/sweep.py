@@ -45,12 +45,22 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="sweep once per configuration, one run each named NAME@KEY=V: x64=on,off; shardy=on,off; "
                         "matmul_precision=default,highest,...; xla_flags=NAME (farm.toml [xla_flags]) or none. "
                         "Repeat for a cartesian product")
+    p.add_argument("--jax", metavar="V1,V2",
+                   help="sweep once per jax version, each in its own cached venv from the package index and on that "
+                        "version's own catalog (runs NAME@jax=V), then run every version's exports on every other "
+                        "(runs NAME@xver=A>B); see farm versions NAME")
+    p.add_argument("--no-cross", action="store_true", help="with --jax: skip the cross-version export matrix")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.config and args.jax:
+        raise ConfigError("--config and --jax: sweep one dimension at a time (a version sweep per configuration: "
+                          "set the configuration's variables, e.g. JAX_ENABLE_X64=1, around farm sweep --jax)")
     if args.config:
         return _sweep_configs(args)
+    if args.jax:
+        return _sweep_versions(args)
     from farm import catalog  # deferred: farm.catalog (~0.15 s); not needed by farm --help
     from farm.run.sweep import SweepConfig, sweep  # deferred: farm.run.sweep (~1 s, ray+jax); not needed by farm --help
 
@@ -127,6 +137,34 @@ def _sweep_configs(args: argparse.Namespace) -> int:
           (f"\nCompare two of them:  farm compare --across-config {args.config[0]} {base}"
            if len(done) > 1 else ""), file=sys.stderr)
     return rc
+
+
+def _sweep_versions(args: argparse.Namespace) -> int:
+    """One standalone run per jax version (each in its own venv), then the cross-version pairs."""
+    from datetime import datetime  # noqa: PLC0415
+
+    from farm import catalog  # deferred: farm.catalog (~0.15 s); not needed by farm --help
+    from farm.run import versions  # deferred: farm.run (~0.3 s); not needed by farm --help
+
+    if args.resume or args.address or args.run_on != "cpu":
+        raise ConfigError("--jax runs on this host's CPU in one standalone worker per version: without --resume "
+                          "(the same command again continues), --address or --run-on")
+    todo = versions.parse(args.jax)
+    if args.default:
+        args.primitive = args.primitive or DEFAULT_PRIMITIVES
+        args.dtype = args.dtype or DEFAULT_DTYPES
+    filters = filters_from(args)
+    catalog.select(filters)  # unknown names fail here, before anything is installed
+    platforms = parse_targets(args.platforms, LOWERING_PLATFORMS, "platform")
+    opts = Options(platforms=platforms, run_on=("cpu",), repeats=args.repeats, crossexec=not args.no_crossexec)
+    store = store_from(args, create=True)
+    base = args.run_name or f"versions-{datetime.now():%Y%m%d-%H%M%S}"
+    done = versions.sweep(store, todo, base, filters.to_dict(), opts.to_dict(), workers=args.workers or os.cpu_count() or 1,
+                          timeout_s=args.timeout, cross=not args.no_cross)
+    print("farm: version sweep " + base + ": " + "; ".join(f"{n} ({how})" for n, how in done.runs.items()),
+          file=sys.stderr)
+    print(f"Its table:  farm versions {base}" + (f" --db {args.db}" if args.db else ""), file=sys.stderr)
+    return 0
 
 
 def _argv_of(args: argparse.Namespace) -> list[str]:

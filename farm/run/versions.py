@@ -1,0 +1,312 @@
+"""JAX versions as a sweep dimension, and the cross-version export matrix.
+
+``farm sweep --jax 0.8.3,0.9.2,0.10.2`` runs the selection once per jax version, each in
+its own virtual environment provisioned from the package index and cached
+(``$FARM_CACHE_DIR/jax-envs/jax-V``, default ``~/.cache/lowering-farm``): the farm's
+pipeline runs there through the standalone worker (``python -m farm worker
+--standalone``, this checkout on ``PYTHONPATH``; it needs only jax, numpy and scipy), on
+that version's *own* catalog (the jobs carry the filters, not harness names: JAX's
+catalog differs between versions), one run per version named ``NAME@jax=V``.
+
+Then every ordered pair (A, B) of versions: the serialized exports A made (with the
+inputs A ran and the outputs A got) are deserialized and run by B, and compared with the
+reference, with A's outputs and with B's own lowering of the same harness (the ``xhost``
+stage), one run per pair named ``NAME@xver=A>B``. Old artifacts on a newer jax is JAX's
+backward-compatibility promise; new artifacts on an older jax is forward compatibility.
+``farm versions NAME`` prints the exported-on × run-on table.
+
+Ray's ``runtime_env`` (pip) would do the same for Ray workers; a venv per version serves the
+standalone worker, which every version can run without Ray or SQLAlchemy installed.
+"""
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from farm.errors import ConfigError, FarmError
+
+ROOT = Path(__file__).resolve().parents[2]
+#: What a version's environment gets besides jax and jaxlib: the same pins as .venv
+#: (requirements.txt), so only jax differs between the versions of one sweep.
+COMPANIONS = ("numpy", "scipy", "flatbuffers", "absl-py", "ml_dtypes")
+#: The oldest jax the farm's pipeline and both catalogs run on (measured: docs/versions.md).
+OLDEST_SUPPORTED = "0.8.0"
+_VERSION = re.compile(r"\d+\.\d+\.\d+(\.\d+)?")
+
+Log = Callable[[str], None]
+
+
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def key(version: str) -> tuple[int, ...]:
+    """Sort key: numeric, so 0.10.2 comes after 0.9.2."""
+    return tuple(int(x) for x in version.split("."))
+
+
+def parse(text: str) -> list[str]:
+    """``0.8.3,0.9.2,0.10.2`` → the versions, checked (format, oldest supported, no repeats), sorted."""
+    out: list[str] = []
+    for v in (x.strip() for x in text.split(",") if x.strip()):
+        if not _VERSION.fullmatch(v):
+            raise ConfigError(f"--jax: {v!r} is not a jax version (e.g. 0.9.2)")
+        if key(v) < key(OLDEST_SUPPORTED):
+            raise ConfigError(f"--jax: {v} is older than the oldest supported jax, {OLDEST_SUPPORTED} "
+                              "(docs/versions.md says why)")
+        if v in out:
+            raise ConfigError(f"--jax: {v} given twice")
+        out.append(v)
+    if not out:
+        raise ConfigError("--jax: name at least one version, e.g. --jax 0.9.2,0.10.2")
+    return sorted(out, key=key)
+
+
+def installed() -> str | None:
+    try:
+        return metadata.version("jax")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+@dataclass(frozen=True)
+class JaxEnv:
+    """A Python that has one jax version: its interpreter and how it was had."""
+
+    version: str
+    python: str
+    seconds: float
+    how: str  # "this environment", "cached" or "provisioned"
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("FARM_CACHE_DIR") or Path.home() / ".cache" / "lowering-farm")
+
+
+def requirements(version: str) -> list[str]:
+    """jax and jaxlib at ``version``, the companions at this checkout's pins."""
+    pins: dict[str, str] = {}
+    req = ROOT / "requirements.txt"
+    if req.exists():
+        for line in req.read_text().splitlines():
+            m = re.match(r"([A-Za-z0-9_.\-]+)(\[[^\]]*\])?==(\S+)", line.strip())
+            if m:
+                pins[m.group(1).lower().replace("_", "-")] = m.group(3)
+    reqs = [f"jax=={version}", f"jaxlib=={version}"]
+    for name in COMPANIONS:
+        pin = pins.get(name.lower().replace("_", "-"))
+        reqs.append(f"{name}=={pin}" if pin else name)
+    return reqs
+
+
+def provision(version: str, log: Log = _stderr) -> JaxEnv:
+    """A Python with jax ``version``: this one if it has it, else a cached venv, else a new
+    venv from the package index. A venv is reused only when its marker names exactly the
+    requirements it would be made with (a changed pin makes a new one)."""
+    t0 = time.monotonic()
+    if installed() == version:
+        return JaxEnv(version, sys.executable, time.monotonic() - t0, "this environment")
+    reqs = requirements(version)
+    digest = hashlib.sha256(json.dumps(reqs).encode()).hexdigest()[:16]
+    home = cache_root() / "jax-envs" / f"jax-{version}"
+    python = home / "bin" / "python"
+    marker = home / ".farm-env"
+    if python.exists() and marker.exists() and marker.read_text().strip() == digest:
+        return JaxEnv(version, str(python), time.monotonic() - t0, "cached")
+    log(f"farm: provisioning jax {version} in {home} (pip; first time about 20 s)")
+    subprocess.run([sys.executable, "-m", "venv", "--clear", str(home)], check=True, capture_output=True)
+    pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    p = subprocess.run(pip + reqs, capture_output=True, text=True)
+    if p.returncode != 0:  # the pins may not suit an older jax: let pip choose the companions
+        p = subprocess.run(pip + [f"jax=={version}", f"jaxlib=={version}", *COMPANIONS], capture_output=True, text=True)
+    if p.returncode != 0:
+        tail = " ".join((p.stderr or p.stdout).strip().splitlines()[-2:])
+        raise FarmError(f"jax {version}: pip could not install it: {tail}")
+    marker.write_text(digest + "\n")
+    return JaxEnv(version, str(python), time.monotonic() - t0, "provisioned")
+
+
+def run_jobs(env: JaxEnv, jobs: dict[str, Any], workdir: Path, label: str, workers: int,
+             log: Log = _stderr) -> list[str]:
+    """Write ``jobs`` and run them with the standalone worker in ``env``; the bundle paths.
+
+    The bundle path is stable per label, so a sweep interrupted here resumes from the
+    worker's journal instead of starting over."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    jobs_path, out = workdir / f"{label}.jobs.json", workdir / f"{label}.json.gz"
+    jobs_path.write_text(json.dumps(jobs))
+    environ = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [env.python, "-m", "farm", "worker", "--standalone", "--jobs", str(jobs_path), "--out", str(out),
+           "--workers", str(workers)]
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, cwd=ROOT, env=environ, capture_output=True, text=True)
+    if p.returncode != 0:
+        tail = "\n".join((p.stderr or p.stdout).strip().splitlines()[-6:])
+        raise FarmError(f"jax {env.version}: the standalone worker failed ({label}, exit {p.returncode}):\n{tail}")
+    log(f"farm: {label}: {p.stdout.strip().splitlines()[-1] if p.stdout.strip() else 'done'} "
+        f"({time.monotonic() - t0:.0f} s wall)")
+    jobs_path.unlink()
+    return sorted(glob.glob(str(out))) or sorted(glob.glob(str(out).replace(".json.gz", "-*.json.gz")))
+
+
+def native_jobs(filters: dict[str, Any], options: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+    """Jobs that sweep the version's own catalog (``select``) and keep the exports and io
+    files the cross-version pairs need."""
+    return {"catalog": filters.get("catalog", "farm"), "modules": list(filters.get("modules") or []),
+            "filters": filters, "select": filters, "fingerprints": [], "names": [], "timeout_s": timeout_s,
+            "options": options, "keep_artifacts": ["export", "io"]}
+
+
+def cross_jobs(store: Any, exported_on: str, filters: dict[str, Any], options: dict[str, Any],
+               timeout_s: float) -> dict[str, Any]:
+    """Jobs carrying every artifact run ``exported_on`` made (matched by fingerprint, else by
+    name on the other version's catalog); records only come back."""
+    from farm.run.bundles import priors  # deferred: farm.run.bundles imports jax export (~0.23 s)
+
+    fps, names = run_harnesses(store, exported_on)
+    # the other version's own lowering is needed on cpu only (xhost compares with it)
+    here = {**options, "platforms": ["cpu"], "run_on": ["cpu"], "crossexec": False, "keep_modules": False}
+    return {"catalog": filters.get("catalog", "farm"), "modules": list(filters.get("modules") or []),
+            "filters": filters, "fingerprints": fps, "names": names, "timeout_s": timeout_s,
+            "options": here, "keep_artifacts": [], "priors": priors(store, exported_on, fps, names)}
+
+
+def run_harnesses(store: Any, run_name: str) -> tuple[list[str], list[str]]:
+    from sqlalchemy import select  # deferred: sqlalchemy (~0.35 s); farm --help needs none
+
+    from farm.store import queries
+    from farm.store.models import HarnessRow, OutcomeRow
+
+    with store.session() as s:
+        run = queries.resolve_run(s, run_name)
+        rows = s.execute(select(HarnessRow.fingerprint, HarnessRow.name)
+                         .join(OutcomeRow, OutcomeRow.harness_id == HarnessRow.id)
+                         .where(OutcomeRow.run_id == run.id).order_by(HarnessRow.name)).all()
+    return [r[0] for r in rows], [r[1] for r in rows]
+
+
+def native_name(base: str, version: str) -> str:
+    return f"{base}@jax={version}"
+
+
+def cross_name(base: str, exported_on: str, run_on: str) -> str:
+    return f"{base}@xver={exported_on}>{run_on}"
+
+
+def identity(version: str, filters: dict[str, Any], options: dict[str, Any], exported_on: str | None = None) -> str:
+    """What a kept run must have been made with: the selection, the options, the version's
+    requirements, the artifacts' version and the farm's own code (any change: run again)."""
+    from farm.pipeline.cachekey import farm_code  # deferred: hashes the farm's sources (~0.1 s)
+
+    doc = [version, filters, options, requirements(version), exported_on, farm_code()]
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def kept(store: Any, name: str, ident: str) -> bool:
+    """Whether a finished run ``name`` made with exactly ``ident`` exists (then it is not
+    redone); a run of that name made otherwise is an error, never silently reused."""
+    from farm.store import queries
+
+    with store.session() as s:
+        try:
+            run = queries.resolve_run(s, name)
+        except FarmError:
+            return False
+        if (run.stats or {}).get("version_sweep") == ident and run.status == "finished":
+            return True
+    raise FarmError(f"run {name} exists but was made with another selection, options, jax requirements or "
+                    "farm code (or did not finish): give this version sweep another --name")
+
+
+@dataclass
+class VersionSweep:
+    """What ``sweep`` did: the environments, the runs it made or found, and seconds per step."""
+
+    envs: list[JaxEnv]
+    runs: dict[str, str]  # run name -> "ran" or "kept" (finished earlier: an interrupted sweep resumed)
+    seconds: dict[str, float]
+
+
+def sweep(store: Any, versions: list[str], base: str, filters: dict[str, Any], options: dict[str, Any], *,
+          workers: int = 2, timeout_s: float = 120.0, cross: bool = True, log: Log = _stderr) -> VersionSweep:
+    """One run per version on its own catalog, then one per ordered pair (A, B), A ≠ B.
+
+    A run already finished under its name is kept, not redone: re-running the same command
+    after an interruption continues where it stopped."""
+    from farm.run.bundles import import_bundle  # deferred: farm.run.bundles imports jax export (~0.23 s)
+
+    envs = [provision(v, log) for v in versions]
+    for e in envs:
+        log(f"farm: jax {e.version}: {e.how} ({e.seconds:.1f} s) {e.python}")
+    workdir = cache_root() / "version-sweeps" / re.sub(r"[^\w.@=-]", "_", base)
+    done: dict[str, str] = {}
+    seconds: dict[str, float] = {}
+
+    def step(name: str, env: JaxEnv, ident: str, jobs: Callable[[], dict[str, Any]]) -> None:
+        if kept(store, name, ident):
+            done[name] = "kept"
+            return
+        t0 = time.monotonic()
+        paths = run_jobs(env, jobs(), workdir, name.split("@", 1)[1].replace(">", "-to-"), workers, log)
+        run_id, _, _ = import_bundle(store, paths, name=name)
+        _mark(store, run_id, ident)
+        for p in paths:
+            os.remove(p)
+        done[name], seconds[name] = "ran", time.monotonic() - t0
+
+    for env in envs:
+        step(native_name(base, env.version), env, identity(env.version, filters, options),
+             lambda: native_jobs(filters, options, timeout_s))
+    if cross:
+        for a in envs:
+            for b in envs:
+                if a.version != b.version:
+                    step(cross_name(base, a.version, b.version), b, identity(b.version, filters, options, a.version),
+                         lambda a=a: cross_jobs(store, native_name(base, a.version), filters, options, timeout_s))
+    return VersionSweep(envs, done, seconds)
+
+
+def _mark(store: Any, run_id: int, ident: str) -> None:
+    from farm.store.models import Run
+
+    with store.session() as s:
+        run = s.get(Run, run_id)
+        run.stats = {**(run.stats or {}), "version_sweep": ident}
+
+
+def load(store: Any, base: str) -> tuple[dict[str, list[dict[str, Any]]], dict[tuple[str, str], list[dict[str, Any]]],
+                                         dict[tuple[str, str], dict[str, Any]]]:
+    """The rows of a version sweep's runs: native by version, cross by (exported on, run on),
+    and the cross runs' stats (how many artifacts the other version's catalog lacked)."""
+    from sqlalchemy import select  # deferred: sqlalchemy (~0.35 s); farm --help needs none
+
+    from farm.store import queries
+    from farm.store.models import Run
+
+    native: dict[str, list[dict[str, Any]]] = {}
+    cross: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    stats: dict[tuple[str, str], dict[str, Any]] = {}
+    with store.session() as s:
+        runs = s.execute(select(Run).where(Run.name.like(f"{base}@%"))).scalars().all()
+        for r in runs:
+            tail = r.name[len(base) + 1:]
+            if tail.startswith("jax="):
+                native[tail[4:]] = queries.results(s, r.id)
+            elif tail.startswith("xver=") and ">" in tail:
+                a, b = tail[5:].split(">", 1)
+                cross[(a, b)] = queries.results(s, r.id, stage="xhost")
+                stats[(a, b)] = dict(r.stats or {})
+    if not native:
+        raise FarmError(f"no version sweep named {base!r} (runs {base}@jax=V): run farm sweep --jax V1,V2 --name {base}")
+    return native, cross, stats

@@ -1,0 +1,119 @@
+"""JAX versions as a sweep dimension (farm.run.versions, farm.analysis.versions, farm versions):
+each version in its own provisioned venv on its own catalog, every pair's artifacts run by
+the other version, kept runs never hiding a change."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from farm.analysis import versions as A
+from farm.errors import ConfigError
+from farm.run import versions as V
+from farm.store import open_store, queries
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OLD = "0.9.2"  # a jax from the last 12 months that the package index serves for Python 3.11
+
+
+def test_versions_are_checked_and_ordered_numerically() -> None:
+    assert V.parse("0.10.2, 0.8.3,0.9.2") == ["0.8.3", "0.9.2", "0.10.2"]
+    for bad, needle in (("0.9", "not a jax version"), ("0.4.30", "older than the oldest supported"),
+                        ("0.9.2,0.9.2", "given twice"), (",", "at least one")):
+        with pytest.raises(ConfigError, match=needle):
+            V.parse(bad)
+
+
+def _xrow(harness: str, status: str, **facts: str) -> dict:
+    return {"harness": harness, "stage": "xhost", "platform": "cpu", "status": status,
+            "error": "vs native: 2 of 4 elements differ" if status == "fail" else None, "facts": facts}
+
+
+def test_matrix_puts_each_pair_in_its_cell_and_names_failures() -> None:
+    native = {"0.9.2": [{"harness": "h", "stage": "compare", "platform": "cpu", "status": "ok", "facts": {}}],
+              "0.10.2": [{"harness": "h", "stage": "compare", "platform": "cpu", "status": "fail", "facts": {}}]}
+    cross = {("0.9.2", "0.10.2"): [_xrow("h", "ok", vs_native="ok")],
+             ("0.10.2", "0.9.2"): [_xrow("h", "fail", vs_native="fail", vs_cpu_host="ok")]}
+    m = A.matrix(native, cross, {("0.10.2", "0.9.2"): {"jobs": 3, "missing": 2}})
+    assert m["versions"] == ["0.9.2", "0.10.2"]
+    back, fwd = m["pairs"]["0.9.2>0.10.2"], m["pairs"]["0.10.2>0.9.2"]
+    assert back["direction"] == "backward" and back["xhost"] == {"ok": 1} and back["examples"] == []
+    assert fwd["direction"] == "forward" and fwd["xhost"] == {"fail": 1} and fwd["no_harness_here"] == 2
+    assert fwd["vs_native"] == {"fail": 1} and fwd["examples"][0]["harness"] == "h"
+    text = A.render_text(m)
+    assert "own: fail 1" in text and "e.g. h: fail" in text
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):  # noqa: ANN001, ANN201
+    """One real version sweep: OLD (a provisioned venv) and the installed jax."""
+    here = V.installed()
+    assert here and here != OLD
+    url = f"sqlite:///{tmp_path_factory.mktemp('versions')}/v.db"
+    env = {**os.environ, "PYTHONPATH": ROOT, "RAY_USAGE_STATS_ENABLED": "0"}
+    cmd = [sys.executable, "-m", "farm", "sweep", "--jax", f"{OLD},{here}", "--primitive", "sin,cumsum",
+           "--dtype", "float32", "--platforms", "cpu,tpu", "--db", url, "--name", "vt"]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900, cwd=ROOT)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return url, here, cmd, env, p.stderr
+
+
+def test_each_version_sweeps_its_own_catalog_in_its_own_environment(swept) -> None:  # noqa: ANN001
+    url, here, *_ = swept
+    store = open_store(url)
+    with store.session() as s:
+        for v in (OLD, here):
+            run = queries.resolve_run(s, f"vt@jax={v}")
+            assert run.status == "finished"
+            info = queries.run_dict(s, run)
+            assert info["environment"]["jax_version"] == v
+            rows = queries.results(s, run.id, stage="compare")
+            assert len(rows) == 4 and {r["status"] for r in rows} == {"ok"}  # sin, 3 cumsum
+
+
+def test_every_pair_runs_the_other_versions_artifacts(swept) -> None:  # noqa: ANN001
+    url, here, *_ = swept
+    native, cross, stats = V.load(open_store(url), "vt")
+    assert set(native) == {OLD, here} and set(cross) == {(OLD, here), (here, OLD)}
+    for (a, b), rows in cross.items():
+        assert len(rows) == 4, (a, b)
+        for r in rows:
+            assert r["status"] == "ok", r
+            assert r["facts"]["lowered_on"] == a and r["facts"]["run_on_jax"] == b
+            assert r["facts"]["vs_native"] == "ok" and r["facts"]["vs_cpu_host"] == "ok"
+        assert stats[(a, b)]["missing"] == 0
+    m = json.loads(subprocess.run([sys.executable, "-m", "farm", "versions", "vt", "--db", url, "--format", "json"],
+                                  env=swept[3], capture_output=True, text=True, cwd=ROOT, check=True).stdout)
+    assert m["pairs"][f"{OLD}>{here}"]["direction"] == "backward"
+    assert m["pairs"][f"{here}>{OLD}"]["xhost"] == {"ok": 4}
+
+
+def test_the_same_sweep_again_keeps_its_runs_and_a_changed_one_is_refused(swept) -> None:  # noqa: ANN001
+    url, here, cmd, env, _ = swept
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert f"jax {OLD}: cached" in p.stderr and "(ran)" not in p.stderr and p.stderr.count("(kept)") == 4
+    # another selection under the same name is not silently the old runs
+    changed = [("exp" if a == "sin,cumsum" else a) for a in cmd]
+    p = subprocess.run(changed, env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert p.returncode == 2 and "made with another selection" in p.stderr, p.stderr[-2000:]
+
+
+def test_kept_run_identity_covers_selection_options_and_artifact_version() -> None:
+    f, o = {"catalog": "farm", "primitive": ["sin"]}, {"platforms": ["cpu"]}
+    base = V.identity(OLD, f, o)
+    assert base == V.identity(OLD, dict(f), dict(o))
+    assert len({base, V.identity(OLD, {**f, "primitive": ["exp"]}, o), V.identity(OLD, f, {"platforms": ["tpu"]}),
+                V.identity("0.8.3", f, o), V.identity(OLD, f, o, exported_on="0.8.3")}) == 5
+
+
+def test_an_uninstallable_version_is_one_clear_error(tmp_path) -> None:  # noqa: ANN001
+    env = {**os.environ, "PYTHONPATH": ROOT, "FARM_CACHE_DIR": str(tmp_path)}
+    p = subprocess.run([sys.executable, "-m", "farm", "sweep", "--jax", "0.9.99", "--primitive", "sin", "--dtype",
+                        "float32", "--db", f"sqlite:///{tmp_path}/x.db"], env=env, capture_output=True, text=True,
+                       timeout=300, cwd=ROOT)
+    assert p.returncode == 2, p.stderr[-2000:]
+    assert p.stderr.strip().splitlines()[-1].startswith("farm: error: jax 0.9.99: pip could not install it")
