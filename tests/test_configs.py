@@ -71,3 +71,23 @@ def test_x64_on_and_off_sweep_the_upstream_catalog_each_way_and_compare(tmp_path
     assert c.returncode == 0, c.stderr[-2000:]
     assert "cfg@x64=on" in c.stdout and sorted(on - off)[0] in c.stdout
     assert farm("compare", "--across-config", "x64=off", "cfg", "--db", db).returncode == 2
+
+
+def test_a_configuration_sweep_again_keeps_finished_runs_resumes_others_and_refuses_another_selection(tmp_path) -> None:
+    db = f"sqlite:///{tmp_path / 'k.db'}"
+    args = ["sweep", "--config", "x64=off,on", "--primitive", "sin", "--dtype", "float32", "--db", db,
+            "--name", "k", "--platforms", "cpu", "--repeats", "1", "--no-crossexec"]
+    assert farm(*args).returncode == 0
+    from farm.store import open_store  # noqa: PLC0415
+    from farm.store.models import Run  # noqa: PLC0415
+    from sqlalchemy import select  # noqa: PLC0415
+
+    store = open_store(db)
+    with store.session() as s:  # as if the second configuration had been interrupted
+        s.scalar(select(Run).where(Run.name == "k@x64=on")).status = "interrupted"
+    store.dispose()
+    again = farm(*args)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "run k@x64=off finished earlier: kept" in again.stderr and "run k@x64=on (resumed)" in again.stderr
+    changed = farm(*[("exp" if a == "sin" else a) for a in args])
+    assert changed.returncode == 2 and "run k@x64=off exists with another selection (primitive)" in changed.stderr

@@ -16,8 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from sqlalchemy import select
+
 from farm.run import schedules as schedule
 from farm.errors import ConfigError
+from farm.store.models import Run
 
 UTC = timezone.utc
 ENV = {"jax_version": "0", "jaxlib_version": "0", "python": "3.11", "host": "test", "device_kinds": ["cpu"],
@@ -62,6 +65,9 @@ def test_config_builds_sweep_args(tmp_path: Path) -> None:
     ('[sweep.a]\nschedule = "* * * * *"\nplatfroms = "cpu"\n', "did you mean 'platforms'"),
     ('[sweep.a]\nschedule = "* * * * *"\nsubmit = true\n', "needs dashboard"),
     ("", "no [sweep.NAME] tables"),
+    ('[sweep.a]\nschedule = "* * * * *"\nconfig = "x64=maybe"\n', "[sweep.a]: --config x64: unknown value 'maybe'"),
+    ('[sweep.a]\nschedule = "* * * * *"\njax = ["0.9.2", "0.4.1"]\n', "0.4.1 is older than the oldest supported"),
+    ('[sweep.a]\nschedule = "* * * * *"\njax = "0.9.2"\nconfig = "x64=on"\n', "one dimension per sweep"),
 ])
 def test_bad_config_is_one_clear_error(tmp_path: Path, body: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
@@ -94,12 +100,20 @@ class FakeSweep:
     def __call__(self, args: list[str], log=None) -> int:  # noqa: ANN001
         from farm.store import open_store, writes
 
+        from farm.run import configs, versions
+
         self.calls.append(args)
         if self.rc == 0 and "--name" in args:
+            name = args[args.index("--name") + 1]
+            specs = [args[i + 1] for i, a in enumerate(args) if a == "--config"]
+            labels = [c.label for c in configs.parse(specs)] if specs else []
+            if "--jax" in args:
+                labels += [f"jax={v}" for v in versions.parse(args[args.index("--jax") + 1])]
             store = open_store(self.db)
             with store.session() as s:
-                run = writes.create_run(s, env=ENV, name=args[args.index("--name") + 1])
-                writes.finish_run(s, run, "finished")
+                for n in [f"{name}@{label}" for label in labels] or [name]:
+                    if s.scalar(select(Run.id).where(Run.name == n)) is None:
+                        writes.finish_run(s, writes.create_run(s, env=ENV, name=n), "finished")
             store.dispose()
         return self.rc
 
@@ -183,6 +197,47 @@ def test_regression_writes_report_posts_webhook_and_sets_exit_code(tmp_path: Pat
     assert (r.status, r.exit_code) == ("regressed", 3)
     assert Path(r.report).read_text() == "# worse\n" and Path(r.report).parent == tmp_path / "reports"
     assert got and got[0]["run"] == "nightly-20260105T0200Z" and got[0]["report"] == "# worse\n"
+
+
+DIMENSIONS = """
+[sweep.matrix]
+schedule = "0 2 * * *"
+primitive = "sin"
+platforms = "cpu"
+"""
+
+
+@pytest.mark.parametrize("dimension, labels", [
+    ('config = ["x64=off,on"]', ("x64=off", "x64=on")),
+    ('jax = "0.10.2,0.9.2"', ("jax=0.9.2", "jax=0.10.2")),
+])
+def test_a_sweep_over_configurations_or_versions_is_one_slot_of_several_runs(
+        tmp_path: Path, fake: FakeSweep, monkeypatch: pytest.MonkeyPatch, dimension: str, labels: tuple) -> None:
+    cfg = write(tmp_path, DIMENSIONS + dimension + "\n")
+    spec = cfg.sweeps["matrix"]
+    assert spec.labels == labels
+    args = spec.sweep_args("matrix-20260104T0200Z", resume=True)  # continues by itself: never --resume
+    assert "--resume" not in args and args[args.index("--name") + 1] == "matrix-20260104T0200Z"
+    seen: list[tuple[str, str]] = []
+    worse = f"matrix-20260105T0200Z@{labels[1]}"
+    monkeypatch.setattr(schedule, "compare", lambda spec, base, run, log=None: (
+        seen.append((base, run)), (run == worse, f"# {run}\n"))[1])
+    (r1,) = schedule.run_pending(cfg, now=datetime(2026, 1, 4, 9, 0, tzinfo=UTC), log=lambda m: None)
+    (r2,) = schedule.run_pending(cfg, now=datetime(2026, 1, 5, 9, 0, tzinfo=UTC), log=lambda m: None)
+    assert r1.status == "finished" and (r2.status, r2.baseline) == ("regressed", "matrix-20260104T0200Z")
+    # each configuration / version against the same one of the previous slot
+    assert seen == [(f"matrix-20260104T0200Z@{lab}", f"matrix-20260105T0200Z@{lab}") for lab in labels]
+    assert schedule.run_pending(cfg, now=datetime(2026, 1, 5, 9, 0, tzinfo=UTC), log=lambda m: None) == []
+    # a slot with one of its runs missing is run again (the sweep keeps what finished)
+    store_url = f"sqlite:///{tmp_path / 'farm.db'}"
+    from farm.store import open_store  # noqa: PLC0415
+
+    store = open_store(store_url)
+    with store.session() as s:
+        s.delete(s.scalar(select(Run).where(Run.name == f"matrix-20260105T0200Z@{labels[0]}")))
+    store.dispose()
+    r3 = schedule.run_slot(spec, cfg, datetime(2026, 1, 5, 2, 0, tzinfo=UTC), log=lambda m: None)
+    assert r3.status != "skipped" and len(fake.calls) == 3
 
 
 def test_compare_missing_is_skipped_with_a_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

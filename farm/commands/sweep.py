@@ -130,9 +130,16 @@ def _sweep_configs(args: argparse.Namespace) -> int:
     if args.resume:
         raise ConfigError("--config and --resume: resume each configuration's run by its name (NAME@KEY=V)")
     todo = configs.parse(args.config, configs.flag_sets())
-    filters_from(args)  # checked once, up front
+    if args.default:
+        args.primitive = args.primitive or DEFAULT_PRIMITIVES
+        args.dtype = args.dtype or DEFAULT_DTYPES
+    filters = filters_from(args)  # checked once, up front
+    platforms = parse_targets(args.platforms, LOWERING_PLATFORMS, "platform")
+    run_on = parse_targets(args.run_on, DEVICE_KINDS, "device kind (--run-on)")
+    platforms += tuple(k for k in run_on if k not in DEVICE_KINDS and k not in platforms)
     base = args.run_name or f"config-{datetime.now():%Y%m%d-%H%M%S}"
-    rc, done = configs.sweep_each(todo, _argv_of(args), base)
+    rc, done = configs.sweep_each(todo, _argv_of(args), base, db=getattr(args, "db", None),
+                                  selection={"filters": filters.to_dict(), "platforms": list(platforms)})
     print("farm: configuration sweep " + base + ": " + "; ".join(f"{n} (exit {c})" for n, c in done) +
           (f"\nCompare two of them:  farm compare --across-config {args.config[0]} {base}"
            if len(done) > 1 else ""), file=sys.stderr)

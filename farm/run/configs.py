@@ -19,6 +19,7 @@ import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from farm.errors import ConfigError
 
@@ -93,14 +94,55 @@ def flag_sets(path: str | os.PathLike[str] = "farm.toml") -> dict[str, str]:
     return dict(table)
 
 
-def sweep_each(configs: list[Config], argv: list[str], base: str) -> tuple[int, list[tuple[str, int]]]:
+def sweep_each(configs: list[Config], argv: list[str], base: str, db: str | None = None,
+               selection: dict[str, Any] | None = None) -> tuple[int, list[tuple[str, int]]]:
     """Run ``farm sweep ARGV --name BASE@LABEL`` once per configuration, each in a fresh
-    process with its environment; (worst exit status, [(run name, status)])."""
+    process with its environment; (worst exit status, [(run name, status)]).
+
+    The same command again continues: a configuration whose run finished is kept (exit 0),
+    one whose run was interrupted is resumed (``--resume BASE@LABEL``). A finished run whose
+    selection (``selection``: the filters and platforms it was asked for) differs is refused,
+    never passed off as this sweep's."""
     done = []
     for cfg in configs:
         name = cfg.run_name(base)
-        print(f"farm: configuration {cfg.label}: run {name}", file=sys.stderr, flush=True)
+        stored = _stored(db, name)
+        if stored is not None and selection is not None and stored[1] != selection:
+            raise ConfigError(f"run {name} exists with another selection ({_differs(stored[1], selection)}): "
+                              "give this configuration sweep another --name")
+        if stored is not None and stored[0] == "finished":
+            print(f"farm: configuration {cfg.label}: run {name} finished earlier: kept", file=sys.stderr, flush=True)
+            done.append((name, 0))
+            continue
+        print(f"farm: configuration {cfg.label}: run {name}" + (" (resumed)" if stored else ""),
+              file=sys.stderr, flush=True)
         env = {**os.environ, **cfg.env, "FARM_CONFIG_LABEL": cfg.label}
-        rc = subprocess.run([sys.executable, "-m", "farm", "sweep", *argv, "--name", name], env=env).returncode
+        tail = ["--resume", name] if stored else ["--name", name]
+        rc = subprocess.run([sys.executable, "-m", "farm", "sweep", *argv, *tail], env=env).returncode
         done.append((name, rc))
     return max((rc for _, rc in done), default=0), done
+
+
+def _stored(db: str | None, name: str) -> tuple[str, dict[str, Any]] | None:
+    """(status, {"filters", "platforms"}) of the run called ``name``, or None."""
+    from sqlalchemy import select  # deferred: sqlalchemy (~0.35 s); only when sweeping configurations
+
+    from farm.store import open_store
+    from farm.store.models import Run
+
+    store = open_store(db)
+    try:
+        with store.session() as s:
+            run = s.scalar(select(Run).where(Run.name == name))
+            if run is None:
+                return None
+            return run.status, {"filters": dict(run.filters or {}), "platforms": list(run.platforms or [])}
+    finally:
+        store.dispose()
+
+
+def _differs(a: dict[str, Any], b: dict[str, Any]) -> str:
+    keys = sorted({*a.get("filters", {}), *b.get("filters", {})})
+    diff = [k for k in keys if a.get("filters", {}).get(k) != b.get("filters", {}).get(k)]
+    diff += ["platforms"] * (a.get("platforms") != b.get("platforms"))
+    return ", ".join(diff) or "?"

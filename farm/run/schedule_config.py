@@ -23,7 +23,7 @@ from farm.errors import ConfigError
 ROOT = Path(__file__).resolve().parents[2]
 FILTER_KEYS = ("catalog", "primitive", "group", "family", "dtype", "match", "modules", "limit")
 SWEEP_KEYS = {"schedule", "platforms", "run_on", "db", "address", "dashboard", "submit", "baseline", "workers",
-              "timeout", "batch", "repeats", "crossexec", "on_regression", *FILTER_KEYS}
+              "timeout", "batch", "repeats", "crossexec", "on_regression", "config", "jax", *FILTER_KEYS}
 ACTION_KEYS = {"fail_on", "exit_code", "report", "webhook"}
 GLOBAL_KEYS = {"db", "address", "dashboard", "submit", "state"}
 SLOT_FORMAT = "%Y%m%dT%H%MZ"
@@ -66,23 +66,36 @@ class SweepSpec:
     repeats: int | None = None
     crossexec: bool = True
     on_regression: OnRegression = OnRegression()
+    config: tuple[str, ...] = ()   # farm sweep --config specs ("x64=on,off"): one run per configuration
+    labels: tuple[str, ...] = ()   # the slot's run suffixes: configuration labels or "jax=V"
+    jax: str | None = None         # farm sweep --jax: one run per jax version (and the cross-version pairs)
 
     def run_name(self, slot: datetime) -> str:
         return f"{self.name}-{slot.astimezone(timezone.utc).strftime(SLOT_FORMAT)}"
 
+    def slot_runs(self, run_name: str) -> list[str]:
+        """The runs one slot makes: ``SLOT@LABEL`` per configuration or jax version, else ``SLOT``."""
+        return [f"{run_name}@{label}" for label in self.labels] or [run_name]
+
     def owns(self, run_name: str) -> bool:
-        """Whether ``run_name`` is a scheduled run of this sweep."""
-        return re.fullmatch(re.escape(self.name) + r"-\d{8}T\d{4}Z", run_name) is not None
+        """Whether ``run_name`` is a scheduled run of this sweep (one of a slot's runs)."""
+        suffix = r"(@.+)?" if self.labels else ""
+        return re.fullmatch(re.escape(self.name) + r"-\d{8}T\d{4}Z" + suffix, run_name) is not None
 
     def sweep_args(self, run_name: str, resume: bool = False) -> list[str]:
-        """``farm sweep`` arguments for a slot (``--resume`` continues an interrupted one)."""
+        """``farm sweep`` arguments for a slot (``--resume`` continues an interrupted one; a sweep
+        over configurations or versions continues by itself when run again)."""
         args = ["sweep"]
-        if resume:
+        if resume and not self.labels:
             args += ["--resume", run_name]
         else:
             args += ["--name", run_name, "--platforms", self.platforms, "--run-on", self.run_on]
             for k, v in self.filters.items():
                 args += [f"--{k}", str(v)]
+            for c in self.config:
+                args += ["--config", c]
+            if self.jax:
+                args += ["--jax", self.jax]
         if self.db:
             args += ["--db", self.db]
         if self.address:
@@ -126,7 +139,7 @@ def parse_config(doc: dict[str, Any], path: Path) -> Config:
     """Check a parsed farm.toml and build the sweep definitions (raises ConfigError)."""
     top = doc.get("farm", {})
     _check_keys(top, GLOBAL_KEYS, f"{path} [farm]")
-    _check_keys(doc, {"farm", "sweep"}, str(path))
+    _check_keys(doc, {"farm", "sweep", "xla_flags"}, str(path))  # [xla_flags]: farm sweep --config's flag sets
     sweeps: dict[str, SweepSpec] = {}
     for name, d in (doc.get("sweep") or {}).items():
         where = f"{path} [sweep.{name}]"
@@ -150,7 +163,7 @@ def parse_config(doc: dict[str, Any], path: Path) -> Config:
             submit=bool(d.get("submit", top.get("submit", False))),
             baseline=None if baseline in (None, "", "none", False) else str(baseline),
             workers=d.get("workers"), timeout=d.get("timeout"), batch=d.get("batch"), repeats=d.get("repeats"),
-            crossexec=bool(d.get("crossexec", True)),
+            crossexec=bool(d.get("crossexec", True)), **_dimensions(d, where, doc.get("xla_flags") or {}),
             on_regression=OnRegression(fail_on=_comma(act.get("fail_on", "status,numeric"), "fail_on", where),
                                        exit_code=int(act.get("exit_code", 1)), report=act.get("report"),
                                        webhook=act.get("webhook")))
@@ -160,6 +173,24 @@ def parse_config(doc: dict[str, Any], path: Path) -> Config:
         raise ConfigError(f"{path}: no [sweep.NAME] tables")
     state = Path(top.get("state") or path.with_name(path.stem + ".state.json"))
     return Config(path=path, sweeps=sweeps, state_path=state if state.is_absolute() else path.parent / state)
+
+
+def _dimensions(d: dict[str, Any], where: str, flag_sets: dict[str, str]) -> dict[str, Any]:
+    """``config`` (a spec or a list of specs, as farm sweep --config) and ``jax`` (versions), checked."""
+    from farm.run import configs, versions  # the parsers farm sweep uses
+
+    specs = tuple([d["config"]] if isinstance(d.get("config"), str) else d.get("config") or ())
+    jax = _comma(d["jax"], "jax", where) if "jax" in d else None
+    if specs and jax:
+        raise ConfigError(f"{where}: config and jax: one dimension per sweep (make two sweeps)")
+    try:
+        if specs:
+            return {"config": specs, "labels": tuple(c.label for c in configs.parse(list(specs), flag_sets))}
+        if jax:
+            return {"jax": jax, "labels": tuple(f"jax={v}" for v in versions.parse(jax))}
+    except ConfigError as e:
+        raise ConfigError(f"{where}: {e}") from None
+    return {}
 
 
 def load_config(path: str | os.PathLike[str] = "farm.toml") -> Config:

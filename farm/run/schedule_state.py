@@ -139,6 +139,9 @@ def previous_run(spec: SweepSpec, before: str) -> str | None:
             q = select(Run.name).where(Run.status == "finished", Run.name.like(f"{spec.name}-%"))
             if cur is not None:
                 q = q.where(Run.id < cur)
-            return next((n for n in s.scalars(q.order_by(Run.id.desc())) if spec.owns(n)), None)
+            # a slot over configurations or versions is named by its runs' common prefix (SLOT@LABEL)
+            before_slot = before.split("@", 1)[0]
+            return next((n.split("@", 1)[0] for n in s.scalars(q.order_by(Run.id.desc()))
+                         if spec.owns(n) and n.split("@", 1)[0] != before_slot), None)
     finally:
         store.dispose()

@@ -103,6 +103,17 @@ def compare(spec: SweepSpec, baseline: str, run: str, log: Log = _stderr) -> tup
     return p.returncode == 1, p.stdout
 
 
+def compare_slot(spec: SweepSpec, baseline: str, run: str, log: Log = _stderr) -> tuple[bool | None, str]:
+    """A slot against its baseline: run by run, each configuration or jax version with the
+    same one of the baseline (``BASELINE@LABEL``); regressed if any of them regressed."""
+    if not spec.labels:
+        return compare(spec, baseline, run, log)
+    results = [compare(spec, f"{baseline}@{label}", f"{run}@{label}", log) for label in spec.labels]
+    flags = [r for r, _ in results]
+    regressed = True if any(flags) else (None if all(f is None for f in flags) else False)
+    return regressed, "\n\n".join(md for _, md in results if md)
+
+
 def post_webhook(url: str, payload: dict[str, Any], timeout_s: float = 10.0) -> None:
     req = urllib.request.Request(url, data=json.dumps(payload).encode(), method="POST",
                                  headers={"Content-Type": "application/json", "User-Agent": "lowering-farm"})
@@ -140,11 +151,11 @@ def run_slot(spec: SweepSpec, cfg: Config, slot: datetime, log: Log = _stderr) -
     name = spec.run_name(slot)
     try:
         with sweep_lock(spec, cfg.lock_dir):
-            stored = run_status(spec.db, name)
-            if stored == "finished":
+            stored = [run_status(spec.db, n) for n in spec.slot_runs(name)]
+            if all(st == "finished" for st in stored):
                 state.update(spec.name, last_slot=slot.isoformat(), run=name, status="finished")
                 return SlotResult(spec.name, slot, name, "skipped", message="already finished (found in the store)")
-            args = spec.sweep_args(name, resume=stored is not None)
+            args = spec.sweep_args(name, resume=any(st is not None for st in stored))
             state.update(spec.name, last_slot=slot.isoformat(), run=name, status="running",
                          started=datetime.now(timezone.utc).isoformat(), pid=os.getpid())
             rc = submit(args, spec.dashboard, log=log) if spec.submit else run_farm(args, log)
@@ -157,7 +168,7 @@ def run_slot(spec: SweepSpec, cfg: Config, slot: datetime, log: Log = _stderr) -
             if spec.baseline and not baseline:
                 log(f"{name}: no earlier finished run of {spec.name} to compare with")
             elif baseline:
-                regressed, md = compare(spec, baseline, name, log)
+                regressed, md = compare_slot(spec, baseline, name, log)
                 result = replace(result, baseline=baseline)
                 if regressed:
                     report = act_on_regression(spec, cfg, name, baseline, slot, md, log)
