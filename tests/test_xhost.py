@@ -201,3 +201,25 @@ def test_artifact_without_this_platform_is_not_runnable_here() -> None:
     prior = Prior(bytes(exp.serialize()), [np.asarray(a) for a in args], [], {"platforms": ["tpu"]})
     x = _xhost(run_harness(h, CPU, prior))
     assert x.status == "not_runnable_here" and "tpu" in x.error
+
+
+def test_an_upstream_artifact_is_judged_by_the_jaxpr_reference() -> None:
+    """JAX's own catalog has no reference arrays: another host's (another jax's) artifact is
+    judged by the harness's jaxpr evaluated in float64, so a wrong artifact fails against the
+    reference as well as against this host's own lowering."""
+    import jax
+    import jax.numpy as jnp
+
+    h = catalog.select(catalog.Filters.parse(catalog="upstream", group="tanh", dtype="float32"))[0]
+    assert h.reference is None and h.invariant is None
+    prior = _prior_of(run_harness(h, CPU))
+    x = _xhost(run_harness(h, CPU, prior))
+    assert x.status == "ok", x.error
+    assert (x.facts["vs_reference"], x.facts["reference_by"]) == ("ok", "jaxpr")
+    # an artifact that computes sin where tanh was exported: consistent with its own outputs only
+    wrong = jax.export.export(jax.jit(jnp.sin), platforms=["cpu"])(*[jax.ShapeDtypeStruct(a.shape, a.dtype)
+                                                                       for a in prior.inputs])
+    outs = [np.asarray(o) for o in jax.tree_util.tree_leaves(wrong.call(*prior.inputs))]
+    x = _xhost(run_harness(h, CPU, replace(prior, export=bytes(wrong.serialize()), outputs=outs)))
+    assert x.status == "fail"
+    assert x.facts["vs_reference"] == "fail" and x.facts["vs_native"] == "fail" and x.facts["vs_cpu_host"] == "ok"

@@ -311,8 +311,13 @@ def _xhost(job: _Job, prior: xhost.Prior, platform: str, actual: list[np.ndarray
     """Another host's artifact run here; non-unique results are judged by the invariant."""
     h = job.h
     invariant = None if h.invariant is None else (lambda outs: _invariant_error(h, job.args, outs))
+    judge = None
+    if h.reference is None and h.invariant is None and job.jaxpr is not None:
+        def judge(outs: list[np.ndarray]) -> tuple[str, str | None]:  # the same verdict as compare's
+            v = _jaxpr_verdict(job, platform, outs)
+            return v.status, v.error
     return xhost.run(prior, platform, job.dyn, native=actual, reference=ref, rtol=tol.rtol, atol=tol.atol,
-                     exact=tol.exact, promised=job.promised, invariant=invariant)
+                     exact=tol.exact, promised=job.promised, invariant=invariant, judge=judge)
 
 
 def _roundtrip(se: export.Serialized, dyn: list[Any], native: list[np.ndarray]) -> Record:
