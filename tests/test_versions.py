@@ -117,3 +117,20 @@ def test_an_uninstallable_version_is_one_clear_error(tmp_path) -> None:  # noqa:
                        timeout=300, cwd=ROOT)
     assert p.returncode == 2, p.stderr[-2000:]
     assert p.stderr.strip().splitlines()[-1].startswith("farm: error: jax 0.9.99: pip could not install it")
+
+
+def test_dashboard_versions_page_shows_the_matrix_and_checks_its_parameter(swept, tmp_path) -> None:  # noqa: ANN001
+    from dashboards.app import create_app  # noqa: PLC0415
+
+    url, here, *_ = swept
+    client = create_app(url).test_client()
+    page = client.get("/versions")
+    assert page.status_code == 200
+    html = page.get_data(as_text=True)
+    assert 'id="version-matrix"' in html and f"{OLD} → {here}" in html and "backward" in html
+    j = client.get("/versions.json").get_json()
+    assert j["name"] == "vt" and j["pairs"][f"{here}>{OLD}"]["xhost"] == {"ok": 4}
+    bad = client.get("/versions?name=nope")
+    assert bad.status_code == 400 and "nope" in bad.get_data(as_text=True)
+    empty = create_app(f"sqlite:///{tmp_path / 'empty.db'}").test_client().get("/versions")
+    assert empty.status_code == 200 and 'id="nothing-versions"' in empty.get_data(as_text=True)

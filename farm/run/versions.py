@@ -285,6 +285,17 @@ def _mark(store: Any, run_id: int, ident: str) -> None:
         run.stats = {**(run.stats or {}), "version_sweep": ident}
 
 
+def sweeps(store: Any) -> list[str]:
+    """Names of the version sweeps in ``store``, newest first (runs NAME@jax=V)."""
+    from sqlalchemy import select  # deferred: sqlalchemy (~0.35 s); farm --help needs none
+
+    from farm.store.models import Run
+
+    with store.session() as s:
+        names = s.scalars(select(Run.name).where(Run.name.like("%@jax=%")).order_by(Run.id.desc())).all()
+    return list(dict.fromkeys(n.rsplit("@jax=", 1)[0] for n in names))
+
+
 def load(store: Any, base: str) -> tuple[dict[str, list[dict[str, Any]]], dict[tuple[str, str], list[dict[str, Any]]],
                                          dict[tuple[str, str], dict[str, Any]]]:
     """The rows of a version sweep's runs: native by version, cross by (exported on, run on),
@@ -301,8 +312,8 @@ def load(store: Any, base: str) -> tuple[dict[str, list[dict[str, Any]]], dict[t
         runs = s.execute(select(Run).where(Run.name.like(f"{base}@%"))).scalars().all()
         for r in runs:
             tail = r.name[len(base) + 1:]
-            if tail.startswith("jax="):
-                native[tail[4:]] = queries.results(s, r.id)
+            if tail.startswith("jax="):  # what the table reads of a version's own run
+                native[tail[4:]] = queries.results(s, r.id, stage="compare,export,census")
             elif tail.startswith("xver=") and ">" in tail:
                 a, b = tail[5:].split(">", 1)
                 cross[(a, b)] = queries.results(s, r.id, stage="xhost")
