@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from farm.stages import compat
 from farm.errors import ConfigError
 from farm.results import Options
 
@@ -75,12 +76,12 @@ def naive_loop(harnesses: list[Any]) -> float:
     t0 = time.perf_counter()
     for h in harnesses:
         args = h.make_args()
-        with jax.enable_x64(h.needs_x64):
+        with compat.enable_x64(h.needs_x64):
             jf, dyn = jitted(h, args)
             tr = jf.trace(*dyn)
             lows = [tr.lower(lowering_platforms=(p,)) for p in ("cpu", "cuda", "rocm", "tpu")]
-            exp = jax.export.export(jf, platforms=("cpu", "cuda", "rocm", "tpu"))(*dyn)
-            jax.export.deserialize(exp.serialize())
+            exp = compat.jax_export().export(jf, platforms=("cpu", "cuda", "rocm", "tpu"))(*dyn)
+            compat.jax_export().deserialize(exp.serialize())
             out = lows[0].compile()(*dyn)
             jax.block_until_ready(out)
     return time.perf_counter() - t0

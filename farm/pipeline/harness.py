@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from farm.stages import compat
 from farm.catalog import Harness
 from farm.pipeline import cachekey as digest
 from farm.stages import iofile
@@ -69,7 +70,7 @@ def run_harness(h: Harness, opts: Options = Options(), prior: xhost.Prior | None
     t0 = time.perf_counter()
     opt_d = options_digest or digest.options_digest(opts)
     # x64 for a harness that needs it, or everywhere in a process configured with it (farm sweep --config x64=on)
-    with jax.enable_x64(h.needs_x64 or bool(jax.config.jax_enable_x64)):
+    with compat.enable_x64(h.needs_x64 or bool(jax.config.jax_enable_x64)):
         records, artifacts, dkey = _run(h, opts, prior, reuse, opt_d)
     records = judge_run(h, [judge_record(h, r) for r in records])
     return Outcome(h.fingerprint, h.name, records, artifacts, time.perf_counter() - t0,

@@ -17,6 +17,7 @@ import numpy as np
 from jax._src import core, tree_util
 from jax._src.export import _export
 
+from farm.stages import compat
 from farm.errors import ArtifactCorrupt, ArtifactNotFound, FarmError, UnknownFormatVersion
 from farm.stages.census import guaranteed_targets
 
@@ -53,7 +54,7 @@ def load_exported(blob: bytes, meta: Mapping[str, Any], inputs: Sequence[np.ndar
     if fmt == FORMAT_STABLEHLO:
         return _exported_from_bytecode(blob, meta, inputs, expected)
     try:
-        exp = jax.export.deserialize(bytearray(blob))
+        exp = compat.jax_export().deserialize(bytearray(blob))
     except Exception as e:
         raise UnknownFormatVersion(f"cannot deserialize export artifact: "
                                    f"{(str(e).strip().splitlines() or [type(e).__name__])[0]}") from None
@@ -74,10 +75,10 @@ def _exported_from_bytecode(blob: bytes, meta: Mapping[str, Any], inputs: Sequen
     if not isinstance(cc, int):
         raise UnknownFormatVersion("raw StableHLO artifact has no calling-convention version in its meta")
     specs = meta.get("in_specs")
-    scope = jax.export.SymbolicScope()
+    scope = compat.jax_export().SymbolicScope()
     in_avals = []
     for i, a in enumerate(inputs):
-        shape = (jax.export.symbolic_shape(specs[i], scope=scope) if specs and specs[i] else a.shape)
+        shape = (compat.jax_export().symbolic_shape(specs[i], scope=scope) if specs and specs[i] else a.shape)
         in_avals.append(core.ShapedArray(shape, a.dtype))
     out_avals = [core.ShapedArray(np.shape(a), np.asarray(a).dtype) for a in expected]
     _, in_tree = tree_util.tree_flatten((tuple(in_avals), {}))

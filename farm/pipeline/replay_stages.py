@@ -18,6 +18,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from farm.stages import compat
 from farm.catalog import Harness
 from farm.errors import FarmError
 from farm.stages import iofile
@@ -75,7 +76,7 @@ def run_stages(read: Callable[[str], bytes], art: StoredArtifact, target: Target
         return [ser]
     loaded: Loaded = ser.handle
     exp = loaded.exported
-    with jax.enable_x64(needs_x64([*exp.in_avals, *exp.out_avals])):
+    with compat.enable_x64(needs_x64([*exp.in_avals, *exp.out_avals])):
         comp = compile_exported(loaded, target)
         ex = _with_reason(execute.run(comp, loaded.inputs, warmup=target.opts.warmup, repeats=target.opts.repeats))
     if ex.ok:

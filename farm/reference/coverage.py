@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from farm.stages import compat
 from farm.reference.plan import plan
 
 KINDS = ("reference", "invariant", "none")
@@ -57,7 +58,7 @@ def verdict_kind(h: Any) -> tuple[str, str | None]:
     import jax  # noqa: PLC0415  (already loaded by trace's import; here for enable_x64)
 
     try:
-        with jax.enable_x64(h.needs_x64):
+        with compat.enable_x64(h.needs_x64):
             cj, _ = trace(h, h.make_args())
     except Exception as e:  # a harness exception is a reason, not a crash
         return "none", f"does not trace: {type(e).__name__}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from farm.stages import compat
 from farm.errors import FarmError
 from farm.results import Outcome
 from farm.pipeline.bundles import FORMAT, VERSION, keep_only, read, write, write_parts  # noqa: F401  (public)
@@ -89,7 +90,7 @@ def _typed(prior: Any) -> Any:
 
     import jax  # deferred: jax (~1.0 s); only old |V2 blobs need it
 
-    exp = jax.export.deserialize(bytearray(prior.export))
+    exp = compat.jax_export().deserialize(bytearray(prior.export))
 
     def fix(arrays: list[Any], avals: Any) -> list[Any]:
         return [a.view(av.dtype) if a.dtype.kind == "V" else a for a, av in zip(arrays, avals)]

@@ -35,6 +35,7 @@ import jax
 import numpy as np
 from sqlalchemy.orm import Session
 
+from farm.stages import compat
 from farm.catalog import Harness, by_fingerprint, load as load_catalog
 from farm.errors import FarmError
 from farm.pipeline.references import upcast
@@ -224,7 +225,7 @@ def against_today(h: Harness, loaded: Loaded, platform: str) -> Record | None:
         return None
     timer = Timer()
     try:
-        with timer(), jax.enable_x64(h.needs_x64):
+        with timer(), compat.enable_x64(h.needs_x64):
             args = h.make_args()
             tr = trace.run(h, args)
             if not tr.ok:

@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: (requirements.txt), so only jax differs between the versions of one sweep.
 COMPANIONS = ("numpy", "scipy", "flatbuffers", "absl-py", "ml_dtypes")
 #: The oldest jax the farm's pipeline and both catalogs run on (measured: docs/versions.md).
-OLDEST_SUPPORTED = "0.8.0"
+OLDEST_SUPPORTED = "0.4.30"
 _VERSION = re.compile(r"\d+\.\d+\.\d+(\.\d+)?")
 
 Log = Callable[[str], None]

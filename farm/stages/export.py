@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from farm.stages import compat
 from farm.catalog import X64_DTYPES
 from farm.stages.record import Timer, failure
 from farm.results import Record
@@ -57,7 +58,7 @@ def run(traced: Traced, platforms: tuple[str, ...], label: str = "export") -> Ex
     timer = Timer()
     try:
         with timer():
-            exp = jax.export.export(traced.handle.jitted, platforms=platforms)(*traced.handle.dyn)
+            exp = compat.jax_export().export(traced.handle.jitted, platforms=platforms)(*traced.handle.dyn)
         return Exported("export", label, "ok", timer.seconds,
                         facts={"platforms": list(exp.platforms),
                                "calling_convention_version": exp.calling_convention_version,
@@ -109,7 +110,7 @@ def serialize(exported: Exported) -> Serialized:
         with t_ser():
             blob = bytes(exported.handle.exported.serialize())
         with t_de():
-            back = jax.export.deserialize(bytearray(blob))
+            back = compat.jax_export().deserialize(bytearray(blob))
         sha = hashlib.sha256(blob).hexdigest()
         changed, not_carried = differences(exported.handle.exported, back)
         facts: dict[str, Any] = {"sha256": sha}
@@ -153,7 +154,7 @@ def differences(exp: Any, back: Any) -> tuple[list[str], dict[str, str]]:
                 changed.append(f.name)
                 continue
             for i, (x, y) in enumerate(zip(a, b)):
-                if (x.shape, x.dtype, x.memory_space) != (y.shape, y.dtype, y.memory_space):
+                if compat.aval_key(x) != compat.aval_key(y):
                     changed.append(f"{f.name}[{i}]")
                 not_carried.update({f"{f.name}[{i}].{k}": str(getattr(x, k, None)) for k in _AVAL_NOT_CARRIED
                                     if getattr(x, k, None) != getattr(y, k, None)})
@@ -179,6 +180,6 @@ def run_exported(exported: Any, inputs: Sequence[Any]) -> list[np.ndarray]:
     x64 on when its types need it; outputs as numpy arrays. Replay and xhost share it."""
     import jax
 
-    with jax.enable_x64(needs_x64(list(exported.in_avals) + list(exported.out_avals))):
+    with compat.enable_x64(needs_x64(list(exported.in_avals) + list(exported.out_avals))):
         out = jax.jit(exported.call)(*inputs)
         return [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(out)]

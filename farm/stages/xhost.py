@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from farm.stages import compat
 from farm.stages import iofile
 from farm.stages.compare import compare_outputs
 from farm.stages.export import run_exported
@@ -83,7 +84,7 @@ def run(prior: Prior, platform: str, dyn: list[Any] | None, *, native: list[np.n
                              "run_on_jax": jax.__version__}
     try:
         with timer():
-            exp = jax.export.deserialize(bytearray(prior.export))
+            exp = compat.jax_export().deserialize(bytearray(prior.export))
             if platform not in exp.platforms:
                 return CrossHost("xhost", platform, "not_runnable_here", timer.seconds,
                                  error=f"the artifact was exported for {', '.join(exp.platforms)} only",

@@ -1,0 +1,34 @@
+"""Where jax versions differ, in one place: every other module calls these, never a
+version-specific spelling (``farm sweep --jax`` runs the same farm code on each version).
+
+Measured on jax 0.6.2 to 0.10.2 (docs/versions.md): ``jax.enable_x64`` became public in
+0.8.0 (before: ``jax.experimental.enable_x64``), and before 0.8.0 ``import jax`` does not
+load ``jax.export``; avals have a ``memory_space`` from 0.7.0 on.
+"""
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from typing import Any
+
+
+def enable_x64(new_val: bool = True) -> AbstractContextManager[Any]:
+    """``jax.enable_x64(new_val)``: the 64-bit mode inside a ``with`` block."""
+    import jax
+
+    fn = getattr(jax, "enable_x64", None)
+    if fn is None:  # jax < 0.8.0
+        from jax.experimental import enable_x64 as fn  # noqa: PLC0415
+    return fn(new_val)
+
+
+def jax_export() -> Any:
+    """The ``jax.export`` module (before 0.8.0 ``import jax`` does not load it)."""
+    import jax.export  # noqa: PLC0415
+
+    return jax.export
+
+
+def aval_key(aval: Any) -> tuple[Any, ...]:
+    """What identifies an abstract value across a serialization round trip: shape, dtype and
+    (where the version has it) memory space."""
+    return aval.shape, aval.dtype, getattr(aval, "memory_space", None)
