@@ -223,3 +223,51 @@ def test_an_upstream_artifact_is_judged_by_the_jaxpr_reference() -> None:
     x = _xhost(run_harness(h, CPU, replace(prior, export=bytes(wrong.serialize()), outputs=outs)))
     assert x.status == "fail"
     assert x.facts["vs_reference"] == "fail" and x.facts["vs_native"] == "fail" and x.facts["vs_cpu_host"] == "ok"
+
+
+SHARDED = """
+import json, sys
+from farm import catalog
+from farm.pipeline import run_harness
+from farm.results import Options
+from farm.stages.xhost import Prior
+cpu = Options(platforms=("cpu",), run_on=("cpu",), crossexec=False, repeats=1)
+out = {}
+for name in sys.argv[1:]:
+    h = next(x for x in catalog.select(catalog.Filters.parse(catalog="farm")) if x.name == name)
+    first = run_harness(h, cpu)
+    art = {a.kind: a for a in first.artifacts}
+    prior = Prior.from_blobs(art["export"].data, art["io"].data, {"jax_version": "test"})
+    (x,) = [r for r in run_harness(h, cpu, prior).records if r.stage == "xhost"]
+    out[name] = [x.status, x.error, x.facts.get("vs_native"), x.facts.get("vs_reference")]
+print(json.dumps(out))
+"""
+
+
+def test_a_multi_device_artifact_runs_under_its_shardings() -> None:
+    """A sharded artifact (shard_map collectives; a NamedSharding jit under Shardy) is run on as
+    many of this host's devices as it was exported for, with its own mesh, not on one."""
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    names = ["pmax_float32_8x4", "sharding_psum.psum_float32_4x8_mesh=2x4_partitioner=shardy"]
+    env = {**os.environ, "PYTHONPATH": root, "XLA_FLAGS": "--xla_force_host_platform_device_count=8"}
+    p = subprocess.run([sys.executable, "-c", SHARDED, *names], env=env, capture_output=True, text=True,
+                       timeout=300, cwd=root)
+    assert p.returncode == 0, p.stderr[-3000:]
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    for name in names:
+        assert got[name] == ["ok", None, "ok", "ok"], (name, got[name])
+
+
+def test_a_host_with_too_few_devices_cannot_run_the_artifact() -> None:
+    from farm.stages.export import NotEnoughDevices, run_exported
+
+    class Big:  # the fields run_exported reads before it needs the devices
+        nr_devices = 10_000
+        in_avals = out_avals = ()
+
+    with pytest.raises(NotEnoughDevices, match="exported for 10000 devices"):
+        run_exported(Big(), [])

@@ -8,6 +8,7 @@ backward-compatibility promise; above it, forward compatibility.
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -68,9 +69,9 @@ def cross_summary(rows: Iterable[Row], stats: Mapping[str, Any] | None = None, e
 
 
 def _kind(error: str) -> str:
-    """A failure's kind, for counting: the first words of its message, numbers dropped."""
+    """A failure's kind, for counting: its first clause, each number written N."""
     head = error.split(":", 1)[0].strip() or "(no message)"
-    return "".join(c for c in head if not c.isdigit())[:80]
+    return re.sub(r"\d+", "N", head)[:100]
 
 
 def matrix(native: Mapping[str, list[Row]], cross: Mapping[tuple[str, str], list[Row]],

@@ -313,7 +313,7 @@ def load(store: Any, base: str) -> tuple[dict[str, list[dict[str, Any]]], dict[t
         for r in runs:
             tail = r.name[len(base) + 1:]
             if tail.startswith("jax="):  # what the table reads of a version's own run
-                native[tail[4:]] = queries.results(s, r.id, stage="compare,export,census")
+                native[tail[4:]] = queries.results(s, r.id, stage="trace,compare,export,census")
             elif tail.startswith("xver=") and ">" in tail:
                 a, b = tail[5:].split(">", 1)
                 cross[(a, b)] = queries.results(s, r.id, stage="xhost")

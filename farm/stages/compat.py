@@ -32,3 +32,20 @@ def aval_key(aval: Any) -> tuple[Any, ...]:
     """What identifies an abstract value across a serialization round trip: shape, dtype and
     (where the version has it) memory space."""
     return aval.shape, aval.dtype, getattr(aval, "memory_space", None)
+
+
+def run_mesh(exported: Any, devices: list[Any]) -> Any:
+    """A concrete mesh to run a multi-device ``Exported`` on: the export's own mesh shape,
+    axis names and types where the artifact records them (jax exports from 2026 carry
+    NamedShardings with their abstract mesh, and then insist on it), else one axis over
+    ``nr_devices`` devices (older artifacts: HLO shardings only)."""
+    import jax
+    import numpy as np
+
+    named = [s for s in (*getattr(exported, "_in_named_shardings", ()), *getattr(exported, "_out_named_shardings", ()))
+             if s is not None]
+    if named and getattr(exported, "_has_named_shardings", False):
+        m = named[0].mesh
+        return jax.sharding.Mesh(np.array(devices[:m.size]).reshape(m.axis_sizes), m.axis_names,
+                                 axis_types=m.axis_types)
+    return jax.sharding.Mesh(np.array(devices[:exported.nr_devices]), ("_devices",))

@@ -181,5 +181,23 @@ def run_exported(exported: Any, inputs: Sequence[Any]) -> list[np.ndarray]:
     import jax
 
     with compat.enable_x64(needs_x64(list(exported.in_avals) + list(exported.out_avals))):
-        out = jax.jit(exported.call)(*inputs)
+        n = exported.nr_devices
+        if n <= 1:
+            out = jax.jit(exported.call)(*inputs)
+        else:  # a sharded artifact runs under its shardings on n of this host's devices
+            if len(jax.devices()) < n:
+                raise NotEnoughDevices(f"the artifact was exported for {n} devices; this host has "
+                                       f"{len(jax.devices())}")
+            mesh = compat.run_mesh(exported, jax.devices())
+            unflat = jax.tree_util.tree_unflatten
+            # an unspecified sharding (None) is placed replicated: the call must still span n devices
+            rep = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+            fill = lambda shs: [rep if sh is None else sh for sh in shs]  # noqa: E731
+            in_sh, _ = unflat(exported.in_tree, fill(exported.in_shardings_jax(mesh)))  # (args, kwargs)
+            out_sh = unflat(exported.out_tree, fill(exported.out_shardings_jax(mesh)))
+            out = jax.jit(exported.call, in_shardings=in_sh, out_shardings=out_sh)(*inputs)
         return [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(out)]
+
+
+class NotEnoughDevices(RuntimeError):
+    """A multi-device artifact on a host with fewer devices: not runnable here, not a failure."""

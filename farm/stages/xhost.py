@@ -20,7 +20,7 @@ import numpy as np
 from farm.stages import compat
 from farm.stages import iofile
 from farm.stages.compare import compare_outputs
-from farm.stages.export import run_exported
+from farm.stages.export import NotEnoughDevices, run_exported
 from farm.stages.record import Timer, failure
 from farm.results import Record, SEVERITY
 
@@ -90,6 +90,9 @@ def run(prior: Prior, platform: str, dyn: list[Any] | None, *, native: list[np.n
                                  error=f"the artifact was exported for {', '.join(exp.platforms)} only",
                                  facts={**facts, "artifact_platforms": list(exp.platforms)})
             actual = run_exported(exp, prior.inputs)
+    except NotEnoughDevices as e:
+        return CrossHost("xhost", platform, "not_runnable_here", timer.seconds, error=str(e), error_type="NotEnoughDevices",
+                         facts={**facts, "nr_devices": exp.nr_devices})
     except Exception as e:
         return failure(CrossHost, "xhost", platform, e, timer.seconds, facts=facts)
     identical = dyn is not None and same_inputs(prior.inputs, dyn)
