@@ -271,3 +271,46 @@ def test_a_host_with_too_few_devices_cannot_run_the_artifact() -> None:
 
     with pytest.raises(NotEnoughDevices, match="exported for 10000 devices"):
         run_exported(Big(), [])
+
+
+OLD_STYLE = """
+import dataclasses, json, sys
+import jax, numpy as np
+from farm import catalog
+from farm.pipeline import meshes, run_harness
+from farm.results import Options
+from farm.stages.export import run_exported
+cpu = Options(platforms=("cpu",), run_on=("cpu",), crossexec=False, repeats=1)
+out = {}
+for name in sys.argv[1:]:
+    h = next(x for x in catalog.select(catalog.Filters.parse(catalog="farm")) if x.name == name)
+    first = run_harness(h, cpu)
+    art = {a.kind: a for a in first.artifacts}
+    exp = jax.export.deserialize(bytearray(art["export"].data))
+    # as jax before 2026 wrote it: HLO shardings only, no NamedShardings with their mesh
+    old = dataclasses.replace(exp, _has_named_shardings=False, _in_named_shardings=(None,) * len(exp.in_avals),
+                              _out_named_shardings=(None,) * len(exp.out_avals))
+    from farm.stages import iofile
+    ins, outs = iofile.unpack(art["io"].data)
+    with meshes.mesh_context(h, 8):
+        got = run_exported(old, ins)
+    out[name] = all(np.array_equal(a, b) for a, b in zip(got, outs))
+print(json.dumps(out))
+"""
+
+
+def test_an_older_jaxs_sharded_artifact_runs_from_its_hlo_shardings() -> None:
+    """Artifacts from jax versions that recorded only HLO shardings (no mesh) run on this
+    host's devices from those shardings: the cross-version matrix's 0.8.3 exports."""
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    names = ["sharding_all_to_all.all_to_all_float32_4x8_mesh=2x4_partitioner=gspmd",
+             "sharding_explicit_reduce.explicit_reduce_float32_8x8_axes=explicit_mesh=2x2x2_partitioner=shardy"]
+    env = {**os.environ, "PYTHONPATH": root, "XLA_FLAGS": "--xla_force_host_platform_device_count=8"}
+    p = subprocess.run([sys.executable, "-c", OLD_STYLE, *names], env=env, capture_output=True, text=True,
+                       timeout=300, cwd=root)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert json.loads(p.stdout.strip().splitlines()[-1]) == {n: True for n in names}

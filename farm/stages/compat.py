@@ -34,6 +34,28 @@ def aval_key(aval: Any) -> tuple[Any, ...]:
     return aval.shape, aval.dtype, getattr(aval, "memory_space", None)
 
 
+def artifact_shardings(exported: Any, devices: list[Any]) -> tuple[list[Any], list[Any]]:
+    """(in, out) shardings, flat, to run a multi-device ``Exported`` on ``devices``: on its
+    own mesh where the artifact records NamedShardings (jax exports from 2026 carry them and
+    then insist on that mesh), else from its HLO shardings on the first ``nr_devices``
+    devices (older artifacts); unspecified ones replicated, so the call spans them all."""
+    import jax
+    from jax._src.sharding_impls import GSPMDSharding  # noqa: PLC0415  (HLO sharding + devices: no mesh needed)
+
+    if getattr(exported, "_has_named_shardings", False):
+        mesh = run_mesh(exported, devices)
+        rep = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+        return ([rep if s is None else s for s in exported.in_shardings_jax(mesh)],
+                [rep if s is None else s for s in exported.out_shardings_jax(mesh)])
+    devs = devices[:exported.nr_devices]
+    rep = GSPMDSharding.get_replicated(devs)
+
+    def one(hlo: Any) -> Any:
+        return rep if hlo is None else GSPMDSharding(devs, hlo)
+
+    return [one(h) for h in exported.in_shardings_hlo], [one(h) for h in exported.out_shardings_hlo]
+
+
 def run_mesh(exported: Any, devices: list[Any]) -> Any:
     """A concrete mesh to run a multi-device ``Exported`` on: the export's own mesh shape,
     axis names and types where the artifact records them (jax exports from 2026 carry

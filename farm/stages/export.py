@@ -188,13 +188,10 @@ def run_exported(exported: Any, inputs: Sequence[Any]) -> list[np.ndarray]:
             if len(jax.devices()) < n:
                 raise NotEnoughDevices(f"the artifact was exported for {n} devices; this host has "
                                        f"{len(jax.devices())}")
-            mesh = compat.run_mesh(exported, jax.devices())
+            ins, outs = compat.artifact_shardings(exported, jax.devices())
             unflat = jax.tree_util.tree_unflatten
-            # an unspecified sharding (None) is placed replicated: the call must still span n devices
-            rep = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
-            fill = lambda shs: [rep if sh is None else sh for sh in shs]  # noqa: E731
-            in_sh, _ = unflat(exported.in_tree, fill(exported.in_shardings_jax(mesh)))  # (args, kwargs)
-            out_sh = unflat(exported.out_tree, fill(exported.out_shardings_jax(mesh)))
+            in_sh, _ = unflat(exported.in_tree, ins)  # (args, kwargs)
+            out_sh = unflat(exported.out_tree, outs)
             out = jax.jit(exported.call, in_shardings=in_sh, out_shardings=out_sh)(*inputs)
         return [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(out)]
 
