@@ -300,3 +300,24 @@ def test_known_crash_is_expected_only_where_declared() -> None:
     assert judge_crash(h, crashed(h), ("cpu",)).worst == "crashed"
     h = harness(False)
     assert judge_crash(h, crashed(h), ("gpu",)).worst == "crashed"
+
+
+class _Fails:
+    """A lowering whose compile raises what XLA says of a custom call it has no handler for."""
+
+    def compile(self) -> None:
+        raise RuntimeError("UNIMPLEMENTED: No FFI handler registered for lapack_sgetrf_ffi on a platform Host")
+
+
+def test_a_missing_handler_in_a_native_cpu_compile_is_an_error_not_cannot_run_here() -> None:
+    """A CPU module on the CPU backend that cannot find its custom call's handler is a bug
+    (e.g. a broken jaxlib), never a green ``not_runnable_here``; another platform's module
+    compiled here (crossexec) legitimately cannot run."""
+    from farm.stages import compile as compile_stage
+    from farm.stages.lower import Lowered, LoweredModule
+
+    lo = Lowered("lower", "cpu", "ok", handle=LoweredModule(_Fails(), None, ""))
+    native = compile_stage.run(lo, "compile")
+    assert native.status == "error" and "lapack_sgetrf_ffi" in native.error
+    foreign = compile_stage.run(Lowered("lower", "cuda", "ok", handle=LoweredModule(_Fails(), None, "")), "crossexec")
+    assert foreign.status == "not_runnable_here" and foreign.facts["missing_handler"] == "lapack_sgetrf_ffi"

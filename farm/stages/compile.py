@@ -78,4 +78,13 @@ def run(lowered: Lowered, stage: str = "compile") -> Compiled:
         return Compiled(stage, lowered.platform, "ok", timer.seconds,
                         metrics={"compile_s": timer.seconds, **_cost(compiled)}, handle=Executable(compiled))
     except Exception as e:
-        return not_runnable(failure(Compiled, stage, lowered.platform, e, timer.seconds), str(e))
+        rec = failure(Compiled, stage, lowered.platform, e, timer.seconds)
+        if stage == "compile" and lowered.platform == "cpu" and _backend() == "cpu":
+            return rec  # a CPU module on the CPU backend: a missing handler is a bug, never "cannot run here"
+        return not_runnable(rec, str(e))
+
+
+def _backend() -> str:
+    import jax
+
+    return jax.default_backend()
