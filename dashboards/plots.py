@@ -23,8 +23,14 @@ from collections.abc import Iterable
 from typing import Any
 
 import altair as alt
+import numpy  # noqa: F401  (see below)
 import vl_convert as vlc
 from markupsafe import Markup, escape
+
+# numpy is imported here, before any request, because Altair's ``to_dict`` looks numpy up in
+# ``sys.modules`` without importing it: a page that imports numpy for the first time (the
+# compare page loads the catalog) while another thread builds a chart handed Altair a
+# partially initialised module (AttributeError: a 500 on the first concurrent requests).
 
 #: One colour per status, shared by every plot and by style.css.
 STATUS_COLOURS = {"ok": "#4caf50", "fail": "#e53935", "error": "#c62828", "crashed": "#6a1b9a",
@@ -48,10 +54,14 @@ def _scale(colours: dict[str, str], present: Iterable[str]) -> alt.Scale:
     return alt.Scale(domain=keys, range=[colours[k] for k in keys])
 
 
-def _room(labels: Iterable[str]) -> dict[str, int]:
-    """Padding for a chart whose left axis carries ``labels``: Vega measures them in its own
-    sans-serif, a browser may draw a wider one (DejaVu Sans): one pixel more per character."""
-    return {"left": 5 + max((len(x) for x in labels), default=0), "top": 5, "right": 5, "bottom": 5}
+def _room(labels: Iterable[str], limit: int) -> dict[str, int]:
+    """Padding for a chart whose left axis carries ``labels`` cut at ``limit`` pixels: Vega
+    measures them in its own sans-serif, a browser may draw a wider one (DejaVu Sans, when
+    style.css's font list finds none of its own): one pixel more per character drawn. Only
+    the characters within the limit are drawn (about 5 pixels each at the axis' 10 pixels):
+    counting every character of a long harness name left hundreds of pixels blank."""
+    drawn = max((len(x) for x in labels), default=0)
+    return {"left": 5 + min(drawn, limit // 5), "top": 5, "right": 5, "bottom": 5}
 
 
 def _finite(v: Any) -> bool:
@@ -63,7 +73,8 @@ def lines(rows: list[dict[str, Any]], title: str, *, unit: str = "", log: bool =
           order: list[str] | None = None, width: int = 420, height: int = 150) -> alt.Chart:
     """One line per ``series`` over ``run`` (x, in ``order`` or first-seen order); rows
     ``{run, series, value}``; a missing or non-finite value leaves a gap. ``counts``:
-    whole-number ticks. One series gets no legend (the title names it)."""
+    whole-number ticks; seconds get SI ticks (``120µ``, ``50m``). One series gets no
+    legend (the title names it)."""
     data = [r for r in rows if _finite(r.get("value")) and (not log or r["value"] > 0)]
     runs = order or list(dict.fromkeys(r["run"] for r in rows))
     one = len({r["series"] for r in data}) <= 1
@@ -72,7 +83,9 @@ def lines(rows: list[dict[str, Any]], title: str, *, unit: str = "", log: bool =
             .encode(x=alt.X("run:O", sort=runs, title=None, axis=alt.Axis(labelAngle=-30, labelLimit=150)),
                     y=alt.Y("value:Q", title=unit or None,
                             scale=alt.Scale(type="log") if log else alt.Scale(zero=True),
-                            axis=alt.Axis(tickMinStep=1, format="d") if counts else alt.Axis()),
+                            axis=alt.Axis(tickMinStep=1, format="d") if counts else
+                            alt.Axis(format="~s", labelExpr="datum.value == 0 ? '0' : datum.label") if unit == "s"
+                            else alt.Axis()),  # 12µ, not 0.000012 (and 0, not 0µ)
                     color=alt.Color("series:N", title=None, legend=None if one else alt.Legend(labelLimit=160)))
             .properties(width=width, height=height))
 
@@ -90,7 +103,7 @@ def status_grid(rows: list[dict[str, Any]], *, order: list[str] | None = None, x
                     y=alt.Y(f"{y}:O", sort=ys, title=None, axis=alt.Axis(labelLimit=160)),
                     color=alt.Color("status:N", scale=_scale(STATUS_COLOURS, (r["status"] for r in rows)),
                                     title="status"))
-            .properties(width=max(60, 22 * len(xs)), height=cell * len(ys), padding=_room(ys)))
+            .properties(width=max(60, 22 * len(xs)), height=cell * len(ys), padding=_room(ys, 160)))
 
 
 def matrix_heat(matrix: dict[str, dict[str, dict[str, Any]]], by: str, platforms: list[str]) -> alt.Chart:
@@ -100,6 +113,8 @@ def matrix_heat(matrix: dict[str, dict[str, dict[str, Any]]], by: str, platforms
             for key, cells in sorted(matrix.items()) for p in platforms if (cell := cells.get(p))]
     keys = sorted(matrix)
     many = len(keys) > 40
+    # The legend goes above the cells: on the right it was beyond a 1280-pixel window's page
+    # width for the upstream catalog's 132 primitives (hidden behind a horizontal scroll).
     return (alt.Chart({"values": rows})
             .mark_rect(stroke="white", strokeWidth=0.5)
             .encode(x=alt.X(f"{by}:O", sort=keys, title=None,
@@ -107,8 +122,9 @@ def matrix_heat(matrix: dict[str, dict[str, dict[str, Any]]], by: str, platforms
                                           labelFontSize=8 if many else 10)),
                     y=alt.Y("platform:O", sort=platforms, title=None),
                     color=alt.Color("status:N", scale=_scale(STATUS_COLOURS, (r["status"] for r in rows)),
-                                    title="worst status"))
-            .properties(width=(9 if many else 20) * max(1, len(keys)), height=16 * max(1, len(platforms))))
+                                    title="worst status",
+                                    legend=alt.Legend(orient="top", direction="horizontal", labelLimit=160)))
+            .properties(width=(8 if many else 20) * max(1, len(keys)), height=16 * max(1, len(platforms))))
 
 
 def class_lines(rows: list[dict[str, Any]], series: str, outcome: str = "fail", *,
@@ -162,7 +178,7 @@ def dots(rows: list[dict[str, Any]], *, title: str = "") -> alt.Chart:
                    y=alt.Y("label:N", sort=labels, title=None, axis=alt.Axis(labelLimit=260)),
                    color=alt.Color("kind:N", scale=_scale(colours, (r["kind"] for r in data)), title=None)))
     return alt.layer(rule, pts, title=title or None).properties(width=420, height=max(40, 14 * len(labels)),
-                                                                padding=_room(labels))
+                                                                padding=_room(labels, 260))
 
 
 #: The builders templates may call through ``dashboards.views.plot``.

@@ -163,3 +163,61 @@ def test_a_new_run_or_a_running_one_invalidates(fresh: tuple[Any, Any, str]) -> 
         s.execute(update(Run).where(Run.name == "second").values(status="running", finished_at=None))
     r = c.get("/runs", headers={"If-None-Match": r.headers["ETag"]})
     assert r.status_code == 200 and "ETag" not in r.headers and "X-Farm-Cache" not in r.headers
+
+
+def test_harness_page_links_a_reused_result_to_its_run(fresh: tuple[Any, Any, str]) -> None:
+    """A warm re-sweep's results are reused (``OutcomeRow.cached_from``): the HTML harness page
+    links each to the run it came from (it used to raise UndefinedError, a 500)."""
+    from sqlalchemy import select, update
+
+    from farm.store.models import HarnessRow, OutcomeRow, Run
+
+    app, store, _ = fresh
+    bundle.import_bundle(store, app.config["BUNDLE"], name="second")
+    with store.session() as s:
+        ids = dict(s.execute(select(Run.name, Run.id)).tuples().all())
+        fp = s.scalar(select(HarnessRow.fingerprint))
+        s.execute(update(OutcomeRow).where(OutcomeRow.run_id == ids["second"]).values(cached_from=ids["first"]))
+    c = app.test_client()
+    r = c.get(f"/harness/{fp}?run={ids['second']}")
+    assert r.status_code == 200, r.get_data(as_text=True)[:500]
+    text = html.unescape(r.get_data(as_text=True))
+    assert f'href="/harness/{fp}?run={ids["first"]}" title="nothing that shapes this result changed"' in text
+    assert c.get(f"/harness/{fp}.json?run={ids['second']}").get_json()["results"][0]["reused_from"] == ids["first"]
+
+
+def test_bench_load_test_never_blocks_the_servers_stderr(fresh: tuple[Any, Any, str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``farm.bench.web.load``: under load waitress logs a warning for every queued request.
+    The server's stderr used to be a pipe nobody read: once 64 KiB were written its event
+    loop blocked and every client waited for its 60 s timeout (23 errors in the 10-run
+    benchmark). Here the server writes 256 KiB to stderr before it starts."""
+    import subprocess
+    import sys
+
+    from farm.bench import web
+
+    app, store, url = fresh
+    bundle.import_bundle(store, app.config["BUNDLE"], name="second")  # the pages need two runs
+    popen = subprocess.Popen
+
+    def noisy(cmd: list[str], **kw: Any) -> Any:
+        pre = "import os, sys; sys.stderr.write('x' * 2**18 + '\\n'); sys.stderr.flush(); os.execv(sys.argv[1], sys.argv[1:])"
+        return popen([sys.executable, "-c", pre, *cmd], **kw)
+
+    monkeypatch.setattr(web.subprocess, "Popen", noisy)
+    r = web.load(url, clients=20, seconds=3.0, threads=2)
+    assert r.requests > 100 and not r.errors and not r.server_errors, (r.errors[:3], r.server_errors[:3])
+    assert r.seconds < 20 and max(r.latencies) < 10
+
+
+def test_bench_reports_the_servers_errors() -> None:
+    from farm.bench.web import _error_lines
+
+    text = ("WARNING:waitress.queue:Task queue depth is 2\n"
+            "[2026-11-24 23:35:39,795] ERROR in app: Exception on /harness/55b1 [GET]\n"
+            "Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\n    f()\n"
+            "AttributeError: partially initialized module 'numpy' has no attribute 'ndarray'\n"
+            "WARNING:waitress.queue:Task queue depth is 3\n")
+    assert _error_lines(text) == ["[2026-11-24 23:35:39,795] ERROR in app: Exception on /harness/55b1 [GET]",
+                                  "AttributeError: partially initialized module 'numpy' has no attribute 'ndarray'"]

@@ -159,3 +159,39 @@ def test_plots_fetch_nothing() -> None:
             "encoding": {"x": {"field": "a", "type": "quantitative"}}}
     with pytest.raises(Exception, match="not allowed"):
         plots.svg(spec, "external data")
+
+
+def test_plots_fit_a_1280_pixel_page_and_waste_no_room() -> None:
+    """The overview heat map of the upstream catalog (132 primitives x 6 platforms) fits a
+    1280-pixel window with its legend above the cells (it was on the right, scrolled out of
+    sight); a dot plot of long harness names keeps no more left padding than its labels draw."""
+    import re
+
+    keys = [f"primitive_{i:03d}" for i in range(132)]
+    platforms = ["any", "cpu", "cuda", "export", "rocm", "tpu"]
+    matrix = {k: {p: {"worst": "fail" if i % 7 == 0 else "ok", "counts": {}} for p in platforms}
+              for i, k in enumerate(keys)}
+    heat = plots.spec(plots.matrix_heat(matrix, "primitive", platforms))
+    assert heat["encoding"]["color"]["legend"]["orient"] == "top"
+    width = int(re.search(r'<svg[^>]* width="(\d+)"', str(plots.svg(heat, "h"))).group(1))
+    assert width <= 1228, width  # main's content width at 1280 pixels, less the figure's padding
+    name = "scatter_mul_uint16_4x2x3_2_case=2_dimension_numbers=((0),(0,2),(0,2),(),())" * 3
+    dots = plots.spec(plots.dots([{"label": f"{name} {i}", "ratio": 2.0 + i, "kind": "regression"} for i in range(3)]))
+    assert dots["padding"]["left"] <= 5 + 260 // 5  # was 5 + len(name) = 241
+
+
+def test_seconds_axes_read_in_si_units() -> None:
+    chart = plots.spec(plots.lines([{"run": "r1", "series": "cpu", "value": 1.2e-5}], "execute time", unit="s"))
+    assert chart["encoding"]["y"]["axis"]["format"] == "~s"
+    assert "12µ" in str(plots.svg(chart, "t"))  # not 0.000012
+
+
+def test_numpy_is_loaded_before_any_request() -> None:
+    """Altair's to_dict takes numpy from sys.modules without importing it: a first request
+    that imports numpy (the compare page loading the catalog) while another thread built a
+    chart handed it a partially initialised module, and the chart's page was a 500."""
+    import subprocess
+    import sys
+
+    code = "import sys, dashboards.plots; assert 'numpy' in sys.modules and sys.modules['numpy'].ndarray"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

@@ -9,7 +9,11 @@ the median of page-cache hits (what a repeat visit costs while the runs are unch
 ``load`` starts the real ``farm serve`` (waitress) on a free loopback port, has
 ``clients`` threads each fetch the pages in a shuffled cycle over one keep-alive
 connection for ``seconds`` (no validators: every answer is a full 200 page), and stops
-it. Nothing leaves 127.0.0.1.
+it. Nothing leaves 127.0.0.1. The server's stderr goes to a temporary file, never to an
+unread pipe: waitress logs a warning for every queued request under load, and once a
+pipe's 64 KiB were full its event loop blocked in that write and the server stopped
+answering (60 s client timeouts). The lines of the server's errors come back in
+``Load.server_errors``.
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -28,7 +33,7 @@ from typing import Any
 
 from farm.errors import ConfigError
 
-#: The search the figures time: two words, a few dozen harnesses of the upstream catalog.
+#: The search the figures time: two words; 8 harnesses of the upstream catalog (jax 0.10.2).
 SEARCH = "/search?q=cumsum+float32"
 
 
@@ -143,6 +148,7 @@ class Load:
     latencies: list[float] = field(default_factory=list)
     by_page: dict[str, list[float]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    server_errors: list[str] = field(default_factory=list)  # the server's error lines (tracebacks' last lines)
 
     @property
     def requests(self) -> int:
@@ -199,7 +205,8 @@ def load(db_url: str, clients: int = 20, seconds: float = 30.0, threads: int = 8
     port = _free_port()
     farm = os.path.join(os.path.dirname(sys.executable), "farm")
     cmd = [farm, "serve", "--db", db_url, "--host", "127.0.0.1", "--port", str(port), "--threads", str(threads)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    server_log = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=server_log, text=True)
     result = Load(clients, seconds, threads)
     try:
         _wait_up(port, proc)
@@ -222,4 +229,25 @@ def load(db_url: str, clients: int = 20, seconds: float = 30.0, threads: int = 8
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(10)
+        server_log.seek(0)
+        result.server_errors = _error_lines(server_log.read())
+        server_log.close()
+    for line in result.server_errors[:5]:
+        log(f"bench: farm serve: {line}")
     return result
+
+
+def _error_lines(text: str) -> list[str]:
+    """The server's errors in its stderr: each "ERROR" log line and each traceback's last
+    line (the exception: the first unindented line after its frames), in order; waitress's
+    queue-depth warnings are left out."""
+    out: list[str] = []
+    prev = ""
+    for line in text.splitlines():
+        if " ERROR " in line or line.startswith("ERROR"):
+            out.append(line.strip())
+        elif line.strip() and not line[0].isspace() and prev[:1].isspace() \
+                and not line.startswith(("Traceback", "During handling", "The above")):
+            out.append(line.strip())
+        prev = line
+    return out
