@@ -134,3 +134,13 @@ def test_dashboard_versions_page_shows_the_matrix_and_checks_its_parameter(swept
     assert bad.status_code == 400 and "nope" in bad.get_data(as_text=True)
     empty = create_app(f"sqlite:///{tmp_path / 'empty.db'}").test_client().get("/versions")
     assert empty.status_code == 200 and 'id="nothing-versions"' in empty.get_data(as_text=True)
+
+
+def test_newer_pythons_are_offered_for_a_jax_that_requires_one() -> None:
+    """jax 0.11 and later require Python 3.12: provisioning tries this Python, then each newer
+    one found (a pyenv shim that does not run is skipped)."""
+    found = V.interpreters()
+    assert found[0] == sys.executable
+    minors = [int(subprocess.run([p, "-c", "import sys; print(sys.version_info.minor)"], capture_output=True,
+                                 text=True, check=True).stdout) for p in found]
+    assert minors[0] == sys.version_info.minor and minors == sorted(set(minors))

@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -125,16 +126,35 @@ def provision(version: str, log: Log = _stderr) -> JaxEnv:
     if python.exists() and marker.exists() and marker.read_text().strip() == digest:
         return JaxEnv(version, str(python), time.monotonic() - t0, "cached")
     log(f"farm: provisioning jax {version} in {home} (pip; first time about 20 s)")
-    subprocess.run([sys.executable, "-m", "venv", "--clear", str(home)], check=True, capture_output=True)
-    pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    p = subprocess.run(pip + reqs, capture_output=True, text=True)
-    if p.returncode != 0:  # the pins may not suit an older jax: let pip choose the companions
-        p = subprocess.run(pip + [f"jax=={version}", f"jaxlib=={version}", *COMPANIONS], capture_output=True, text=True)
-    if p.returncode != 0:
-        tail = " ".join((p.stderr or p.stdout).strip().splitlines()[-2:])
+    p = None
+    for interpreter in interpreters():  # this Python first; a newer one for a jax that requires it
+        subprocess.run([interpreter, "-m", "venv", "--clear", str(home)], check=True, capture_output=True)
+        pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+        p = subprocess.run(pip + reqs, capture_output=True, text=True)
+        if p.returncode != 0 and "Requires-Python" not in p.stderr:  # the pins may not suit an older jax
+            p = subprocess.run(pip + [f"jax=={version}", f"jaxlib=={version}", *COMPANIONS], capture_output=True,
+                               text=True)
+        if p.returncode == 0 or "Requires-Python" not in p.stderr:
+            break
+    if p is None or p.returncode != 0:
+        tail = " ".join((p.stderr or p.stdout).strip().splitlines()[-2:]) if p else "no Python found"
         raise FarmError(f"jax {version}: pip could not install it: {tail}")
     marker.write_text(digest + "\n")
     return JaxEnv(version, str(python), time.monotonic() - t0, "provisioned")
+
+
+def interpreters() -> list[str]:
+    """Pythons to make a version's venv with: this one, then newer ones on PATH (jax 0.11 and
+    later require Python 3.12)."""
+    out = [sys.executable]
+    for minor in range(sys.version_info.minor + 1, 15):
+        found = [shutil.which(f"python3.{minor}"),
+                 *sorted(glob.glob(str(Path.home() / ".pyenv" / "versions" / f"3.{minor}.*" / "bin" / f"python3.{minor}")))]
+        for cand in filter(None, found):  # a pyenv shim may exist and not run: try it
+            if subprocess.run([cand, "-c", "import venv"], capture_output=True).returncode == 0:
+                out.append(cand)
+                break
+    return out
 
 
 def run_jobs(env: JaxEnv, jobs: dict[str, Any], workdir: Path, label: str, workers: int,
