@@ -198,3 +198,18 @@ def test_name_names_a_run_everywhere(capsys) -> None:  # noqa: ANN001
     assert json.loads(capsys.readouterr().out)["harnesses"] >= 1
     sweep = next(a for a in parser()._actions if a.dest == "command").choices["sweep"]
     assert sweep.parse_args(["--name", "nightly", "--match", "sin*"]).run_name == "nightly"
+
+
+def test_the_dashboard_hint_names_this_farm(monkeypatch, tmp_path) -> None:  # noqa: ANN001
+    """The end-of-sweep hint calls the same farm: .venv/bin/farm from the checkout, its full
+    path from elsewhere (a pip-installed farm is not under .venv/)."""
+    import os
+    import sys
+
+    from farm.commands.sweep import _farm_command
+
+    exe = os.path.join(os.path.dirname(sys.executable), "farm")
+    monkeypatch.chdir(os.path.dirname(os.path.dirname(os.path.dirname(exe))))  # the checkout holding .venv
+    assert _farm_command() == os.path.join(".venv", "bin", "farm")
+    monkeypatch.chdir(tmp_path)  # outside the checkout: a path that works from anywhere
+    assert _farm_command() == exe and os.path.isabs(exe)

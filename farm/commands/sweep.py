@@ -107,9 +107,18 @@ def run(args: argparse.Namespace) -> int:
           f"peak worker RSS {max(stats.peak_rss.values(), default=0) / 2**20:.0f} MiB", file=sys.stderr)
     print_run(store, str(run_row.id), args.format, max_rows=60)
     url = store.engine.url.render_as_string(hide_password=True)  # the database used: --db, $FARM_DB or the default
-    print(f"\nOpen the dashboard:  .venv/bin/farm serve --db {url}   then browse http://127.0.0.1:8000/",
+    print(f"\nOpen the dashboard:  {_farm_command()} serve --db {url}   then browse http://127.0.0.1:8000/",
           file=sys.stderr)
     return 0
+
+
+def _farm_command() -> str:
+    """How to call this same farm again: ``.venv/bin/farm`` from a checkout, else its full path."""
+    exe = os.path.join(os.path.dirname(sys.executable), "farm")
+    if not os.path.exists(exe):
+        return "farm"
+    rel = os.path.relpath(exe)
+    return rel if not rel.startswith("..") else exe
 
 
 def _config_env() -> dict[str, str]:
