@@ -82,6 +82,30 @@ def run(prior: Prior, platform: str, dyn: list[Any] | None, *, native: list[np.n
     facts: dict[str, Any] = {"lowered_on": prior.meta.get("jax_version"),
                              "lowered_platforms": prior.meta.get("platforms"),
                              "run_on_jax": jax.__version__}
+    actual = _run_artifact(prior, platform, facts, timer)
+    if isinstance(actual, CrossHost):
+        return actual
+    identical = dyn is not None and same_inputs(prior.inputs, dyn)
+    facts["inputs_identical"] = identical
+    metrics: dict[str, float] = {"xhost_s": timer.seconds}
+    tol = (rtol, atol, exact, promised)
+    try:
+        verdicts = _verdicts(actual, prior, native if identical else None, reference if identical else None,
+                             judge if identical else None, invariant if identical else None, tol, facts, metrics)
+    except Exception as e:  # a comparison that cannot even be made is an error, not a crash
+        return failure(CrossHost, "xhost", platform, e, timer.seconds, facts=facts)
+    worst, first_err = "ok", None
+    for label, (st, err) in verdicts.items():
+        if SEVERITY[st] > SEVERITY[worst]:
+            worst, first_err = st, f"vs {label.replace('_', ' ')}: {err}"
+    return CrossHost("xhost", platform, worst, timer.seconds, error=first_err,
+                     error_type="Mismatch" if first_err else None, metrics=metrics,
+                     facts={**facts, "rtol": rtol, "atol": atol, "exact": exact})
+
+
+def _run_artifact(prior: Prior, platform: str, facts: dict[str, Any], timer: Timer) -> list[np.ndarray] | CrossHost:
+    """The artifact deserialized and run here: its outputs, or the record saying why not."""
+    exp = None
     try:
         with timer():
             exp = compat.jax_export().deserialize(bytearray(prior.export))
@@ -89,50 +113,46 @@ def run(prior: Prior, platform: str, dyn: list[Any] | None, *, native: list[np.n
                 return CrossHost("xhost", platform, "not_runnable_here", timer.seconds,
                                  error=f"the artifact was exported for {', '.join(exp.platforms)} only",
                                  facts={**facts, "artifact_platforms": list(exp.platforms)})
-            actual = run_exported(exp, prior.inputs)
+            return run_exported(exp, prior.inputs)
     except NotEnoughDevices as e:
-        return CrossHost("xhost", platform, "not_runnable_here", timer.seconds, error=str(e), error_type="NotEnoughDevices",
-                         facts={**facts, "nr_devices": exp.nr_devices})
+        return CrossHost("xhost", platform, "not_runnable_here", timer.seconds, error=str(e),
+                         error_type="NotEnoughDevices", facts={**facts, "nr_devices": exp.nr_devices if exp else None})
     except Exception as e:
         return failure(CrossHost, "xhost", platform, e, timer.seconds, facts=facts)
-    identical = dyn is not None and same_inputs(prior.inputs, dyn)
-    facts["inputs_identical"] = identical
-    metrics: dict[str, float] = {"xhost_s": timer.seconds}
-    worst, first_err = "ok", None
-    against = {"cpu_host": prior.outputs, "native": native if identical else None,
-               "reference": reference if identical else None}
-    verdicts = {}
-    try:
-        for label, expected in against.items():
-            if label == "reference" and expected is None and judge is not None and identical:
-                st, err = judge(actual)
-                facts["vs_reference"], facts["reference_by"] = st, "jaxpr"
-                if st != "skipped":
-                    verdicts[label] = (st, err)
-                continue
-            if expected is None:
-                facts[f"vs_{label}"] = "skipped"
-                continue
-            st, err, m = compare_outputs(actual, list(expected), rtol, atol, exact, promised)
-            facts[f"vs_{label}"] = st
-            metrics.update({f"{label}_{k}": v for k, v in m.items()})
-            verdicts[label] = (st, err)
-        if native is not None and identical:
-            # the device host's own lowering against the CPU host's outputs (same inputs)
-            st, _, m = compare_outputs(list(native), list(prior.outputs), rtol, atol, exact, promised)
-            facts["native_vs_cpu_host"] = st
-            metrics.update({f"native_cpu_host_{k}": v for k, v in m.items()})
-        if invariant is not None and identical:
-            err_inv = invariant(actual)
-            metrics["invariant_err"] = err_inv
-            ok = err_inv <= max(rtol, atol) * 10
-            facts["vs_invariant"] = "ok" if ok else "fail"
-            verdicts = {"invariant": ("ok", None) if ok else ("fail", f"invariant error {err_inv:.3g}")}
-    except Exception as e:  # a comparison that cannot even be made is an error, not a crash
-        return failure(CrossHost, "xhost", platform, e, timer.seconds, facts=facts)
-    for label, (st, err) in verdicts.items():
-        if SEVERITY[st] > SEVERITY[worst]:
-            worst, first_err = st, f"vs {label.replace('_', ' ')}: {err}"
-    return CrossHost("xhost", platform, worst, timer.seconds, error=first_err,
-                     error_type="Mismatch" if first_err else None, metrics=metrics,
-                     facts={**facts, "rtol": rtol, "atol": atol, "exact": exact})
+
+
+def _verdicts(actual: list[np.ndarray], prior: Prior, native: list[np.ndarray] | None,
+              reference: list[np.ndarray] | None, judge: Callable[[list[np.ndarray]], tuple[str, str | None]] | None,
+              invariant: Callable[[list[np.ndarray]], float] | None, tol: tuple[float, float, bool, Any],
+              facts: dict[str, Any], metrics: dict[str, float]) -> dict[str, tuple[str, str | None]]:
+    """{comparison: (status, error)} of the artifact's outputs against the lowering host's
+    outputs, this host's own lowering and the reference (the invariant's alone where the
+    result is not unique); facts and metrics are filled in as they are made. ``native``,
+    ``reference``, ``judge`` and ``invariant`` are None where the inputs differ."""
+    rtol, atol, exact, promised = tol
+    verdicts: dict[str, tuple[str, str | None]] = {}
+    for label, expected in (("cpu_host", prior.outputs), ("native", native), ("reference", reference)):
+        if label == "reference" and expected is None and judge is not None:
+            st, err = judge(actual)
+            facts["vs_reference"], facts["reference_by"] = st, "jaxpr"
+            if st != "skipped":
+                verdicts[label] = (st, err)
+            continue
+        if expected is None:
+            facts[f"vs_{label}"] = "skipped"
+            continue
+        st, err, m = compare_outputs(actual, list(expected), rtol, atol, exact, promised)
+        facts[f"vs_{label}"] = st
+        metrics.update({f"{label}_{k}": v for k, v in m.items()})
+        verdicts[label] = (st, err)
+    if native is not None:  # this host's own lowering against the lowering host's outputs (same inputs)
+        st, _, m = compare_outputs(list(native), list(prior.outputs), rtol, atol, exact, promised)
+        facts["native_vs_cpu_host"] = st
+        metrics.update({f"native_cpu_host_{k}": v for k, v in m.items()})
+    if invariant is not None:
+        err_inv = invariant(actual)
+        metrics["invariant_err"] = err_inv
+        ok = err_inv <= max(rtol, atol) * 10
+        facts["vs_invariant"] = "ok" if ok else "fail"
+        verdicts = {"invariant": ("ok", None) if ok else ("fail", f"invariant error {err_inv:.3g}")}
+    return verdicts
