@@ -41,8 +41,9 @@ ROOT = Path(__file__).resolve().parents[2]
 #: What a version's environment gets besides jax and jaxlib: the same pins as .venv
 #: (requirements.txt), so only jax differs between the versions of one sweep.
 COMPANIONS = ("numpy", "scipy", "flatbuffers", "absl-py", "ml_dtypes")
-#: The oldest jax the farm's pipeline and both catalogs run on (measured: docs/versions.md).
-OLDEST_SUPPORTED = "0.4.30"
+#: The oldest jax the farm runs on (measured: docs/versions.md): the sharding harnesses name
+#: jax.sharding.AxisType, which 0.5.0 and 0.5.1 call AxisTypes, and the catalog loads whole.
+OLDEST_SUPPORTED = "0.5.3"
 _VERSION = re.compile(r"\d+\.\d+\.\d+(\.\d+)?")
 
 Log = Callable[[str], None]
