@@ -207,8 +207,10 @@ def test_bench_load_test_never_blocks_the_servers_stderr(fresh: tuple[Any, Any, 
 
     monkeypatch.setattr(web.subprocess, "Popen", noisy)
     r = web.load(url, clients=20, seconds=3.0, threads=2)
-    assert r.requests > 100 and not r.errors and not r.server_errors, (r.errors[:3], r.server_errors[:3])
-    assert r.seconds < 20 and max(r.latencies) < 10
+    # behaviour, not speed (that is farm bench's): every client is answered, nothing fails, and
+    # no request waits anywhere near the 60 s client timeout a blocked server caused
+    assert r.requests >= 20 and not r.errors and not r.server_errors, (r.errors[:3], r.server_errors[:3])
+    assert r.seconds < 40 and max(r.latencies) < 30
 
 
 def test_bench_reports_the_servers_errors() -> None:
