@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from farm.stages import compat
 from farm.reference.evaluator import Ctx, call_jaxpr, key_impl, register
 
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
@@ -96,9 +97,7 @@ def _random_fold_in(ctx: Ctx, keys: np.ndarray, msgs: np.ndarray, **_: Any) -> n
 
 @register("random_gamma")
 def _random_gamma(ctx: Ctx, keys: np.ndarray, a: np.ndarray, *, log_space: bool, **_: Any) -> np.ndarray:
-    from jax._src.random import core as random_core  # noqa: PLC0415
-
-    fn = functools.partial(random_core._gamma_impl, log_space=log_space, use_vmap=True)
+    fn = functools.partial(compat.gamma_impl(), log_space=log_space, use_vmap=True)
     return _via(fn, keys, a, avals=ctx.in_avals)[0]
 
 

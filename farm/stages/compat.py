@@ -71,3 +71,16 @@ def run_mesh(exported: Any, devices: list[Any]) -> Any:
         return jax.sharding.Mesh(np.array(devices[:m.size]).reshape(m.axis_sizes), m.axis_names,
                                  axis_types=m.axis_types)
     return jax.sharding.Mesh(np.array(devices[:exported.nr_devices]), ("_devices",))
+
+
+def gamma_impl() -> Any:
+    """JAX's own gamma sampler (what ``random_gamma_p`` computes): ``jax._src.random`` became a
+    package with a ``core`` module after 0.9.2; before, the function is in the module itself."""
+    from jax._src import random as random_mod  # noqa: PLC0415
+
+    fn = getattr(random_mod, "_gamma_impl", None)
+    if fn is None:
+        from jax._src.random import core as random_core  # noqa: PLC0415
+
+        fn = random_core._gamma_impl
+    return fn
