@@ -7,7 +7,8 @@ boundaries (Ray, standalone workers' bundles) as plain dicts.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -183,3 +184,32 @@ class Reuse:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Reuse":
         return cls(d["key"], int(d["run"]), tuple(d["records"]))
+
+
+#: The kinds of independent numeric verdict a harness gets (a compare record's ``facts.against``
+#: says which: the jaxpr or the harness's reference, an invariant, or none).
+VERDICT_KINDS = ("reference", "invariant", "none")
+
+
+def verdict_table(rows: Iterable[tuple[str, str, str | None]]) -> dict[str, Any]:
+    """``(group, kind, reason)`` per harness → per group and in total how many harnesses
+    get each verdict kind, and why those with ``none`` get none (most common first).
+
+    One table for what a catalog will get (``farm.reference.coverage``) and what a run got
+    (``farm.analysis.verdicts``): ``{"total", "reference", "invariant", "none",
+    "reasons": {reason: n}, "groups": {group: {the same keys}}}``."""
+    groups: dict[str, dict[str, Any]] = {}
+    for group, kind, reason in rows:
+        g = groups.setdefault(group, {"total": 0, **dict.fromkeys(VERDICT_KINDS, 0), "reasons": Counter()})
+        g["total"] += 1
+        g[kind] += 1
+        if kind == "none":
+            g["reasons"][reason] += 1
+    total: dict[str, Any] = {"total": 0, **dict.fromkeys(VERDICT_KINDS, 0), "reasons": Counter()}
+    for g in groups.values():
+        for key in ("total", *VERDICT_KINDS):
+            total[key] += g[key]
+        total["reasons"].update(g["reasons"])
+        g["reasons"] = dict(g["reasons"].most_common())
+    total["reasons"] = dict(total["reasons"].most_common())
+    return {**total, "groups": dict(sorted(groups.items()))}

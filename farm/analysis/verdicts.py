@@ -9,9 +9,10 @@ reason "not executed".
 """
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable
 from typing import Any
+
+from farm.results import verdict_table
 
 #: what a compare record's ``facts.against`` says -> verdict kind
 KIND_OF_AGAINST = {"jaxpr": "reference", "reference": "reference", "invariant": "invariant", "none": "none",
@@ -43,20 +44,4 @@ def from_records(harnesses: Iterable[dict[str, Any]], records: Iterable[dict[str
         old = best.get(r["harness"])
         if old is None or _RANK[v[0]] < _RANK[old[0]]:
             best[r["harness"]] = v
-    groups: dict[str, dict[str, Any]] = {}
-    for h in harnesses:
-        g = groups.setdefault(h["group"], {"total": 0, "reference": 0, "invariant": 0, "none": 0,
-                                           "reasons": Counter()})
-        k, why = best.get(h["harness"], ("none", "not executed"))
-        g["total"] += 1
-        g[k] += 1
-        if k == "none":
-            g["reasons"][why] += 1
-    total: dict[str, Any] = {"total": 0, "reference": 0, "invariant": 0, "none": 0, "reasons": Counter()}
-    for g in groups.values():
-        for key in ("total", "reference", "invariant", "none"):
-            total[key] += g[key]
-        total["reasons"].update(g["reasons"])
-        g["reasons"] = dict(g["reasons"].most_common())
-    total["reasons"] = dict(total["reasons"].most_common())
-    return {**total, "groups": dict(sorted(groups.items()))}
+    return verdict_table((h["group"], *best.get(h["harness"], ("none", "not executed"))) for h in harnesses)

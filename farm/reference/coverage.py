@@ -9,14 +9,14 @@ The same shape, built from a run's compare records instead, is
 """
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from farm.results import VERDICT_KINDS, verdict_table
 from farm.stages import compat
 from farm.reference.plan import plan
 
-KINDS = ("reference", "invariant", "none")
+KINDS = VERDICT_KINDS
 
 
 def coverage(harnesses: Iterable[Any], progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None
@@ -30,22 +30,7 @@ def coverage(harnesses: Iterable[Any], progress: Callable[[Iterable[Any]], Itera
     Returns ``{"total", "reference", "invariant", "none", "reasons": {reason: n},
     "groups": {group: {the same keys}}}``. Static: traces each harness, runs nothing.
     """
-    groups: dict[str, dict[str, Any]] = {}
-    for h in (progress or (lambda x: x))(harnesses):
-        g = groups.setdefault(h.group, {"total": 0, "reference": 0, "invariant": 0, "none": 0, "reasons": Counter()})
-        g["total"] += 1
-        kind, reason = verdict_kind(h)
-        g[kind] += 1
-        if kind == "none":
-            g["reasons"][reason] += 1
-    total: dict[str, Any] = {"total": 0, "reference": 0, "invariant": 0, "none": 0, "reasons": Counter()}
-    for g in groups.values():
-        for k in ("total", "reference", "invariant", "none"):
-            total[k] += g[k]
-        total["reasons"].update(g["reasons"])
-        g["reasons"] = dict(g["reasons"].most_common())
-    total["reasons"] = dict(total["reasons"].most_common())
-    return {**total, "groups": dict(sorted(groups.items()))}
+    return verdict_table((h.group, *verdict_kind(h)) for h in (progress or (lambda x: x))(harnesses))
 
 
 def verdict_kind(h: Any) -> tuple[str, str | None]:
