@@ -225,39 +225,64 @@ def test_an_upstream_artifact_is_judged_by_the_jaxpr_reference() -> None:
     assert x.facts["vs_reference"] == "fail" and x.facts["vs_native"] == "fail" and x.facts["vs_cpu_host"] == "ok"
 
 
-SHARDED = """
-import json, sys
+#: Run in a process with 8 host devices: each named farm harness once, then ``CHECK`` (below)
+#: on its artifacts; prints {name: CHECK's result} as JSON.
+EIGHT_DEVICES = """
+import dataclasses, json, sys
+import jax, numpy as np
 from farm import catalog
-from farm.pipeline import run_harness
+from farm.pipeline import meshes, run_harness
 from farm.results import Options
+from farm.stages import iofile
+from farm.stages.export import run_exported
 from farm.stages.xhost import Prior
 cpu = Options(platforms=("cpu",), run_on=("cpu",), crossexec=False, repeats=1)
 out = {}
 for name in sys.argv[1:]:
     h = next(x for x in catalog.select(catalog.Filters.parse(catalog="farm")) if x.name == name)
-    first = run_harness(h, cpu)
-    art = {a.kind: a for a in first.artifacts}
-    prior = Prior.from_blobs(art["export"].data, art["io"].data, {"jax_version": "test"})
-    (x,) = [r for r in run_harness(h, cpu, prior).records if r.stage == "xhost"]
-    out[name] = [x.status, x.error, x.facts.get("vs_native"), x.facts.get("vs_reference")]
+    art = {a.kind: a for a in run_harness(h, cpu).artifacts}
+CHECK
 print(json.dumps(out))
 """
 
+#: the artifact as another host's: the xhost record of running it here
+AS_PRIOR = """
+    prior = Prior.from_blobs(art["export"].data, art["io"].data, {"jax_version": "test"})
+    (x,) = [r for r in run_harness(h, cpu, prior).records if r.stage == "xhost"]
+    out[name] = [x.status, x.error, x.facts.get("vs_native"), x.facts.get("vs_reference")]
+"""
 
-def test_a_multi_device_artifact_runs_under_its_shardings() -> None:
-    """A sharded artifact (shard_map collectives; a NamedSharding jit under Shardy) is run on as
-    many of this host's devices as it was exported for, with its own mesh, not on one."""
+#: the artifact as jax before 2026 wrote it (HLO shardings only, no NamedShardings with their
+#: mesh), run under the harness's mesh: whether it gives the first run's outputs
+AS_OLD_JAX = """
+    exp = jax.export.deserialize(bytearray(art["export"].data))
+    old = dataclasses.replace(exp, _has_named_shardings=False, _in_named_shardings=(None,) * len(exp.in_avals),
+                              _out_named_shardings=(None,) * len(exp.out_avals))
+    ins, outs = iofile.unpack(art["io"].data)
+    with meshes.mesh_context(h, 8):
+        got = run_exported(old, ins)
+    out[name] = all(np.array_equal(a, b) for a, b in zip(got, outs))
+"""
+
+
+def _with_eight_devices(check: str, names: list[str]) -> dict:
     import os
     import subprocess
     import sys
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    names = ["pmax_float32_8x4", "sharding_psum.psum_float32_4x8_mesh=2x4_partitioner=shardy"]
     env = {**os.environ, "PYTHONPATH": root, "XLA_FLAGS": "--xla_force_host_platform_device_count=8"}
-    p = subprocess.run([sys.executable, "-c", SHARDED, *names], env=env, capture_output=True, text=True,
-                       timeout=300, cwd=root)
+    p = subprocess.run([sys.executable, "-c", EIGHT_DEVICES.replace("CHECK", check.strip("\n")), *names], env=env,
+                       capture_output=True, text=True, timeout=300, cwd=root)
     assert p.returncode == 0, p.stderr[-3000:]
-    got = json.loads(p.stdout.strip().splitlines()[-1])
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def test_a_multi_device_artifact_runs_under_its_shardings() -> None:
+    """A sharded artifact (shard_map collectives; a NamedSharding jit under Shardy) is run on as
+    many of this host's devices as it was exported for, with its own mesh, not on one."""
+    names = ["pmax_float32_8x4", "sharding_psum.psum_float32_4x8_mesh=2x4_partitioner=shardy"]
+    got = _with_eight_devices(AS_PRIOR, names)
     for name in names:
         assert got[name] == ["ok", None, "ok", "ok"], (name, got[name])
 
@@ -273,47 +298,12 @@ def test_a_host_with_too_few_devices_cannot_run_the_artifact() -> None:
         run_exported(Big(), [])
 
 
-OLD_STYLE = """
-import dataclasses, json, sys
-import jax, numpy as np
-from farm import catalog
-from farm.pipeline import meshes, run_harness
-from farm.results import Options
-from farm.stages.export import run_exported
-cpu = Options(platforms=("cpu",), run_on=("cpu",), crossexec=False, repeats=1)
-out = {}
-for name in sys.argv[1:]:
-    h = next(x for x in catalog.select(catalog.Filters.parse(catalog="farm")) if x.name == name)
-    first = run_harness(h, cpu)
-    art = {a.kind: a for a in first.artifacts}
-    exp = jax.export.deserialize(bytearray(art["export"].data))
-    # as jax before 2026 wrote it: HLO shardings only, no NamedShardings with their mesh
-    old = dataclasses.replace(exp, _has_named_shardings=False, _in_named_shardings=(None,) * len(exp.in_avals),
-                              _out_named_shardings=(None,) * len(exp.out_avals))
-    from farm.stages import iofile
-    ins, outs = iofile.unpack(art["io"].data)
-    with meshes.mesh_context(h, 8):
-        got = run_exported(old, ins)
-    out[name] = all(np.array_equal(a, b) for a, b in zip(got, outs))
-print(json.dumps(out))
-"""
-
-
 def test_an_older_jaxs_sharded_artifact_runs_from_its_hlo_shardings() -> None:
     """Artifacts from jax versions that recorded only HLO shardings (no mesh) run on this
     host's devices from those shardings: the cross-version matrix's 0.8.3 exports."""
-    import os
-    import subprocess
-    import sys
-
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     names = ["sharding_all_to_all.all_to_all_float32_4x8_mesh=2x4_partitioner=gspmd",
              "sharding_explicit_reduce.explicit_reduce_float32_8x8_axes=explicit_mesh=2x2x2_partitioner=shardy"]
-    env = {**os.environ, "PYTHONPATH": root, "XLA_FLAGS": "--xla_force_host_platform_device_count=8"}
-    p = subprocess.run([sys.executable, "-c", OLD_STYLE, *names], env=env, capture_output=True, text=True,
-                       timeout=300, cwd=root)
-    assert p.returncode == 0, p.stderr[-3000:]
-    assert json.loads(p.stdout.strip().splitlines()[-1]) == {n: True for n in names}
+    assert _with_eight_devices(AS_OLD_JAX, names) == {n: True for n in names}
 
 
 def test_an_artifact_failing_where_the_compare_is_a_known_gap_is_expected_fail() -> None:
