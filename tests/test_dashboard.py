@@ -69,23 +69,31 @@ def make_db(path: str) -> dict[str, Any]:
     return {"url": url, "fp": fps, "base": runs[0], "head": runs[1], "corrupt": exp_module, "asin_module": asin_module}
 
 
-@pytest.fixture(scope="module")
-def farm_db(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return make_db(str(tmp_path_factory.mktemp("dash") / "farm.db"))
+def dashboard_fixtures(label: str) -> tuple[Any, Any, Any]:
+    """``farm_db`` (``make_db`` in a temporary directory named ``label``, once per module),
+    ``app`` (the dashboard over it, with the write token) and ``client``: the fixtures every
+    dashboard test module binds as ``farm_db, app, client = dashboard_fixtures(LABEL)``."""
+
+    @pytest.fixture(scope="module")
+    def farm_db(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+        return make_db(str(tmp_path_factory.mktemp(label) / "farm.db"))
+
+    @pytest.fixture(scope="module")
+    def app(farm_db: dict[str, Any]) -> Iterator[Any]:
+        from dashboards.app import create_app
+
+        a = create_app(farm_db["url"], token=TOKEN)
+        yield a
+        a.config["STORE"].dispose()
+
+    @pytest.fixture
+    def client(app: Any) -> Any:
+        return app.test_client()
+
+    return farm_db, app, client
 
 
-@pytest.fixture(scope="module")
-def app(farm_db: dict[str, Any]) -> Iterator[Any]:
-    from dashboards.app import create_app
-
-    a = create_app(farm_db["url"], token=TOKEN)
-    yield a
-    a.config["STORE"].dispose()
-
-
-@pytest.fixture
-def client(app: Any) -> Any:
-    return app.test_client()
+farm_db, app, client = dashboard_fixtures("dash")
 
 
 def html(resp: Any) -> str:

@@ -2,31 +2,14 @@
 database): words, run, status and platform filters, order, pages and checked parameters."""
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.test_dashboard import TOKEN, html, make_db
+from tests.test_dashboard import dashboard_fixtures, html
 
 
-@pytest.fixture(scope="module")
-def farm_db(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return make_db(str(tmp_path_factory.mktemp("search") / "farm.db"))
-
-
-@pytest.fixture(scope="module")
-def app(farm_db: dict[str, Any]) -> Iterator[Any]:
-    from dashboards.app import create_app
-
-    a = create_app(farm_db["url"], token=TOKEN)
-    yield a
-    a.config["STORE"].dispose()
-
-
-@pytest.fixture
-def client(app: Any) -> Any:
-    return app.test_client()
+farm_db, app, client = dashboard_fixtures("search")
 
 
 def names(client: Any, query: str) -> list[str]:

@@ -3,7 +3,6 @@ heat map and the compare page's perf dot plot, over two real sweeps (tests.test_
 database) and a one-run copy of it (``farm.bench.db.make_db``)."""
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -11,26 +10,10 @@ from sqlalchemy import select, update
 
 from dashboards import plots
 from dashboards.views.compare import perf_dots
-from tests.test_dashboard import EVIL, TOKEN, html, make_db
+from tests.test_dashboard import EVIL, dashboard_fixtures, html, make_db
 
 
-@pytest.fixture(scope="module")
-def farm_db(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return make_db(str(tmp_path_factory.mktemp("trends") / "farm.db"))
-
-
-@pytest.fixture(scope="module")
-def app(farm_db: dict[str, Any]) -> Iterator[Any]:
-    from dashboards.app import create_app
-
-    a = create_app(farm_db["url"], token=TOKEN)
-    yield a
-    a.config["STORE"].dispose()
-
-
-@pytest.fixture
-def client(app: Any) -> Any:
-    return app.test_client()
+farm_db, app, client = dashboard_fixtures("trends")
 
 
 def _by(rows: list[dict[str, Any]], run: str, key: str, value: str, outcome: str) -> int:
