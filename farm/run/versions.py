@@ -252,11 +252,11 @@ def kept(store: Any, name: str, ident: str) -> bool:
 
 @dataclass
 class VersionSweep:
-    """What ``sweep`` did: the environments, the runs it made or found, and seconds per step."""
+    """What ``sweep`` did: the environments, and the runs it made or found (each step's wall
+    time is printed as it finishes)."""
 
     envs: list[JaxEnv]
     runs: dict[str, str]  # run name -> "ran" or "kept" (finished earlier: an interrupted sweep resumed)
-    seconds: dict[str, float]
 
 
 def sweep(store: Any, versions: list[str], base: str, filters: dict[str, Any], options: dict[str, Any], *,
@@ -272,19 +272,17 @@ def sweep(store: Any, versions: list[str], base: str, filters: dict[str, Any], o
         log(f"farm: jax {e.version}: {e.how} ({e.seconds:.1f} s) {e.python}")
     workdir = cache_root() / "version-sweeps" / re.sub(r"[^\w.@=-]", "_", base)
     done: dict[str, str] = {}
-    seconds: dict[str, float] = {}
 
     def step(name: str, env: JaxEnv, ident: str, jobs: Callable[[], dict[str, Any]]) -> None:
         if kept(store, name, ident):
             done[name] = "kept"
             return
-        t0 = time.monotonic()
         paths = run_jobs(env, jobs(), workdir, name.split("@", 1)[1].replace(">", "-to-"), workers, log)
         run_id, _, _ = import_bundle(store, paths, name=name)
         _mark(store, run_id, ident)
         for p in paths:
             os.remove(p)
-        done[name], seconds[name] = "ran", time.monotonic() - t0
+        done[name] = "ran"
 
     for env in envs:
         step(native_name(base, env.version), env, identity(env.version, filters, options),
@@ -295,7 +293,7 @@ def sweep(store: Any, versions: list[str], base: str, filters: dict[str, Any], o
                 if a.version != b.version:
                     step(cross_name(base, a.version, b.version), b, identity(b.version, filters, options, a.version),
                          lambda a=a: cross_jobs(store, native_name(base, a.version), filters, options, timeout_s))
-    return VersionSweep(envs, done, seconds)
+    return VersionSweep(envs, done)
 
 
 def _mark(store: Any, run_id: int, ident: str) -> None:
