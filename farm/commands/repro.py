@@ -1,0 +1,93 @@
+"""farm repro: a standalone reproducer (and with --minimize the smallest one) for a failing harness."""
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from farm.commands import add_db, number, store_from
+from farm.errors import ConfigError, FarmError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("repro", help="write a standalone repro.py (jax and numpy only) for a failing harness; "
+                                     "--minimize shrinks it to the smallest program and input that still fail")
+    p.add_argument("harness", help="the harness's full name (farm catalog lists them)")
+    p.add_argument("--catalog", default="farm", help="farm, upstream, all, or planted (with --modules)")
+    p.add_argument("--modules", help="extra harness modules to import (e.g. harnesses.planted)")
+    p.add_argument("--platform", help="the failure on this platform (cpu, cuda, rocm, tpu, export)")
+    p.add_argument("--run", metavar="RUN", help="the failure a stored run recorded (id, name, latest): its stage, "
+                                                "platform, configuration and environment")
+    p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                   help="the configuration to fail in, e.g. x64=on (keys as farm sweep --config)")
+    p.add_argument("-o", "--out", metavar="DIR", help="the directory to write (default: repro-HARNESS)")
+    p.add_argument("--minimize", action="store_true", help="delta-debug to the smallest failing program and input")
+    p.add_argument("--timeout", type=number("--timeout", float, above=0), default=60.0,
+                   help="seconds one minimization candidate may run before it counts as a hang")
+    add_db(p)
+    p.set_defaults(func=repro_cmd)
+
+
+def _configure(specs: list[str]) -> dict[str, str]:
+    """The environment of one configuration (jax reads it at import, so before anything imports jax)."""
+    if not specs:
+        return {}
+    from farm.run.configs import parse  # deferred: not needed by farm --help
+
+    configs = parse(specs)
+    if len(configs) != 1:
+        raise ConfigError(f"--config: one configuration to reproduce in, not {len(configs)} ({configs[0].label}, ...)")
+    return configs[0].env
+
+
+def _stored(args: argparse.Namespace) -> dict[str, Any]:
+    """The stored run's failing record of the harness, its configuration and environment."""
+    from farm.store import queries  # deferred: farm.store (~0.3 s); only with --run
+
+    store = store_from(args)
+    with store.session() as s:
+        run = queries.resolve_run(s, args.run)
+        info = queries.run_dict(s, run, with_counts=False)
+        rows = [r for r in queries.results(s, run.id) if r["harness"] == args.harness]
+    if not rows:
+        raise FarmError(f"run {info['name']!r} has no results for {args.harness!r}")
+    bad = [r for r in rows if r["status"] in ("fail", "error", "crashed", "timeout", "expected_fail")
+           and (not args.platform or r["platform"] == args.platform)]
+    if not bad:
+        raise FarmError(f"{args.harness} did not fail in run {info['name']!r}: nothing to reproduce")
+    r = bad[0]
+    label = info["name"].partition("@")[2]
+    return {"run": info["name"], "stage": r["stage"], "platform": r["platform"], "status": r["status"],
+            "error_type": r["error_type"], "error": r["error"], "config": label,
+            **{k: info["environment"].get(k) for k in ("jax_version", "jaxlib_version", "xla_flags")}}
+
+
+def repro_cmd(args: argparse.Namespace) -> int:
+    stored = _stored(args) if args.run else None
+    specs = list(args.config) or ([s for s in stored["config"].split(",") if s] if stored and stored["config"] else [])
+    os.environ.update(_configure(specs))
+    from farm.repro import reproduce  # deferred: jax, the pipeline (~2 s); not needed by farm --help
+
+    out = Path(args.out or f"repro-{args.harness.replace('/', '_')}")
+    modules = tuple(m.strip() for m in (args.modules or "").split(",") if m.strip())
+    rep = reproduce(args.catalog, modules, args.harness, out, platform=args.platform, stored=stored,
+                    do_minimize=args.minimize, timeout_s=args.timeout)
+    f = rep.failure
+    print(f"{rep.harness}: {f.stage} on {f.platform} {f.status}: {(f.error or '')[:200]}")
+    ok = True
+    for label, w in (("repro", rep.full), ("minimized", rep.minimized)):
+        if w is None:
+            continue
+        last = w.output.strip().splitlines()[-1] if w.output.strip() else ""
+        print(f"  {label}: {w.path} exits {w.rc} standalone ({last})")
+        ok = ok and w.rc == 1
+    if rep.search is not None:
+        d = rep.search.to_dict()
+        print(f"  minimized in {d['seconds']} s: {d['candidates']} candidates ({d['kept']} kept, "
+              f"{d['worker_restarts']} worker restarts); {d['start']['eqns']} -> {d['end']['eqns']} equations, "
+              f"{d['start']['elements']} -> {d['end']['elements']} input elements ({out / 'steps.json'})")
+    if not ok:
+        print("farm: a written script does not exit 1 standalone: it does not reproduce the failure (see above)")
+        return 1
+    return 0

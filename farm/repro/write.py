@@ -1,0 +1,185 @@
+"""Writing a repro directory: the full reproducer, and the minimized one beside it.
+
+Files: ``repro.py`` (the minimized script when minimizing; then ``repro_full.py`` is the
+unminimized one), ``inputs.npz``, ``expected.npz``, ``export.bin`` (the farm's own
+serialized artifact), ``program.jaxpr``, ``environment.json``; with ``--minimize`` also
+``minimized.jaxpr``, ``min_*`` data files and ``steps.json``. Every script is run once
+with a clean environment (no farm on the path, no planted faults) before it is reported.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from farm.errors import FarmError
+from farm.repro import emit
+from farm.repro.case import Case, artifact, check, export_platforms, reference
+from farm.repro.script import Check, Script
+
+#: mpmath functions for a correctly rounded expected value of a one-equation program
+_MPMATH = {"log1p": "log1p", "atanh": "atanh", "atan2": "atan2", "exp": "exp", "expm1": "expm1", "log": "log",
+           "sin": "sin", "cos": "cos", "tan": "tan", "tanh": "tanh", "sinh": "sinh", "cosh": "cosh", "asin": "asin",
+           "acos": "acos", "atan": "atan", "asinh": "asinh", "acosh": "acosh", "sqrt": "sqrt", "cbrt": "cbrt",
+           "pow": "power", "erf": "erf", "erfc": "erfc"}
+
+
+@dataclass(frozen=True)
+class Written:
+    """A written script and what running it standalone gave."""
+
+    path: Path
+    rc: int
+    output: str
+
+
+def npz(path: Path, arrays: dict[str, Any]) -> None:
+    """An .npz whose ml_dtypes arrays (bfloat16...) travel with their dtype names (as ``farm.stages.iofile``)."""
+    arrays = {k: np.asarray(a) for k, a in arrays.items()}
+    buf = io.BytesIO()
+    np.savez(buf, __dtypes__=np.array([f"{k}={a.dtype.name}" for k, a in arrays.items()], dtype=np.str_), **arrays)
+    path.write_bytes(buf.getvalue())
+
+
+def verify(path: Path, timeout_s: float = 300.0) -> Written:
+    """Run a script as a user would: its own directory, no farm on the path, no planted faults."""
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
+    try:
+        p = subprocess.run([sys.executable, path.name], cwd=path.parent, env=env, capture_output=True, text=True,
+                           timeout=timeout_s)
+        return Written(path, p.returncode, (p.stdout + p.stderr)[-3000:])
+    except subprocess.TimeoutExpired:
+        return Written(path, -1, f"did not finish in {timeout_s:.0f} s")
+
+
+def _story(case: Case) -> str:
+    r = case.failure
+    h = case.harness
+    cfg = ", ".join(f"{k}={v}" for k, v in case.settings.items()) or "default settings"
+    lines = [f"The farm's harness {h.name} ({h.catalog} catalog, {h.primitive}, {h.dtype}): the {r.stage} stage on "
+             f"{r.platform} is {r.status}.", f"Settings: {cfg}."]
+    if r.error:
+        lines += ["The farm saw:"] + textwrap.wrap(f"{r.error_type or ''}: {r.error}"[:600], 88,
+                                                  initial_indent="    ", subsequent_indent="    ")
+    if case.stored:
+        lines.append(f"Stored run {case.stored.get('run')}: jax {case.stored.get('jax_version')}, "
+                     f"jaxlib {case.stored.get('jaxlib_version')}.")
+    return "\n".join(lines)
+
+
+def _environment(case: Case, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    from farm.pipeline.host import describe
+
+    env = describe()
+    r = case.failure
+    return {"harness": case.harness.describe(), "settings": case.settings,
+            "planted": os.environ.get("FARM_PLANT") or None,
+            "failure": {"stage": r.stage, "platform": r.platform, "status": r.status, "error_type": r.error_type,
+                        "error": r.error, "facts": dict(r.facts)},
+            "environment": {k: env.get(k) for k in ("jax_version", "jaxlib_version", "python", "xla_flags",
+                                                     "jax_config", "jaxlib_revision", "device_kinds", "farm_commit")},
+            **({"stored_run": case.stored} if case.stored else {}), **(extra or {})}
+
+
+def _platform(case: Case) -> str:
+    p = case.failure.platform
+    return p if p in ("cuda", "rocm", "tpu") and case.failure.stage == "crossexec" else "cpu"
+
+
+def write_full(case: Case, program: Any, dyn: list[np.ndarray], out: Path, name: str = "repro.py") -> Written:
+    """The unminimized reproducer: the farm's export artifact (or emitted code where the
+    failure comes before there is one), its inputs and the expected side."""
+    chk, expected = check(case, program.closed, dyn)
+    platform = _platform(case)
+    blob = artifact(case.outcome, "export")
+    code = None
+    if blob is not None and platform in export_platforms(case.outcome):
+        (out / "export.bin").write_bytes(blob)
+    else:
+        try:
+            code = emit.function(program.closed)
+        except emit.Unemittable as e:
+            raise FarmError(f"{case.harness.name}: no export artifact and no source form ({e})") from None
+    npz(out / "inputs.npz", {f"in{i}": d for i, d in enumerate(dyn)})
+    npz(out / "expected.npz", {f"out{i}_{j}": a for i, alts in enumerate(expected) for j, a in enumerate(alts)})
+    (out / "program.jaxpr").write_text(str(program.closed) + "\n")
+    (out / "environment.json").write_text(json.dumps(_environment(case), indent=1, default=str) + "\n")
+    counts = [len(a) for a in expected]
+    script = Script(
+        title=f"Reproducer for {case.harness.name}: {case.failure.stage} on {case.failure.platform} {case.failure.status}",
+        story=_story(case) + "\nGenerated by `farm repro`; the computation is "
+              + ("the farm's serialized jax.export artifact (export.bin)." if code is None else "emitted jax.lax code."),
+        settings=case.settings, platform=platform, check=chk, code=code,
+        inputs=f'[load("inputs.npz")[f"in{{i}}"] for i in range({len(dyn)})]',
+        expected=f'(lambda z: [[z[f"out{{i}}_{{j}}"] for j in range(k)] for i, k in enumerate({counts})])'
+                 f'(load("expected.npz"))' if counts else "[]")
+    path = out / name
+    path.write_text(script.render())
+    return verify(path)
+
+
+def correctly_rounded(closed: Any, args: list[np.ndarray]) -> np.ndarray | None:
+    """A one-equation elementwise float program on scalars, evaluated by mpmath at 300 bits
+    and rounded once to the output's dtype; None where that does not apply."""
+    try:
+        import mpmath
+    except ImportError:
+        return None
+    j = closed.jaxpr
+    if len(j.eqns) != 1 or len(j.outvars) != 1 or j.eqns[0].primitive.name not in _MPMATH:
+        return None
+    dt = np.dtype(j.outvars[0].aval.dtype)
+    if dt not in (np.float64, np.float32) or any(np.shape(a) for a in args):
+        return None
+    fn = getattr(mpmath, _MPMATH[j.eqns[0].primitive.name])
+    with mpmath.workprec(300):
+        try:
+            v = fn(*[mpmath.mpf(float(a)) for a in args])
+        except (ValueError, ZeroDivisionError):
+            return None
+        if not isinstance(v, mpmath.mpf):
+            return None
+        return np.asarray(dt.type(float(v)) if dt == np.float64 else np.float32(mpmath.nstr(v, 40)))
+
+
+def compact(title: str, story: str, settings: dict[str, str], code: str, args: list[np.ndarray],
+            wants: list[np.ndarray], how: str, chk: Check) -> str:
+    """The few-line script for a one-output scalar failure."""
+    names = [f"x{i}" if len(args) > 1 else "x" for i in range(len(args))]
+    dt = np.asarray(wants[0]).dtype
+    prelude = [f"os.environ.setdefault({k!r}, {v!r})" for k, v in settings.items() if k != "JAX_ENABLE_X64"]
+    x64 = settings.get("JAX_ENABLE_X64") in ("1", "true", "True")
+    lines = ["#!/usr/bin/env python3", f'"""{title}\n\n{story.rstrip()}\n\nNeeds only jax, jaxlib and numpy. '
+             'Exit 1 while the failure is there, 0 once it is fixed.\n"""',
+             *(["import os"] if prelude else []), "import sys", "", *prelude, "import jax",
+             "import jax.numpy as jnp  # noqa: F401", "import numpy as np", "from jax import lax", ""]
+    if x64:
+        lines += ['jax.config.update("jax_enable_x64", True)', ""]
+    lines += [code.rstrip(), ""]
+    lines += [f"{n} = {emit.array(a)}" for n, a in zip(names, args)]
+    lines += [f"got = jax.jit(f)({', '.join(names)})"]
+    want_src = [emit.array(np.asarray(w).astype(dt)) for w in wants]
+    lines += [f"want = {want_src[0]}  # {how}"]
+    if len(want_src) > 1:
+        lines += [f"also = {want_src[1]}  # the reference with subnormals flushed to zero (also accepted)"]
+    tol = f"max({chk.atol!r}, float(jnp.finfo(want.dtype).tiny)) + {chk.rtol!r} * abs(want)"
+    ok = "got == want or (np.isnan(got) and np.isnan(want)) or abs(got - want) <= " + tol
+    if len(want_src) > 1:
+        ok = f"({ok}) or got == also or abs(got - also) <= {tol}"
+    args_fmt = ", ".join(f"{{{n}!r}}" for n in names)
+    lines += [f"ok = bool({ok})"]
+    if np.dtype(dt).kind == "f":
+        lines += [f'print(f"f({args_fmt}) = {{got!r}}, expected {{want!r}}: {{abs(float(got) - float(want)) / '
+                  f'float(np.spacing(want)):.0f}} ULP apart (the farm allows {{{chk.rtol!r} / float(np.finfo(want.dtype).eps):.0f}})")']
+    else:
+        lines += [f'print(f"f({args_fmt}) = {{got!r}}, expected {{want!r}}")']
+    lines += ["sys.exit(0 if ok else 1)", ""]
+    return "\n".join(lines)
