@@ -106,7 +106,8 @@ def write_minimized(case: Case, program: Any, m: Minimized, out: Path, worker: W
         exact = correctly_rounded(closed, args)
         how = "correctly rounded (mpmath, 300 bits)" if exact is not None else "the float64 reference"
         ref = [exact] if exact is not None else [wants[0][0]]
-        path.write_text(compact(title, story, case.settings, code, args, ref + wants[0][1:], how, chk))
+        path.write_text(compact(title, story, case.settings, code, args, ref + wants[0][1:], how, chk,
+                                label=prims if len(closed.jaxpr.eqns) == 1 else "f"))
         return verify(path)
     notes: list[str] = []
     if planted or code is None:

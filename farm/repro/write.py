@@ -151,8 +151,8 @@ def correctly_rounded(closed: Any, args: list[np.ndarray]) -> np.ndarray | None:
 
 
 def compact(title: str, story: str, settings: dict[str, str], code: str, args: list[np.ndarray],
-            wants: list[np.ndarray], how: str, chk: Check) -> str:
-    """The few-line script for a one-output scalar failure."""
+            wants: list[np.ndarray], how: str, chk: Check, label: str = "f") -> str:
+    """The few-line script for a one-output scalar failure (``label``: how the call is printed)."""
     names = [f"x{i}" if len(args) > 1 else "x" for i in range(len(args))]
     dt = np.asarray(wants[0]).dtype
     prelude = [f"os.environ.setdefault({k!r}, {v!r})" for k, v in settings.items() if k != "JAX_ENABLE_X64"]
@@ -165,7 +165,7 @@ def compact(title: str, story: str, settings: dict[str, str], code: str, args: l
         lines += ['jax.config.update("jax_enable_x64", True)', ""]
     lines += [code.rstrip(), ""]
     lines += [f"{n} = {emit.array(a)}" for n, a in zip(names, args)]
-    lines += [f"got = jax.jit(f)({', '.join(names)})"]
+    lines += [f"got = np.asarray(jax.jit(f)({', '.join(names)}))"]
     want_src = [emit.array(np.asarray(w).astype(dt)) for w in wants]
     lines += [f"want = {want_src[0]}  # {how}"]
     if len(want_src) > 1:
@@ -177,9 +177,10 @@ def compact(title: str, story: str, settings: dict[str, str], code: str, args: l
     args_fmt = ", ".join(f"{{{n}!r}}" for n in names)
     lines += [f"ok = bool({ok})"]
     if np.dtype(dt).kind == "f":
-        lines += [f'print(f"f({args_fmt}) = {{got!r}}, expected {{want!r}}: {{abs(float(got) - float(want)) / '
-                  f'float(np.spacing(want)):.0f}} ULP apart (the farm allows {{{chk.rtol!r} / float(np.finfo(want.dtype).eps):.0f}})")']
+        lines += ["ulps = abs(float(got) - float(want)) / abs(float(np.spacing(want)))"]
+        lines += [f'print(f"{label}({args_fmt}) = {{got.item()!r}}, expected {{want.item()!r}}: {{ulps:.0f}} ULP apart '
+                  f'(the farm allows {round(chk.rtol / float(np.finfo(dt).eps))})")']
     else:
-        lines += [f'print(f"f({args_fmt}) = {{got!r}}, expected {{want!r}}")']
+        lines += [f'print(f"{label}({args_fmt}) = {{got.item()!r}}, expected {{want.item()!r}}")']
     lines += ["sys.exit(0 if ok else 1)", ""]
     return "\n".join(lines)
