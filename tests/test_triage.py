@@ -193,3 +193,21 @@ def test_the_migration_upgrades_a_database_made_by_the_schema_before_it(db_url: 
     with store.session() as s:
         assert triage.acknowledgements(s)[key]["note"] == "seen"
     store.dispose()
+
+
+def test_the_sweep_summary_says_which_clusters_are_new_and_gone(triage_db: str) -> None:
+    from farm.store import triage
+
+    store = open_store(triage_db)
+    with store.session() as s:
+        ids = {r.name: r.id for r in s.scalars(select(Run))}
+        assert triage.sweep_lines(s, ids["n@x64=off"]) == [
+            "clusters: 2 (2 new, 0 acknowledged; `farm triage n@x64=off`)"]
+        assert triage.sweep_lines(s, ids["n@x64=on"])[1] == "clusters since n@x64=off: 1 appeared, 0 gone, 0 spread"
+        key = triage.triage(s, "n@x64=on")["clusters"][0]["key"]  # the crash
+        triage.acknowledge(s, key, "known")
+        lines = triage.sweep_lines(s, ids["later"])
+    assert lines[:2] == ["clusters: 1 (0 new, 0 acknowledged; `farm triage later`)",
+                         "clusters since n@x64=on: 0 appeared, 2 gone, 0 spread"]
+    assert lines[2].startswith(f"acknowledged cluster {key} gone (probably fixed): execute crashed [sin]")
+    store.dispose()
