@@ -211,3 +211,17 @@ def test_the_sweep_summary_says_which_clusters_are_new_and_gone(triage_db: str) 
                          "clusters since n@x64=on: 0 appeared, 2 gone, 0 spread"]
     assert lines[2].startswith(f"acknowledged cluster {key} gone (probably fixed): execute crashed [sin]")
     store.dispose()
+
+
+def test_one_error_across_primitives_is_rolled_up_as_one_cause() -> None:
+    from farm.analysis.clusters import causes
+
+    row = {"stage": "xhost", "status": "error", "error_type": "XlaRuntimeError", "platform": "cpu", "dtype": "f",
+           "error": "INVALID_ARGUMENT: Failed to deserialize StableHLO", "run_id": 1}
+    rows = [{**row, "primitive": p, "harness": f"{p}_{i}", "fingerprint": f"{p}{i}"}
+            for p in ("acos", "asin", "erf") for i in range(3)]
+    rows.append({**row, "primitive": "exp", "harness": "exp_0", "fingerprint": "e", "error": "another error"})
+    found = clusters(rows, {1: {"name": "r"}}, [1])
+    assert len(found) == 4  # the primitive is part of a signature
+    [cause] = causes(found)
+    assert (cause["primitives"], cause["harnesses"], len(cause["clusters"])) == (["acos", "asin", "erf"], 9, 3)

@@ -180,3 +180,20 @@ def keys_of(rows: Iterable[Row]) -> dict[tuple[str, str, str], str]:
             worst[w] = (SEVERITY[s.status], s.key)
     out.update({(fp, p, "*"): k for (fp, p), (_, k) in worst.items()})
     return out
+
+
+def causes(found: Sequence[Cluster]) -> list[dict[str, Any]]:
+    """Clusters that differ only in their primitives, rolled up (``Signature.cause_key``):
+    one error across many primitives (the 0.10.2 → 0.8.3 deserialization break) is one
+    line to read. Only causes of two or more clusters; the most harnesses first."""
+    groups: dict[str, list[Cluster]] = defaultdict(list)
+    for c in found:
+        groups[c.signature.cause_key].append(c)
+    out = [{"cause": k, "clusters": [c.key for c in cs],
+            "primitives": sorted({p for c in cs for p in c.signature.primitives}),
+            "harnesses": len({h for c in cs for h in c.harnesses}), "records": sum(c.records for c in cs),
+            "platforms": sorted({p for c in cs for p in c.platforms}),
+            "summary": Signature(cs[0].signature.stage, cs[0].signature.status, ("…",), cs[0].signature.error_type,
+                                 cs[0].signature.message, cs[0].signature.numeric).describe()}
+           for k, cs in groups.items() if len(cs) > 1]
+    return sorted(out, key=lambda d: (-d["harnesses"], d["cause"]))

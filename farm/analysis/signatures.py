@@ -71,6 +71,12 @@ class Signature:
                            self.numeric], separators=(",", ":"), ensure_ascii=True)
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
+    @property
+    def cause_key(self) -> str:
+        """The key without the primitives: one error (a deserialization break, a worker
+        abort) that several primitives' clusters share, which ``farm triage`` rolls up."""
+        return Signature(self.stage, self.status, (), self.error_type, self.message, self.numeric).key
+
     def describe(self) -> str:
         """One line for people: ``compare fail [log1p] Mismatch (ulp≤256/all): output N: ...``."""
         prims = ",".join(self.primitives) or "?"

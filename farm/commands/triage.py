@@ -108,6 +108,12 @@ def render_text(rep: dict[str, Any], limit: int = 20) -> str:
         lines.append(f"     e.g. {c['example']['harness']} ({c['example']['dtype']}); {repro_command(c)}")
     if len(cs) > limit:
         lines.append(f"... {len(cs) - limit} more clusters (--limit, or --format json)")
+    if rep.get("causes"):
+        lines.append("one error across several primitives (clusters that differ only in the primitive):")
+    for d in rep.get("causes", [])[:limit]:
+        prims = ", ".join(d["primitives"][:8]) + (", ..." if len(d["primitives"]) > 8 else "")
+        lines.append(f"  {len(d['clusters'])} clusters, {d['harnesses']} harnesses [{prims}] on "
+                     f"{','.join(d['platforms'])}: {d['summary'][:120]}")
     for a in rep["acknowledged_gone"]:
         lines.append(f"acknowledged cluster {a['cluster']} is gone here (probably fixed): {a['summary']}")
     return "\n".join(lines)

@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from farm.analysis.clusters import Cluster, clusters
+from farm.analysis.clusters import Cluster, causes, clusters
 from farm.analysis.signatures import Signature
 from farm.errors import FarmError, RunNotFound
 from farm.results import BAD
@@ -95,7 +95,8 @@ def triage(session: Session, ref: str) -> dict[str, Any]:
     records = sum(c.records for c in found)
     return {"runs": [briefs[i] for i in focus], "failing_records": records, "clusters": [c.to_dict() for c in found],
             "new": sum(c.new for c in found), "acknowledged": sum(c.acknowledged is not None for c in found),
-            "acknowledged_gone": [a for k, a in sorted(acks.items()) if k not in keys]}
+            "acknowledged_gone": [a for k, a in sorted(acks.items()) if k not in keys],
+            "causes": causes(found)}
 
 
 def find_cluster(session: Session, key: str) -> tuple[Cluster, int]:
