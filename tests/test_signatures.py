@@ -143,3 +143,19 @@ def test_errors_that_are_not_disagreements_have_no_class() -> None:
     assert numeric_class(rec("error", metrics={"max_ulp_err": 5.0})) == ""
     assert numeric_class(rec("fail", "expected error; got ok", "UnexpectedFailure")) == ""
     assert signature(rec()).numeric == ""
+
+
+def test_an_xhost_record_is_classed_by_the_comparison_its_error_names() -> None:
+    r = rec("fail", "vs cpu host: 3 elements differ; max abs err inf", "Mismatch", stage="xhost",
+            metrics={"reference_max_ulp_err": 2.0, "reference_mismatches": 0.0, "cpu_host_max_ulp_err": "inf",
+                     "cpu_host_mismatches": 3.0},
+            facts={"vs_reference": "ok", "vs_cpu_host": "fail",
+                   "cpu_host_disagreement": {"elements": 3, "bad": 3, "exact": 1}})
+    assert numeric_class(r) == "exact/all"
+    older = {**r, "facts": {"vs_cpu_host": "fail"}}  # stored before the counts were
+    assert numeric_class(older) == "nonfinite"
+
+
+def test_an_older_integer_record_is_exact_not_nonfinite() -> None:
+    r = mismatch(metrics={"max_ulp_err": "inf", "mismatches": 2.0}, error="2 differ", dtype="int32")
+    assert numeric_class(r) == "exact"

@@ -186,6 +186,8 @@ def numeric_class(record: Mapping[str, Any]) -> str:
         if etype or "invariant_err" not in metrics:
             return ""
     d = facts.get("disagreement") or {}
+    if record.get("stage") == "xhost":  # three comparisons: the class of the one the error names
+        metrics, d = _xhost_comparison(str(record.get("error") or ""), metrics, facts)
     bad = _num(d.get("bad"))
     if bad is None:
         bad = _num(metrics.get("mismatches"))
@@ -195,10 +197,27 @@ def numeric_class(record: Mapping[str, Any]) -> str:
         bad = float(m.group(1)) if bad is None else bad
         elements = float(m.group(2))
     kind = _kind(d, metrics, facts)
+    if kind == "nonfinite" and str(record.get("dtype") or "").startswith(("int", "uint", "bool")):
+        kind = "exact"  # an older record of an integer harness: compared exactly, its ULP error "inf"
     if not kind:
         return ""
     extent = _extent(bad, elements)
     return f"{kind}/{extent}" if extent else kind
+
+
+_XHOST = {"vs reference": "reference", "vs cpu host": "cpu_host", "vs native": "native"}
+
+
+def _xhost_comparison(error: str, metrics: Mapping[str, Any], facts: Mapping[str, Any]
+                      ) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    """An xhost record's metrics and counts of the comparison its error line names
+    (``vs reference: ...``; metrics ``reference_max_ulp_err``, facts ``reference_disagreement``)."""
+    for said, label in _XHOST.items():
+        if error.startswith(said):
+            n = len(label) + 1
+            return ({k[n:]: v for k, v in metrics.items() if k.startswith(label + "_")},
+                    facts.get(f"{label}_disagreement") or {})
+    return metrics, {}
 
 
 def _kind(d: Mapping[str, Any], metrics: Mapping[str, Any], facts: Mapping[str, Any]) -> str:
