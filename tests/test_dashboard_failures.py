@@ -71,3 +71,8 @@ def test_unknown_run_is_a_404_with_one_line(client: Any) -> None:
     r = client.get("/failures.json?run=nosuch")
     assert r.status_code == 404 and "no run 'nosuch'" in r.get_json()["error"]
     assert client.get("/failures?bogus=1").status_code == 400
+
+
+def test_compare_page_says_which_clusters_appeared_and_went(client: Any) -> None:
+    page = client.get("/compare?base=n%40x64%3Doff&head=n%40x64%3Don").get_data(as_text=True)
+    assert 'id="clusters-diff"' in page and "<b>1</b> new · 0 gone" in page and "execute crashed [sin]" in page
