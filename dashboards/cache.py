@@ -75,18 +75,20 @@ def data_state(store: Any, generation: int) -> tuple[str, datetime | None] | Non
 
     One small query: the runs' (id, status, finished_at), each with the newest result id."""
     newest = select(func.max(ResultRow.id)).scalar_subquery()
+    # acknowledgements of failure clusters (``farm triage ack``, from another process): each
+    # new, changed (its time is renewed) or removed one changes their count or newest time
+    acks = select(func.count(AcknowledgementRow.id)).scalar_subquery()
+    acked = select(func.max(AcknowledgementRow.created_at)).scalar_subquery()
     with store.session() as s:
-        runs = s.execute(select(Run.id, Run.status, Run.finished_at, newest.label("newest"))
-                         .order_by(Run.id)).all()
-        # acknowledgements of failure clusters (``farm triage ack``, from another process)
-        acks = s.execute(select(AcknowledgementRow.cluster, AcknowledgementRow.note, AcknowledgementRow.url,
-                                AcknowledgementRow.created_at).order_by(AcknowledgementRow.cluster)).all()
+        runs = s.execute(select(Run.id, Run.status, Run.finished_at, newest.label("newest"), acks.label("acks"),
+                                acked.label("acked")).order_by(Run.id)).all()
     newest_result = runs[0].newest if runs else None
+    ack_state = (runs[0].acks, str(runs[0].acked)) if runs else None
     if any(r.status == "running" or r.finished_at is None for r in runs):
         return None
-    key = repr((generation, newest_result, [(r.id, r.status, r.finished_at.isoformat()) for r in runs],
-                [tuple(map(str, a)) for a in acks]))
-    last = max([r.finished_at for r in runs] + [a.created_at for a in acks if a.created_at], default=None)
+    key = repr((generation, newest_result, [(r.id, r.status, r.finished_at.isoformat()) for r in runs], ack_state))
+    times = [r.finished_at for r in runs] + ([runs[0].acked] if runs and runs[0].acked else [])
+    last = max(times, default=None)
     if last is not None and last.tzinfo is None:
         last = last.replace(tzinfo=timezone.utc)
     return hashlib.sha256(key.encode()).hexdigest(), last

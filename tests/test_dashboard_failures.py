@@ -65,6 +65,10 @@ def test_acknowledgement_shows_and_error_text_is_escaped(client: Any, triage_db:
     assert EVIL not in page and "&lt;script&gt;" in page
     assert "known &lt;b&gt;bad&lt;/b&gt;" in page and 'href="https://example.org/issue/1"' in page
     assert 'class="cluster new acked"' in page
+    with open_store(triage_db).session() as s:  # taken back: shown at once too
+        triage.unacknowledge(s, key)
+    r2 = client.get("/failures?run=evil", headers={"If-None-Match": r.headers["ETag"]})
+    assert r2.status_code == 200 and "known &lt;b&gt;" not in r2.get_data(as_text=True)
 
 
 def test_unknown_run_is_a_404_with_one_line(client: Any) -> None:

@@ -225,3 +225,19 @@ def test_one_error_across_primitives_is_rolled_up_as_one_cause() -> None:
     assert len(found) == 4  # the primitive is part of a signature
     [cause] = causes(found)
     assert (cause["primitives"], cause["harnesses"], len(cause["clusters"])) == (["acos", "asin", "erf"], 9, 3)
+
+
+def test_expected_failures_are_clustered_only_when_asked(triage_db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    store = open_store(triage_db)
+    with store.session() as s:
+        run = writes.create_run(s, env=ENV, name="known", platforms=PLATFORMS, run_on=["cpu"], total=1)
+        writes.Writer(s, run, writes.harness_ids(s, HARNESSES)).write([outcome("sin_f32", Record(
+            "compare", "cpu", "expected_fail", error_type="Mismatch", error="output 0: 1 of 8 elements differ",
+            metrics={"max_ulp_err": 1e6, "mismatches": 1.0},
+            facts={"limitation": "XLA CPU sin", "disagreement": {"elements": 8, "bad": 1, "sign": 1}}))])
+        writes.finish_run(s, run, "finished")
+    store.dispose()
+    assert triage_json(capsys, triage_db, "known")["clusters"] == []
+    rc, out, _ = farm(capsys, "triage", "known", "--expected", "--format", "json", "--db", triage_db)
+    [c] = json.loads(out)["clusters"]
+    assert (c["signature"]["status"], c["signature"]["numeric"]) == ("expected_fail", "sign/one")

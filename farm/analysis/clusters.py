@@ -61,18 +61,19 @@ class Cluster:
                 "since_ack": dict(self.since_ack), "fingerprints": dict(self.fingerprints)}
 
 
-def signed(rows: Iterable[Row]) -> list[tuple[Signature, Row]]:
-    """Each failing row with its signature (rows with nothing wrong are dropped)."""
+def signed(rows: Iterable[Row], expected: bool = False) -> list[tuple[Signature, Row]]:
+    """Each failing row with its signature (rows with nothing wrong are dropped; expected
+    failures too, unless ``expected``)."""
     out = []
     for r in rows:
-        s = signature(r)
+        s = signature(r, expected=expected)
         if s is not None:
             out.append((s, r))
     return out
 
 
 def clusters(rows: Iterable[Row], runs: Mapping[int, Mapping[str, Any]], focus: Collection[int], *,
-             acks: Mapping[str, Mapping[str, Any]] | None = None) -> list[Cluster]:
+             acks: Mapping[str, Mapping[str, Any]] | None = None, expected: bool = False) -> list[Cluster]:
     """The clusters of the runs in ``focus``, worst first.
 
     Args:
@@ -81,6 +82,7 @@ def clusters(rows: Iterable[Row], runs: Mapping[int, Mapping[str, Any]], focus: 
       runs: run id -> brief (``id``, ``name``) of every run the rows name.
       focus: the run ids asked about.
       acks: cluster key -> acknowledgement (``note``, ``url``, ``harnesses``, ``platforms``...).
+      expected: cluster the expected failures (``Limitation`` data) too.
     """
     focus = set(focus)
     acks = acks or {}
@@ -88,7 +90,7 @@ def clusters(rows: Iterable[Row], runs: Mapping[int, Mapping[str, Any]], focus: 
     seen: dict[str, set[int]] = defaultdict(set)
     members: dict[str, list[Row]] = defaultdict(list)
     sigs: dict[str, Signature] = {}
-    for s, r in signed(rows):
+    for s, r in signed(rows, expected):
         k = s.key
         seen[k].add(r["run_id"])
         if r["run_id"] in focus:

@@ -94,13 +94,15 @@ class Signature:
                    d.get("message") or "", d.get("numeric") or "")
 
 
-def signature(record: Mapping[str, Any], *, primitives: Iterable[str] | None = None) -> Signature | None:
+def signature(record: Mapping[str, Any], *, primitives: Iterable[str] | None = None,
+              expected: bool = False) -> Signature | None:
     """The signature of one record (a ``Record.to_dict()`` or a result row of
     ``farm.store.queries.results``), or None for a record with nothing wrong (ok, skipped,
     expected_fail, not_runnable_here).
 
     ``primitives``: the harness's primitive(s); default: the record's ``primitives`` or
-    ``primitive`` field.
+    ``primitive`` field. ``expected``: also sign ``expected_fail`` records (the known
+    failures a harness's ``Limitation`` declares), to see them as clusters too.
 
     >>> s = signature({"stage": "compare", "platform": "cpu", "status": "fail", "error_type": "Mismatch",
     ...                "error": "output 0: 3 of 64 elements differ from the float64 reference",
@@ -111,7 +113,7 @@ def signature(record: Mapping[str, Any], *, primitives: Iterable[str] | None = N
     True
     """
     status = record.get("status")
-    if status not in BAD:
+    if status not in BAD and not (expected and status == "expected_fail"):
         return None
     if primitives is None:
         primitives = record.get("primitives") or ([record["primitive"]] if record.get("primitive") else [])
@@ -177,7 +179,7 @@ def numeric_class(record: Mapping[str, Any]) -> str:
     ...                "facts": {"disagreement": {"elements": 4, "bad": 4, "nan": 4}}})
     'nan/all'
     """
-    if record.get("status") != "fail":
+    if record.get("status") not in ("fail", "expected_fail"):
         return ""
     metrics = record.get("metrics") or {}
     facts = record.get("facts") or {}

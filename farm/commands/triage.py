@@ -29,6 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "or 'ack' and a cluster key (default: latest)")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("--limit", type=number("--limit", minimum=1), default=20, help="clusters to list in text")
+    p.add_argument("--expected", action="store_true",
+                   help="also cluster the expected failures (the known gaps harnesses declare as Limitation data)")
     p.add_argument("--note", help="with ack: what is known (required to acknowledge)")
     p.add_argument("--url", help="with ack: a link to the upstream issue")
     p.add_argument("--remove", action="store_true", help="with ack: take the acknowledgement back")
@@ -47,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     if args.note or args.url or args.remove:
         raise ConfigError("--note, --url and --remove go with 'farm triage ack CLUSTER'")
     with store_from(args).session() as s:
-        rep = triage.triage(s, target[0])
+        rep = triage.triage(s, target[0], expected=args.expected)
     if args.format == "json":
         print(json.dumps(rep, indent=1, default=str))
     else:

@@ -44,13 +44,16 @@ def _escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def failing_rows(session: Session, run_ids: Iterable[int] | None = None) -> list[dict[str, Any]]:
-    """The failing result rows (a status in ``BAD``) of these runs (default: every run), with
-    their run id and harness: what ``farm.analysis.clusters`` groups. One query."""
+def failing_rows(session: Session, run_ids: Iterable[int] | None = None, expected: bool = False
+                 ) -> list[dict[str, Any]]:
+    """The failing result rows (a status in ``BAD``, and ``expected_fail`` if ``expected``)
+    of these runs (default: every run), with their run id and harness: what
+    ``farm.analysis.clusters`` groups. One query."""
     r = ResultRow
     q = (select(r.run_id, HarnessRow.name, HarnessRow.fingerprint, HarnessRow.primitive, HarnessRow.dtype,
                 r.platform, r.stage, r.status, r.error_type, r.error, _raw_json(r.metrics), _raw_json(r.facts))
-         .join(HarnessRow, HarnessRow.id == r.harness_id).where(r.status.in_(BAD)))
+         .join(HarnessRow, HarnessRow.id == r.harness_id)
+         .where(r.status.in_(BAD + (("expected_fail",) if expected else ()))))
     if run_ids is not None:
         q = q.where(r.run_id.in_(list(run_ids)))
     load = _JsonLoader(shared=True)
@@ -81,16 +84,17 @@ def _ack_dict(a: AcknowledgementRow) -> dict[str, Any]:
             "created_at": a.created_at.isoformat() if a.created_at else None}
 
 
-def triage(session: Session, ref: str) -> dict[str, Any]:
+def triage(session: Session, ref: str, expected: bool = False) -> dict[str, Any]:
     """The clusters of run ``ref`` (or of the sweep family ``ref@...``), worst first, with
     history from every run in the database and the acknowledgements; acknowledged clusters
-    that these runs no longer have are listed as ``gone`` (probably fixed)."""
+    that these runs no longer have are listed as ``gone`` (probably fixed). ``expected``:
+    the expected failures (``Limitation`` data) as clusters too."""
     runs = resolve_runs(session, ref)
     focus = [r.id for r in runs]
-    rows = failing_rows(session)  # every run: first/last seen, new
+    rows = failing_rows(session, expected=expected)  # every run: first/last seen, new
     briefs = run_briefs(session)
     acks = acknowledgements(session)
-    found = clusters(rows, briefs, focus, acks=acks)
+    found = clusters(rows, briefs, focus, acks=acks, expected=expected)
     keys = {c.key for c in found}
     records = sum(c.records for c in found)
     return {"runs": [briefs[i] for i in focus], "failing_records": records, "clusters": [c.to_dict() for c in found],
