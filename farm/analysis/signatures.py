@@ -29,6 +29,7 @@ cluster in the database (acknowledgements) and in reports.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -151,9 +152,13 @@ def normalize(error: Any) -> str:
     >>> normalize("output 0 is float32[3], tracing promised float64[3]")
     'output N is float32[…], tracing promised float64[…]'
     """
-    if not error:
-        return ""
-    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    return _normalize(str(error)) if error else ""
+
+
+@functools.lru_cache(maxsize=65536)
+def _normalize(error: str) -> str:
+    """``normalize`` of a string, memoized: the failing rows of a run repeat few texts."""
+    text = error.strip().splitlines()[0] if error.strip() else ""
     for pattern, repl in _RULES:
         text = pattern.sub(repl, text)
     text = re.sub(r"\s+", " ", text).strip()

@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from farm.analysis.clusters import Cluster, causes, clusters
+from farm.analysis.clusters import Cluster, causes, clusters, signed
 from farm.analysis.signatures import Signature
 from farm.errors import FarmError, RunNotFound
 from farm.results import BAD
@@ -87,19 +87,20 @@ def _ack_dict(a: AcknowledgementRow) -> dict[str, Any]:
 def triage(session: Session, ref: str, expected: bool = False) -> dict[str, Any]:
     """The clusters of run ``ref`` (or of the sweep family ``ref@...``), worst first, with
     history from every run in the database and the acknowledgements; acknowledged clusters
-    that these runs no longer have are listed as ``gone`` (probably fixed). ``expected``:
+    that an earlier run had and these runs do not are listed as ``gone`` (probably fixed). ``expected``:
     the expected failures (``Limitation`` data) as clusters too."""
-    runs = resolve_runs(session, ref)
-    focus = [r.id for r in runs]
+    focus = [r.id for r in resolve_runs(session, ref)]
     rows = failing_rows(session, expected=expected)  # every run: first/last seen, new
     briefs = run_briefs(session)
     acks = acknowledgements(session)
     found = clusters(rows, briefs, focus, acks=acks, expected=expected)
     keys = {c.key for c in found}
+    start = min(focus)
+    before = {sig.key for sig, r in signed((r for r in rows if r["run_id"] < start), expected)} if acks else set()
     records = sum(c.records for c in found)
     return {"runs": [briefs[i] for i in focus], "failing_records": records, "clusters": [c.to_dict() for c in found],
             "new": sum(c.new for c in found), "acknowledged": sum(c.acknowledged is not None for c in found),
-            "acknowledged_gone": [a for k, a in sorted(acks.items()) if k not in keys],
+            "acknowledged_gone": [a for k, a in sorted(acks.items()) if k not in keys and k in before],
             "causes": causes(found)}
 
 
@@ -109,13 +110,11 @@ def find_cluster(session: Session, key: str) -> tuple[Cluster, int]:
     key = key.strip().lower()
     if not _KEY.match(key):
         raise ClusterNotFound(f"{key!r} is not a cluster key (12 hex digits, as `farm triage RUN` lists them)")
-    rows = failing_rows(session)
-    runs = sorted({r["run_id"] for r in rows}, reverse=True)
-    briefs = run_briefs(session)
-    for rid in runs:
-        for c in clusters([r for r in rows if r["run_id"] == rid], briefs, [rid]):
-            if c.key == key:
-                return c, rid
+    members = [r for sig, r in signed(failing_rows(session)) if sig.key == key]
+    if members:
+        rid = max(r["run_id"] for r in members)
+        [c] = clusters([r for r in members if r["run_id"] == rid], run_briefs(session), [rid])
+        return c, rid
     raise ClusterNotFound(f"no cluster {key!r} in any run (list them with `farm triage RUN`)")
 
 
