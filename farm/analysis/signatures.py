@@ -46,8 +46,10 @@ NUM, SHAPE, HEX, PATH, NAME = "N", "[…]", "0x…", "<path>", "'…'"
 NO_SIGNATURE = ("ok", "skipped", "expected_fail", "not_runnable_here")
 #: How long a normalized error may be (the rest rarely tells causes apart).
 MAX_MESSAGE = 240
-#: ULP bands of a numeric disagreement: the upper bound of each, in ULPs (then "huge").
-ULP_BANDS = (16.0, 256.0, 4096.0, 65536.0)
+#: ULP bands of a numeric disagreement, (upper bound in ULPs, label): just past the tolerance
+#: (rounding), a precision bug (log1p off by 113 ULP), a lost digit or more, a wrong value.
+#: Coarse on purpose: one cause errs by different amounts on different inputs.
+ULP_BANDS = ((16.0, "16"), (1024.0, "1k"), (1048576.0, "1M"))
 #: Error types that are numeric disagreements rather than exceptions.
 NUMERIC_ERROR_TYPES = ("Mismatch",)
 
@@ -56,7 +58,7 @@ NUMERIC_ERROR_TYPES = ("Mismatch",)
 class Signature:
     """What identifies the cause of a failing record (see the module docstring).
 
-    ``numeric``: the class of a numeric disagreement ("nan/few", "ulp≤256/all", ...) or ""."""
+    ``numeric``: the class of a numeric disagreement ("nan/few", "ulp≤1k/all", ...) or ""."""
 
     stage: str
     status: str
@@ -79,7 +81,7 @@ class Signature:
         return Signature(self.stage, self.status, (), self.error_type, self.message, self.numeric).key
 
     def describe(self) -> str:
-        """One line for people: ``compare fail [log1p] Mismatch (ulp≤256/all): output N: ...``."""
+        """One line for people: ``compare fail [log1p] Mismatch (ulp≤1k/all): output N: ...``."""
         prims = ",".join(self.primitives) or "?"
         kind = f" ({self.numeric})" if self.numeric else ""
         etype = f" {self.error_type}" if self.error_type else ""
@@ -109,7 +111,7 @@ def signature(record: Mapping[str, Any], *, primitives: Iterable[str] | None = N
     ...                "error": "output 0: 3 of 64 elements differ from the float64 reference",
     ...                "metrics": {"max_ulp_err": 113.0, "mismatches": 3.0}}, primitives=["log1p"])
     >>> s.describe()
-    'compare fail [log1p] Mismatch (ulp≤256/few): output N: N of N elements differ from the float64 reference'
+    'compare fail [log1p] Mismatch (ulp≤1k/few): output N: N of N elements differ from the float64 reference'
     >>> signature({"stage": "compare", "platform": "cpu", "status": "ok"}) is None
     True
     """
@@ -233,6 +235,8 @@ def _kind(d: Mapping[str, Any], metrics: Mapping[str, Any], facts: Mapping[str, 
             return name
     if facts.get("exact") or d.get("exact"):
         return "exact"
+    if _num(metrics.get("invariant_err")) is not None and not (_num(metrics.get("mismatches")) or 0):
+        return "invariant"  # the elements agree; a non-unique result's residual does not
     ulp = _num(metrics.get("max_ulp_err"))
     if ulp is not None and ulp > 0:
         if math.isinf(ulp) or math.isnan(ulp):
@@ -245,15 +249,15 @@ def _kind(d: Mapping[str, Any], metrics: Mapping[str, Any], facts: Mapping[str, 
 
 
 def ulp_band(ulp: float) -> str:
-    """``ulp≤16``, ``ulp≤256``, ``ulp≤4096``, ``ulp≤65536`` or ``ulp>65536``.
+    """``ulp≤16``, ``ulp≤1k`` (1024), ``ulp≤1M`` (2**20) or ``ulp>1M``.
 
     >>> ulp_band(113.0)
-    'ulp≤256'
+    'ulp≤1k'
     """
-    for bound in ULP_BANDS:
+    for bound, label in ULP_BANDS:
         if ulp <= bound:
-            return f"ulp≤{bound:g}"
-    return f"ulp>{ULP_BANDS[-1]:g}"
+            return f"ulp≤{label}"
+    return f"ulp>{ULP_BANDS[-1][1]}"
 
 
 def _extent(bad: float | None, elements: float | None) -> str:
