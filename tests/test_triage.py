@@ -242,3 +242,13 @@ def test_expected_failures_are_clustered_only_when_asked(triage_db: str, capsys:
     rc, out, _ = farm(capsys, "triage", "known", "--expected", "--format", "json", "--db", triage_db)
     [c] = json.loads(out)["clusters"]
     assert (c["signature"]["status"], c["signature"]["numeric"]) == ("expected_fail", "sign/one")
+
+
+def test_a_cluster_whose_harnesses_the_candidate_did_not_run_is_not_gone() -> None:
+    row = {"stage": "lower", "status": "error", "error_type": "E", "error": "x", "primitive": "p", "dtype": "f",
+           "platform": "cpu", "run_id": 1}
+    base = [{**row, "harness": "a", "fingerprint": "fa"}]
+    assert diff(base, [], ran=["fb"])["gone"] == []  # a smaller selection: a's cluster is unknown, not fixed
+    assert [e["harnesses"] for e in diff(base, [], ran=["fa"])["gone"]] == [1]
+    ok = {**row, "status": "ok", "harness": "a", "fingerprint": "fa"}
+    assert len(diff(base, [ok])["gone"]) == 1  # all the candidate's rows: it ran a, which passed

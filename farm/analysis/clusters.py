@@ -129,15 +129,21 @@ def _brief(runs: Mapping[int, Mapping[str, Any]], rid: int) -> dict[str, Any]:
     return {"id": rid, "name": r.get("name")}
 
 
-def diff(base_rows: Iterable[Row], cand_rows: Iterable[Row]) -> dict[str, Any]:
-    """Which clusters appeared in the candidate and which went (were in the base and are
-    not in the candidate: probably fixed), and, of those in both, the ones that spread to
-    more harnesses or platforms. Each entry: key, summary, status, records, harnesses
-    (a count), platforms. Acknowledgements are not read here (a stored report must not
-    depend on them): ``acknowledged_changes`` picks theirs out."""
+def diff(base_rows: Iterable[Row], cand_rows: Iterable[Row], ran: Collection[str] | None = None) -> dict[str, Any]:
+    """Which clusters appeared in the candidate and which went (were in the base, and the
+    candidate ran at least one of their harnesses without that failure: probably fixed),
+    and, of those in both, the ones that spread to more harnesses or platforms. Each entry:
+    key, summary, status, records, harnesses (a count), platforms.
+
+    ``ran``: the fingerprints the candidate ran (default: those of ``cand_rows``, which must
+    then be all its rows, not only the failing ones): a cluster whose harnesses the
+    candidate did not run is not gone. Acknowledgements are not read here (a stored report
+    must not depend on them): ``acknowledged_changes`` picks theirs out."""
+    cand_rows = list(cand_rows)
+    ran = set(ran) if ran is not None else {r["fingerprint"] for r in cand_rows}
     b, c = _groups(base_rows), _groups(cand_rows)
     appeared = [_entry(k, c[k]) for k in c if k not in b]
-    gone = [_entry(k, b[k]) for k in b if k not in c]
+    gone = [_entry(k, b[k]) for k in b if k not in c and any(r["fingerprint"] in ran for r in b[k][1])]
     spread = []
     for k in sorted(set(b) & set(c)):
         more_h = sorted({r["harness"] for r in c[k][1]} - {r["harness"] for r in b[k][1]})

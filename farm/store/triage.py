@@ -16,7 +16,7 @@ from farm.analysis.clusters import Cluster, causes, clusters, signed
 from farm.analysis.signatures import Signature
 from farm.errors import FarmError, RunNotFound
 from farm.results import BAD
-from farm.store.models import AcknowledgementRow, HarnessRow, ResultRow, Run
+from farm.store.models import AcknowledgementRow, HarnessRow, OutcomeRow, ResultRow, Run
 from farm.store.models.base import utcnow
 from farm.store.queries import _JsonLoader, _raw_json, resolve_run
 
@@ -157,7 +157,9 @@ def sweep_lines(session: Session, run_id: int) -> list[str]:
     prev = previous_comparable(session, run)
     if prev is None:
         return [line]
-    d = diff([r for r in rows if r["run_id"] == prev.id], [r for r in rows if r["run_id"] == run_id])
+    ran = session.scalars(select(HarnessRow.fingerprint).join(OutcomeRow, OutcomeRow.harness_id == HarnessRow.id)
+                          .where(OutcomeRow.run_id == run_id)).all()
+    d = diff([r for r in rows if r["run_id"] == prev.id], [r for r in rows if r["run_id"] == run_id], ran)
     out = [line, f"clusters since {prev.name}: {len(d['appeared'])} appeared, {len(d['gone'])} gone, "
                  f"{len(d['spread'])} spread"]
     out += [f"acknowledged cluster {e['key']} {'gone (probably fixed)' if e['change'] == 'gone' else e['change']}: "
