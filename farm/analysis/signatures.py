@@ -6,9 +6,10 @@ such cells. ``signature(record)`` keeps what identifies a cause and drops what d
 - the **stage** and **status** (``fail``, ``error``, ``crashed``, ``timeout``,
   ``unexpected_pass``: ``farm.results.BAD``; every other status has no signature);
 - the **primitive(s)** of the harness (``primitives=``, or the row's ``primitive``);
-- the **error type**, kept as it is, and the **error normalized**: numbers, shapes, hex
-  addresses, hashes and ids, file paths and quoted names are replaced by placeholders, so
-  ``float32[3,4]`` and ``float32[8]`` read alike but ``float32`` and ``bfloat16`` do not;
+- the **error type**, kept as it is, and the **error normalized**: numbers, shapes, dtype
+  names, hex addresses, hashes and ids, file paths and quoted names are replaced by
+  placeholders, so ``float32[3,4]`` and ``bfloat16[8]`` read alike (``<dtype>[…]``): one
+  cause across the dtypes of a primitive is one cluster, which lists its dtypes;
 - for numeric disagreements (``error_type == "Mismatch"``, an invariant's residual), the
   **class** of the disagreement (``numeric_class``): NaN where a finite value is expected,
   a wrong infinity, a wrong sign, a flushed subnormal, or else the ULP band; with how many
@@ -41,7 +42,7 @@ from typing import Any
 from farm.results import BAD
 
 #: Placeholders the normalized error uses.
-NUM, SHAPE, HEX, PATH, NAME = "N", "[…]", "0x…", "<path>", "'…'"
+NUM, SHAPE, HEX, PATH, NAME, DTYPE = "N", "[…]", "0x…", "<path>", "'…'", "<dtype>"
 #: Statuses without a signature: nothing is wrong, or the failure was expected.
 NO_SIGNATURE = ("ok", "skipped", "expected_fail", "not_runnable_here")
 #: How long a normalized error may be (the rest rarely tells causes apart).
@@ -111,7 +112,7 @@ def signature(record: Mapping[str, Any], *, primitives: Iterable[str] | None = N
     ...                "error": "output 0: 3 of 64 elements differ from the float64 reference",
     ...                "metrics": {"max_ulp_err": 113.0, "mismatches": 3.0}}, primitives=["log1p"])
     >>> s.describe()
-    'compare fail [log1p] Mismatch (ulp≤1k/few): output N: N of N elements differ from the float64 reference'
+    'compare fail [log1p] Mismatch (ulp≤1k/few): output N: N of N elements differ from the <dtype> reference'
     >>> signature({"stage": "compare", "platform": "cpu", "status": "ok"}) is None
     True
     """
@@ -134,8 +135,10 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p
     (r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b", HEX),         # hashes, ids
     (r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", HEX),
     (r"tensor<[^<>]*>", "tensor<…>"),                                    # tensor<3x4xf32>
-    (r"\b((?:[a-z]*float|bfloat|f|bf|int|i|uint|u|complex|c|bool|pred)\d*(?:_\w+)?)\s*\[[\d,\s]*\]",
-     r"\1" + SHAPE),                                                     # float32[3,4], f32[3]
+    (r"\b(?:float8_\w+|bfloat16|float(?:16|32|64)|u?int(?:4|8|16|32|64)|complex(?:64|128)|bool_?)\b", DTYPE),
+    (r"\b(?:bf16|f16|f32|f64|[su](?:4|8|16|32|64)|i(?:1|4|8|16|32|64)|ui(?:4|8|16|32|64)|c64|c128|pred)"
+     r"(?=\[|\b)", DTYPE),                                              # f32[3], i1, pred
+    (r"(<dtype>)\s*\[[\d,\s]*\]", r"\1" + SHAPE),                          # <dtype>[3,4]
     (r"(?<![\w\]])\((?:\s*-?\d+\s*,)+\s*(?:-?\d+\s*)?\)", "(…)"),        # (3, 4), (3,)
     (r"(?<![\w\]])\[(?:\s*-?\d+\s*,)*\s*-?\d+\s*\]", SHAPE),             # [3, 4]
     (r"\b\d+(?:x\d+)+(?:x[a-z]+\d*)?\b", "…x…"),                         # 3x4, 3x4xf32
@@ -150,9 +153,9 @@ def normalize(error: Any) -> str:
     """The first line of an error with what varies by accident replaced by placeholders.
 
     >>> normalize("Cannot reshape f32[3,4] at 0x7f3a2b1c to (12, 1): see /usr/lib/x.py:12")
-    'Cannot reshape f32[…] at 0x… to (…): see <path>'
+    'Cannot reshape <dtype>[…] at 0x… to (…): see <path>'
     >>> normalize("output 0 is float32[3], tracing promised float64[3]")
-    'output N is float32[…], tracing promised float64[…]'
+    'output N is <dtype>[…], tracing promised <dtype>[…]'
     """
     return _normalize(str(error)) if error else ""
 

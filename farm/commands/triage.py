@@ -107,7 +107,7 @@ def render_text(rep: dict[str, Any], limit: int = 20) -> str:
                 lines.append(f"     since acknowledged: +{len(grew.get('new_harnesses', []))} harnesses"
                              + (f", new platforms {', '.join(grew['new_platforms'])}" if grew.get("new_platforms")
                                 else ""))
-        lines.append(f"     e.g. {c['example']['harness']} ({c['example']['dtype']}); {repro_command(c)}")
+        lines.append(f"     dtypes {','.join(c['dtypes'])}; e.g. {repro_command(c)}")
     if len(cs) > limit:
         lines.append(f"... {len(cs) - limit} more clusters (--limit, or --format json)")
     if rep.get("causes"):
