@@ -6,6 +6,8 @@ No Ray, database or web imports: the CLI and the dashboard load rows through
 - ``report(base_run, base_rows, cand_run, cand_rows, history=None, threshold=0.2,
   selection=None)``: the whole comparison as one JSON-able dict (``render_text`` / ``render_markdown`` print it);
 - ``failing(report, kinds)``: which chosen kinds of regression it holds (a CI gate);
+- ``signature(record)``, ``clusters.clusters(rows, runs, focus)``: failing records grouped by
+  cause (``farm triage``, the dashboard's Failures page, ``report``'s ``clusters``);
 - building blocks: ``flips`` (status changes per stage), ``gate`` (worst status per
   harness x platform: crashes, timeouts, vanished results), ``drift`` (numeric error growth),
   ``perf`` (performance verdicts), ``flaky``, ``steps`` (step detection), ``stats``.
@@ -45,10 +47,12 @@ severity, harness, fingerprint, primitive, dtype, platform, stage, and by kind:
   flaky:   rate, runs, transitions, usual, statuses, environment, run_ids.
 Infinite numbers are strings ("inf"), as the store keeps them.
 """
+from farm.analysis.clusters import Cluster
 from farm.analysis.flaky import flaky
 from farm.analysis.render import render_markdown, render_text
 from farm.analysis.report import FORMAT_VERSION, KINDS, failing, report
+from farm.analysis.signatures import Signature, signature
 from farm.analysis.steps import detect_steps, significant_steps
 
-__all__ = ["FORMAT_VERSION", "KINDS", "detect_steps", "failing", "flaky", "render_markdown", "render_text",
-           "report", "significant_steps"]
+__all__ = ["Cluster", "FORMAT_VERSION", "KINDS", "Signature", "detect_steps", "failing", "flaky",
+           "render_markdown", "render_text", "report", "signature", "significant_steps"]
