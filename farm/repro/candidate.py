@@ -90,7 +90,7 @@ def evaluate(program: Any, c: Candidate) -> dict[str, Any]:
         v = judge(closed, args, outs)
     except Exception as e:
         return _record("compare", "error", e)
-    return _record("compare", v.status, v.error, facts=dict(v.facts), outputs=outs)
+    return _record("compare", v.status, v.error, facts=dict(v.facts), metrics=dict(v.metrics), outputs=outs)
 
 
 def values(program: Any, dyn: list[np.ndarray]) -> dict[str, np.ndarray]:

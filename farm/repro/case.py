@@ -75,13 +75,19 @@ def run(h: Any, src: Source, opts: Options, timeout_s: float) -> Outcome:
     return judge_crash(h, outcome, opts.run_on)
 
 
+#: Structural checks of a module's text (chlo ops, shardings): nothing to run, so nothing a script reproduces
+STRUCTURAL = ("census", "sharding")
+#: Which failure is picked first: a real one before a declared (``expected_fail``) one
+_ORDER = {"crashed": 0, "timeout": 0, "error": 1, "fail": 1, "expected_fail": 2}
+
+
 def pick(outcome: Outcome, platform: str | None, stage: str | None = None) -> Record | None:
-    """The failure to reproduce: the first failing record (in stage order) on ``platform``."""
-    for r in outcome.records:
-        if r.status in REPRODUCIBLE and (platform is None or r.platform in (platform, "any")) \
-                and (stage is None or r.stage == stage):
-            return r
-    return None
+    """The failure to reproduce on ``platform``: undeclared failures before declared ones,
+    then in stage order; structural checks (census, sharding) are not run, so not picked."""
+    found = [r for r in outcome.records
+             if r.status in REPRODUCIBLE and (platform is None or r.platform in (platform, "any"))
+             and (stage is None or r.stage == stage) and (stage is not None or r.stage not in STRUCTURAL)]
+    return min(found, key=lambda r: _ORDER[r.status], default=None)
 
 
 def load(catalog: str, modules: tuple[str, ...], name: str, platform: str | None,
@@ -92,6 +98,8 @@ def load(catalog: str, modules: tuple[str, ...], name: str, platform: str | None
         FarmError: unknown harness; NothingToReproduce: it does not fail."""
     h = find(catalog, modules, name)
     cfg = settings()
+    if h.needs_x64:  # the farm turns x64 on for this harness; a script must too
+        cfg["JAX_ENABLE_X64"] = "1"
     src = Source(catalog, modules, h.name, {**cfg, **({"FARM_PLANT": os.environ["FARM_PLANT"]}
                                                      if os.environ.get("FARM_PLANT") else {})})
     opts = Options(roundtrip=bool(stored and stored.get("stage") == "compare" and stored.get("platform") == "export"))

@@ -246,7 +246,10 @@ class _Search:
     def narrow_dtypes(self) -> None:
         narrower = {"float64": np.float32, "complex128": np.complex64}
         wide = {k: v for k, v in self.best.inputs.items() if np.asarray(v).dtype.name in narrower}
-        if not wide:
+        with np.errstate(all="ignore"):  # only where every value survives the narrowing exactly
+            exact = all(np.array_equal(np.asarray(v).astype(narrower[np.asarray(v).dtype.name]).astype(np.asarray(v).dtype),
+                                       v, equal_nan=True) for v in wide.values())
+        if not wide or not exact:
             return
         ins = {k: (np.asarray(v).astype(narrower[np.asarray(v).dtype.name]) if k in wide else v)
                for k, v in self.best.inputs.items()}

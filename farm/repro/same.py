@@ -1,28 +1,27 @@
-"""The minimizer's "same failure" test: two records fail the same way when their
-signatures are equal.
-
-The signature is ``farm.analysis.signatures`` (issue 27's triage clusters) where that
-module is present; until then a local key: stage, status, error type and the message
-with its numbers masked (so "3 of 400 elements" and "1 of 1 elements" agree, a
-different error does not).
+"""The minimizer's "same failure" test: two records fail the same way when their failure
+signatures (``farm.analysis.signatures``, the triage clusters' identity) agree, with two
+parts left out that a shrinking program changes by design: the primitives (the program
+loses equations) and the extent of a numeric disagreement (keeping only the failing
+elements turns "few of 400" into "one of one"). The kind of disagreement stays: a
+113-ULP error that becomes a NaN is another failure.
 """
 from __future__ import annotations
 
-import re
+import dataclasses
 from typing import Any
 
-_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+from farm.analysis.signatures import Signature, signature
 
 
-def key(record: dict[str, Any]) -> tuple[str, ...] | None:
-    """The local signature: None for a record that does not fail."""
-    if record.get("status") in (None, "ok", "skipped", "not_runnable_here"):
+def key(record: dict[str, Any]) -> Signature | None:
+    """The signature the minimizer compares; None for a record that does not fail."""
+    s = signature(record, primitives=(), expected=True)
+    if s is None:
         return None
-    status = "fail" if record["status"] == "expected_fail" else record["status"]
-    message = _NUMBER.sub("#", str(record.get("error") or ""))
-    return (str(record.get("stage")), status, str(record.get("error_type")), message[:200])
+    return dataclasses.replace(s, status="fail" if s.status == "expected_fail" else s.status,
+                               numeric=s.numeric.split("/")[0])
 
 
 def same_failure(a: dict[str, Any], b: dict[str, Any]) -> bool:
     ka, kb = key(a), key(b)
-    return ka is not None and ka == kb
+    return ka is not None and ka.key == kb.key if kb is not None else False
