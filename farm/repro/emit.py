@@ -86,8 +86,10 @@ def array(a: np.ndarray) -> str:
         return scalar(a)
     dt = f"np.{a.dtype.name}" if hasattr(np, a.dtype.name) else f"jnp.{a.dtype.name}"
     wide = a.astype(np.complex128 if a.dtype.kind == "c" else np.float64) if a.dtype.kind not in "biu" else a
+    part = np.float32 if a.dtype.name in ("float32", "complex64") else np.float64
     items = [repr(x) if not isinstance(x, float) and not isinstance(x, complex) else
-             (f"complex({_f(x.real)}, {_f(x.imag)})" if isinstance(x, complex) else _f(x)) for x in wide.reshape(-1).tolist()]
+             (f"complex({_f(x.real, part)}, {_f(x.imag, part)})" if isinstance(x, complex) else _f(x, part))
+             for x in wide.reshape(-1).tolist()]
     return f"np.array([{', '.join(items)}], dtype={dt}).reshape({a.shape})"
 
 

@@ -24,6 +24,8 @@ from farm.results import Record
 
 #: The failures the minimizer can judge candidates for: this host's own run of the program
 MINIMIZABLE = ("trace", "lower", "compile", "execute", "compare")
+#: Up to this many values (inputs and expected), a minimized script holds them in its text
+INLINE = 24
 
 
 @dataclass(frozen=True)
@@ -120,13 +122,17 @@ def write_minimized(case: Case, program: Any, m: Minimized, out: Path, worker: W
                      "export (min_export.bin), made with the fault in force. What it computes:"] + \
                     [f"    {line}" for line in code.splitlines()]
             code = None
-    npz(out / "min_inputs.npz", {f"in{i}": a for i, a in enumerate(args)})
-    npz(out / "min_expected.npz", {f"out{i}_{j}": a for i, alts in enumerate(wants) for j, a in enumerate(alts)})
-    counts = [len(a) for a in wants]
-    script = Script(title, story, case.settings, "cpu", chk, code, "min_export.bin",
-                    inputs=f'[load("min_inputs.npz")[f"in{{i}}"] for i in range({len(args)})]',
-                    expected=(f'(lambda z: [[z[f"out{{i}}_{{j}}"] for j in range(k)] for i, k in '
-                              f'enumerate({counts})])(load("min_expected.npz"))') if counts else "[]",
-                    notes=notes)
+    if elements + sum(np.size(a) for alts in wants for a in alts) <= INLINE:  # small: the values in the script
+        inputs = "[\n        " + ",\n        ".join(emit.array(a) for a in args) + "]"
+        expected = "[" + ", ".join("[" + ", ".join(emit.array(a) for a in alts) + "]" for alts in wants) + "]"
+    else:
+        npz(out / "min_inputs.npz", {f"in{i}": a for i, a in enumerate(args)})
+        npz(out / "min_expected.npz", {f"out{i}_{j}": a for i, alts in enumerate(wants) for j, a in enumerate(alts)})
+        counts = [len(a) for a in wants]
+        inputs = f'[load("min_inputs.npz")[f"in{{i}}"] for i in range({len(args)})]'
+        expected = (f'(lambda z: [[z[f"out{{i}}_{{j}}"] for j in range(k)] for i, k in '
+                    f'enumerate({counts})])(load("min_expected.npz"))') if counts else "[]"
+    script = Script(title, story, case.settings, "cpu", chk, code, "min_export.bin", inputs=inputs,
+                    expected=expected, notes=notes)
     path.write_text(script.render())
     return verify(path)
