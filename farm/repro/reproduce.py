@@ -119,7 +119,8 @@ def write_minimized(case: Case, program: Any, m: Minimized, out: Path, worker: W
         (out / "min_export.bin").write_bytes(blob)
         if code is not None:
             notes = ["The planted fault lives in the farm's lowering, so this runs the minimized program's own",
-                     "export (min_export.bin), made with the fault in force. What it computes:"] + \
+                     "export (min_export.bin, made with the fault in force; deserializing it needs the flatbuffers",
+                     "package too). What it computes:"] + \
                     [f"    {line}" for line in code.splitlines()]
             code = None
     if elements + sum(np.size(a) for alts in wants for a in alts) <= INLINE:  # small: the values in the script

@@ -94,35 +94,42 @@ def load(name):
 '''
 
 EXPORT_CODE = '''
-def computation(*inputs):
-    """The serialized jax.export artifact the farm made; another platform's module is lowered
-    for that platform and compiled by this host's backend (what the farm's crossexec does)."""
+def prepare(inputs):
+    """The serialized jax.export artifact the farm made (deserializing needs the flatbuffers
+    package, an optional dependency of jax); another platform's module is lowered for that
+    platform and compiled by this host's backend (what the farm's crossexec does)."""
     exported = jax.export.deserialize(bytearray((HERE / "{blob}").read_bytes()))
     if PLATFORM == jax.default_backend():
-        return exported.call(*inputs)
-    return jax.jit(exported.call).trace(*inputs).lower(lowering_platforms=(PLATFORM,)).compile()(*inputs)
+        return exported.call
+    return jax.jit(exported.call).trace(*inputs).lower(lowering_platforms=(PLATFORM,)).compile()
+'''
+
+CODE_CODE = '''
+
+def prepare(inputs):
+    """f, jitted; another platform's lowering is compiled by this host's backend (the farm's crossexec)."""
+    if PLATFORM == jax.default_backend():
+        return jax.jit(f)
+    return lambda *xs: jax.jit(f).trace(*xs).lower(lowering_platforms=(PLATFORM,)).compile()(*xs)
 '''
 
 MAIN_CODE = '''
-
-def run(inputs):
-    return [np.asarray(o) for o in jax.tree.leaves(computation(*inputs))]
-
 
 def main():
     kind = CHECK["kind"]
     if kind in ("crash", "timeout") and "--child" not in sys.argv:
         import subprocess
         try:
-            rc = subprocess.run([sys.executable, __file__, "--child"], timeout=CHECK.get("timeout_s", 120)).returncode
+            rc = subprocess.run([sys.executable, __file__, "--child"], timeout=CHECK["timeout_s"]).returncode
         except subprocess.TimeoutExpired:
             print("still fails: the computation did not finish"); return 1
-        if rc not in (0, 1):
+        if rc not in (0, 1, 2):
             print(f"still fails: the process running the computation died (exit code {{rc}})"); return 1
-        print("fixed: the computation ran to the end"); return 0
+        print("fixed: the computation ran to the end" if rc == 0 else "the child could not run"); return rc
     inputs = INPUTS()
+    fn = prepare(inputs)
     try:
-        outs = run(inputs)
+        outs = [np.asarray(o) for o in jax.tree.leaves(fn(*inputs))]
     except Exception as e:
         if kind == "error":
             print(f"still fails: {{type(e).__name__}}: {{e}}"[:2000]); return 1
@@ -133,7 +140,14 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        status = main()
+    except Exception:  # the script itself broke: not the failure it reproduces
+        import traceback
+        traceback.print_exc()
+        print("the reproducer could not run (exit 2): see the error above")
+        status = 2
+    sys.exit(status)
 '''
 
 
@@ -190,7 +204,7 @@ class Script:
         if self.code is None:
             parts.append(EXPORT_CODE.format(blob=self.blob))
         else:
-            parts.append("\n" + self.code.rstrip() + "\n\n\ndef computation(*inputs):\n    return jax.jit(f)(*inputs)\n")
+            parts.append("\n" + self.code.rstrip() + "\n" + CODE_CODE)
         parts += [f"\ndef INPUTS():\n    return {self.inputs}\n", f"\ndef EXPECTED():\n    return {self.expected or '[]'}\n",
                   CHECK_CODE, MAIN_CODE.format()]
         return "\n".join(parts)
