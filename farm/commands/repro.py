@@ -14,7 +14,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("repro", help="write a standalone repro.py (jax and numpy only) for a failing harness; "
                                      "--minimize shrinks it to the smallest program and input that still fail")
     p.add_argument("harness", help="the harness's full name (farm catalog lists them)")
-    p.add_argument("--catalog", default="farm", help="farm, upstream, all, or planted (with --modules)")
+    p.add_argument("--catalog", help="farm, upstream, all, or planted (with --modules); default: the --run's "
+                                     "catalog, else farm")
     p.add_argument("--modules", help="extra harness modules to import (e.g. harnesses.planted)")
     p.add_argument("--platform", help="the failure on this platform (cpu, cuda, rocm, tpu, export)")
     p.add_argument("--run", metavar="RUN", help="the failure a stored run recorded (id, name, latest): its stage, "
@@ -58,7 +59,7 @@ def _stored(args: argparse.Namespace) -> dict[str, Any]:
         raise FarmError(f"{args.harness} did not fail in run {info['name']!r}: nothing to reproduce")
     r = bad[0]
     label = info["name"].partition("@")[2]
-    return {"run": info["name"], "stage": r["stage"], "platform": r["platform"], "status": r["status"],
+    return {"run": info["name"], "catalog": info.get("catalog"), "stage": r["stage"], "platform": r["platform"], "status": r["status"],
             "error_type": r["error_type"], "error": r["error"], "config": label,
             **{k: info["environment"].get(k) for k in ("jax_version", "jaxlib_version", "xla_flags")}}
 
@@ -71,7 +72,10 @@ def repro_cmd(args: argparse.Namespace) -> int:
 
     out = Path(args.out or f"repro-{args.harness.replace('/', '_')}")
     modules = tuple(m.strip() for m in (args.modules or "").split(",") if m.strip())
-    rep = reproduce(args.catalog, modules, args.harness, out, platform=args.platform, stored=stored,
+    catalog = args.catalog or (stored or {}).get("catalog") or "farm"
+    if catalog not in ("farm", "upstream", "all", "planted") and stored:
+        catalog = "all"
+    rep = reproduce(catalog, modules, args.harness, out, platform=args.platform, stored=stored,
                     do_minimize=args.minimize, timeout_s=args.timeout)
     f = rep.failure
     print(f"{rep.harness}: {f.stage} on {f.platform} {f.status}: {(f.error or '')[:200]}")
