@@ -135,10 +135,11 @@ def _serve(conn: Any, src: Source) -> None:
             if req is None:
                 return
             kind, body = req
-            if kind == "values":
-                conn.send(("values", values(program, dyn)))
-            elif kind == "export":
-                conn.send(("export", export(program, body)))
+            if kind in ("values", "export"):
+                try:
+                    conn.send((kind, values(program, dyn) if kind == "values" else export(program, body)))
+                except Exception as e:  # a record, not a dead worker
+                    conn.send(("record", _record(kind, "error", e)))
             else:
                 conn.send(("record", evaluate(program, body)))
 
@@ -196,6 +197,8 @@ class Worker:
             self._kill()
             return "record", _record("execute", "timeout", f"no result after {self.timeout_s:.0f}s; worker killed")
         except (EOFError, OSError):
+            if self.proc is not None:
+                self.proc.join(5)  # the exit code (the signal) is part of the failure's signature
             code = self.proc.exitcode if self.proc else None
             self._kill()
             return "record", {**_record("execute", "crashed", f"worker process died (exit code {code})"),

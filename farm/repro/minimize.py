@@ -136,7 +136,7 @@ class _Search:
         """Every intermediate value of the harness on its inputs (None: computing them failed)."""
         if self._values is None:
             kind, got = self.worker.ask("values")
-            self._values = got if kind == "values" else {}
+            self._values = got if kind == "values" else reference_values(self.program, self.best.inputs)
         return self._values or None
 
     def candidate(self, keep: Sequence[int], outs: Sequence[str], values: dict[str, np.ndarray]) -> Candidate:
@@ -255,6 +255,27 @@ class _Search:
                for k, v in self.best.inputs.items()}
         self.test(Candidate(self.best.keep, self.best.outs, ins), "simplify dtypes",
                   "inputs " + ", ".join(sorted({np.asarray(v).dtype.name for v in wide.values()})) + " narrowed")
+
+
+def reference_values(program: Any, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Every intermediate value by the float64 reference, rounded to its own dtype: the
+    inputs of dropped equations where running the program here crashes ({} where the
+    reference has no rule for it)."""
+    import jax
+
+    from farm.reference import evaluate
+
+    names = program.names()
+    every = [names[v] for eqn in program.jaxpr.eqns for v in eqn.outvars if type(v).__name__ != "DropVar"]
+    dtypes = [v.aval.dtype for eqn in program.jaxpr.eqns for v in eqn.outvars if type(v).__name__ != "DropVar"]
+    f, free = program.function(range(len(program.jaxpr.eqns)), every)
+    try:
+        args = [inputs[n] for n in free]
+        with np.errstate(all="ignore"):
+            got = evaluate(jax.make_jaxpr(f)(*args), *args)
+    except Exception:  # no rule, or the inputs were already cut: no dropping from the top
+        return {}
+    return {**inputs, **{n: np.asarray(g).astype(d) for n, g, d in zip(every, got, dtypes)}}
 
 
 def minimize(program: Any, dyn: Sequence[np.ndarray], worker: Worker,

@@ -101,7 +101,8 @@ def write_full(case: Case, program: Any, dyn: list[np.ndarray], out: Path, name:
     platform = _platform(case)
     blob = artifact(case.outcome, "export")
     code, why = None, ""
-    if not os.environ.get("FARM_PLANT"):  # a planted fault lives in the farm's lowering: only its export has it
+    planted_export = os.environ.get("FARM_PLANT") and blob is not None and platform in export_platforms(case.outcome)
+    if not planted_export:  # a planted fault lives in the farm's lowering: only its export has it (if any)
         try:
             code = emit.function(program.closed)
         except emit.Unemittable as e:
