@@ -33,14 +33,3 @@ define(FAMILY, "hang", _with_callback(lambda: time.sleep(10**6)), [RandArg((4,),
 define(FAMILY, "exp", lax.exp, [RandArg((4,), "float32")], dtype="float32", group="planted_ok",
        catalog="planted", reference=np.exp)
 
-
-def _chain(x, y):
-    """Seven equations around one sin: what ``farm repro --minimize`` cuts down to the sin
-    when a wrong sin rule is planted (``FARM_PLANT=wrong_lowering:sin:cpu``)."""
-    b = lax.sin(lax.mul(x, y))
-    c = lax.exp(lax.neg(lax.abs(y)))
-    return lax.sub(lax.tanh(lax.add(b, c)), lax.cos(x))
-
-
-define(FAMILY, "chain", _chain, [RandArg((8, 4), "float32"), RandArg((8, 4), "float32")], dtype="float32",
-       group="planted_ok", catalog="planted")
