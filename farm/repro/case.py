@@ -138,7 +138,7 @@ def check(case: Case, closed: Any, dyn: list[np.ndarray]) -> tuple[Check, list[l
     facts = dict(rec.facts)
     against = facts.get("against")
     if against == "jaxpr":
-        return _policy(facts), reference(closed, dyn)
+        return policy_check(facts), reference(closed, dyn)
     if against == "reference":
         from farm.pipeline.references import reference_outputs
 
@@ -157,7 +157,7 @@ def check(case: Case, closed: Any, dyn: list[np.ndarray]) -> tuple[Check, list[l
                     "(an invariant) has no standalone check yet")
 
 
-def _policy(facts: dict[str, Any]) -> Check:
+def policy_check(facts: dict[str, Any]) -> Check:
     pol = facts.get("policy") or {}
     rtol, atol = float(pol.get("rtol", 0.0)), float(pol.get("atol", 0.0))
     if facts.get("floor"):

@@ -160,10 +160,7 @@ def function(closed: Any, name: str = "f") -> str:
         avals = [v.aval for v in eqn.invars]
         placeholders = [f"a{i}" for i in range(len(ins))]
         for form in ("plain", "keywords", "bind"):
-            try:
-                probe = _line(eqn, placeholders, form)
-            except Unemittable:
-                raise
+            probe = _line(eqn, placeholders, form)  # Unemittable: a parameter has no source form
             if _same(eqn, probe, avals):
                 code = _line(eqn, ins, form) if form != "keywords" else _fewer(eqn, ins, placeholders, avals)
                 break

@@ -15,7 +15,7 @@ import numpy as np
 from farm.errors import FarmError
 from farm.repro import emit
 from farm.repro.candidate import Worker, traced_program
-from farm.repro.case import Case, _policy, load, reference
+from farm.repro.case import Case, policy_check, load, reference
 from farm.repro.minimize import Minimized, NotReproduced, minimize
 from farm.repro.same import same_failure
 from farm.repro.script import Check, Script
@@ -97,7 +97,7 @@ def write_minimized(case: Case, program: Any, m: Minimized, out: Path, worker: W
              f"judged in isolated workers); the minimized program is {rec.get('stage')} {rec.get('status')}: "
              f"{rec.get('error') or ''}"[:400] + "\nThe unminimized reproducer is repro_full.py.")
     if rec.get("status") == "fail":
-        chk, wants = _policy(rec.get("facts") or {}), reference(closed, args)
+        chk, wants = policy_check(rec.get("facts") or {}), reference(closed, args)
     elif rec.get("status") in ("crashed", "timeout"):
         chk, wants = Check("crash" if rec["status"] == "crashed" else "timeout"), []
     else:

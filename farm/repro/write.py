@@ -22,7 +22,7 @@ import numpy as np
 
 from farm.errors import FarmError
 from farm.repro import emit
-from farm.repro.case import Case, artifact, check, export_platforms, reference
+from farm.repro.case import Case, artifact, check, export_platforms
 from farm.repro.script import Check, Script
 
 #: mpmath functions for a correctly rounded expected value of a one-equation program
