@@ -176,10 +176,12 @@ def compact(title: str, story: str, settings: dict[str, str], code: str, args: l
     lines += [f"want = {want_src[0]}  # {how}"]
     if len(want_src) > 1:
         lines += [f"also = {want_src[1]}  # the reference with subnormals flushed to zero (also accepted)"]
-    tol = f"max({chk.atol!r}, float(jnp.finfo(want.dtype).tiny)) + {chk.rtol!r} * abs(want)"
-    ok = "got == want or (np.isnan(got) and np.isnan(want)) or abs(got - want) <= " + tol
+    def tol(w: str) -> str:
+        return f"max({chk.atol!r}, float(jnp.finfo({w}.dtype).tiny)) + {chk.rtol!r} * abs({w})"
+
+    ok = "got == want or (np.isnan(got) and np.isnan(want)) or abs(got - want) <= " + tol("want")
     if len(want_src) > 1:
-        ok = f"({ok}) or got == also or abs(got - also) <= {tol}"
+        ok = f"({ok}) or got == also or abs(got - also) <= {tol('also')}"
     args_fmt = ", ".join(f"{{{n}!r}}" for n in names)
     lines += [f"ok = bool({ok})"]
     if np.dtype(dt).kind == "f":
