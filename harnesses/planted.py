@@ -32,4 +32,3 @@ define(FAMILY, "hang", _with_callback(lambda: time.sleep(10**6)), [RandArg((4,),
        group="planted_hang", catalog="planted", reference=np.sin, timeout_s=8.0)
 define(FAMILY, "exp", lax.exp, [RandArg((4,), "float32")], dtype="float32", group="planted_ok",
        catalog="planted", reference=np.exp)
-
