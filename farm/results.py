@@ -41,6 +41,17 @@ LIMITATION_STAGES = ("trace", "lower", "census", "sharding", "export", "serializ
 RUN_STAGES = ("lower", "compile", "execute", "compare", "xhost")
 #: Platforms of a lowering (``any`` is a harness-wide record, ``export`` the artifact).
 LOWERING_PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
+#: Device kinds a worker may natively compile and execute on, the lowering platforms each
+#: can run natively, and the one it runs when nothing else says (a gpu worker reports
+#: ``cuda`` or ``rocm`` from the plugin it loaded: ``farm.platforms.native_platform``).
+DEVICE_KINDS = ("cpu", "gpu", "tpu")
+PLATFORMS_OF_KIND = {"cpu": ("cpu",), "gpu": ("cuda", "rocm"), "tpu": ("tpu",)}
+NATIVE_PLATFORM = {kind: platforms[0] for kind, platforms in PLATFORMS_OF_KIND.items()}
+
+
+def worst_status(statuses: Iterable[str]) -> str:
+    """The worst of some statuses by ``SEVERITY`` (``ok`` for none)."""
+    return max(statuses, key=SEVERITY.__getitem__, default="ok")
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,7 +177,7 @@ class Outcome:
 
     @property
     def worst(self) -> str:
-        return max((r.status for r in self.records), key=SEVERITY.__getitem__, default="ok")
+        return worst_status(r.status for r in self.records)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ from sqlalchemy import Text, func, select, type_coerce
 from sqlalchemy.orm import Session
 
 from farm.errors import HarnessNotFound, RunNotFound
-from farm.results import SEVERITY
+from farm.results import worst_status
 from farm.store.models import ArtifactRow, Environment, HarnessRow, OutcomeRow, ResultRow, Run
 
 
@@ -140,7 +140,7 @@ class _JsonLoader:
 
 
 def worst(statuses: list[str]) -> str:
-    return max(statuses, key=SEVERITY.__getitem__, default="ok")
+    return worst_status(statuses)
 
 
 def matrix(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, str]]]:
