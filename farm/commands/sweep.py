@@ -10,6 +10,7 @@ from farm.commands.show import print_run
 from farm.errors import ConfigError
 from farm.platforms import DEVICE_KINDS, GPU_BACKEND_CHOICES, LOWERING_PLATFORMS, parse_targets
 from farm.results import Options
+from farm.run.request import SweepRequest
 
 DEFAULT_PRIMITIVES = "exp,sin,tanh,log1p,add,mul,div,max"
 DEFAULT_DTYPES = "float32,float16,int32"
@@ -50,10 +51,19 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "version's own catalog (runs NAME@jax=V), then run every version's exports on every other "
                         "(runs NAME@xver=A>B); see farm versions NAME")
     p.add_argument("--no-cross", action="store_true", help="with --jax: skip the cross-version export matrix")
+    p.add_argument("--submit", action="store_true",
+                   help="run this sweep as a Ray job on the cluster (the driver runs on the head; "
+                        "needs --dashboard and a --db the head can open)")
+    p.add_argument("--dashboard", default=os.environ.get("RAY_DASHBOARD_ADDRESS"),
+                   help="Ray dashboard URL for --submit (default: $RAY_DASHBOARD_ADDRESS), e.g. http://HEAD:8265")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.submit:
+        from farm.commands.schedule import submit_sweep  # noqa: PLC0415  (only with --submit)
+
+        return submit_sweep(SweepRequest.from_namespace(args))
     if args.config and args.jax:
         raise ConfigError("--config and --jax: sweep one dimension at a time (a version sweep per configuration: "
                           "set the configuration's variables, e.g. JAX_ENABLE_X64=1, around farm sweep --jax)")
@@ -147,7 +157,8 @@ def _sweep_configs(args: argparse.Namespace) -> int:
     run_on = parse_targets(args.run_on, DEVICE_KINDS, "device kind (--run-on)")
     platforms += tuple(k for k in run_on if k not in DEVICE_KINDS and k not in platforms)
     base = args.run_name or f"config-{datetime.now():%Y%m%d-%H%M%S}"
-    rc, done = configs.sweep_each(todo, _argv_of(args), base, db=getattr(args, "db", None),
+    each = SweepRequest.from_namespace(args).replace(name=None, resume=None, config=(), jax=None, submit=False, dashboard=None)
+    rc, done = configs.sweep_each(todo, each.to_argv()[1:], base, db=getattr(args, "db", None),
                                   selection={"filters": filters.to_dict(), "platforms": list(platforms)})
     print("farm: configuration sweep " + base + ": " + "; ".join(f"{n} (exit {c})" for n, c in done) +
           (f"\nCompare two of them:  farm compare --across-config {args.config[0]} {base}"
@@ -181,19 +192,3 @@ def _sweep_versions(args: argparse.Namespace) -> int:
           file=sys.stderr)
     print(f"Its table:  farm versions {base}" + (f" --db {args.db}" if args.db else ""), file=sys.stderr)
     return 0
-
-
-def _argv_of(args: argparse.Namespace) -> list[str]:
-    """The sweep's own options, to pass to each configuration's process."""
-    out = ["--platforms", args.platforms, "--run-on", args.run_on, "--timeout", str(args.timeout),
-           "--batch", str(args.batch), "--repeats", str(args.repeats), "--format", args.format,
-           "--catalog", args.catalog]
-    for flag, value in (("--primitive", args.primitive), ("--group", args.group), ("--family", args.family),
-                        ("--dtype", args.dtype), ("--match", args.name), ("--modules", args.modules),
-                        ("--limit", args.limit), ("--workers", args.workers), ("--address", args.address),
-                        ("--db", getattr(args, "db", None))):
-        if value is not None:
-            out += [flag, str(value)]
-    out += ["--no-crossexec"] * bool(args.no_crossexec) + ["--force"] * bool(args.force) + \
-        ["--default"] * bool(args.default)
-    return out
