@@ -181,6 +181,26 @@ class Outcome:
 
 
 @dataclass(frozen=True, slots=True)
+class RunDims:
+    """Where a run sits among its sweep's runs: stored as columns of the run, never parsed
+    back out of its name (a name is a label)."""
+
+    series: str | None = None  # the sweep that made several runs: configurations, versions or one slot
+    config: str | None = None  # configuration label, e.g. "x64=on,shardy=off"
+    jax_version: str | None = None  # a version sweep's run: the jax it ran on
+    exported_on: str | None = None  # a cross-version run: the jax whose exports it ran
+    schedule: str | None = None  # the farm.toml sweep that scheduled it
+    slot: str | None = None  # its cron slot, YYYYMMDDTHHMMZ (UTC)
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {f: getattr(self, f) for f in self.__dataclass_fields__}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None) -> "RunDims":
+        return cls(**{f: (d or {}).get(f) for f in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True, slots=True)
 class Reuse:
     """An earlier outcome's downstream records, offered to a re-run of the same harness:
     used only if its downstream key equals the one computed now."""

@@ -29,7 +29,8 @@ def _random_request(rng: random.Random) -> SweepRequest:
         "repeats": lambda: rng.randint(1, 9), "crossexec": lambda: False, "format": lambda: "json",
         "config": lambda: tuple(rng.sample(["x64=on,off", "shardy=on", "matmul_precision=highest"], rng.randint(1, 3))),
         "jax": lambda: "0.9.2,0.10.2", "cross": lambda: False, "submit": lambda: True,
-        "dashboard": lambda: "http://h:8265"}
+        "dashboard": lambda: "http://h:8265", "series": lambda: "cfg", "schedule": lambda: "nightly",
+        "slot": lambda: "20260105T0200Z"}
     return SweepRequest(**{f: pick[f]() for f, _, _ in FLAGS if rng.random() < 0.5})
 
 

@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         due = schedule.pending(cfg, only=only)
         for spec, slot in due:
-            print(f"{spec.name}: would run {spec.run_name(slot)}:  farm " + " ".join(spec.sweep_args(spec.run_name(slot))))
+            print(f"{spec.name}: would run {spec.run_name(slot)}:  farm " + " ".join(spec.sweep_args(spec.run_name(slot), slot=slot)))
         if not due:
             print("nothing is due")
         return 0

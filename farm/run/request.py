@@ -28,7 +28,8 @@ FLAGS: tuple[tuple[str, str, str], ...] = (
     ("gpu_backend", "--gpu-backend", "str"), ("force", "--force", "on"), ("timeout", "--timeout", "float"), ("batch", "--batch", "int"),
     ("repeats", "--repeats", "int"), ("crossexec", "--no-crossexec", "off"), ("format", "--format", "str"),
     ("config", "--config", "many"), ("jax", "--jax", "str"), ("cross", "--no-cross", "off"),
-    ("submit", "--submit", "on"), ("dashboard", "--dashboard", "str"))
+    ("submit", "--submit", "on"), ("dashboard", "--dashboard", "str"), ("series", "--series", "str"),
+    ("schedule", "--schedule", "str"), ("slot", "--slot", "str"))
 #: The harness-selection fields (``farm.catalog.Filters.parse`` keywords, ``match`` as ``name``).
 FILTER_FIELDS = ("catalog", "primitive", "group", "family", "dtype", "match", "modules", "limit")
 
@@ -66,6 +67,9 @@ class SweepRequest:
     cross: bool = True
     submit: bool = False
     dashboard: str | None = None
+    series: str | None = None  # the sweep of several runs this run is one of (set by --config and schedules)
+    schedule: str | None = None  # the farm.toml sweep that scheduled it
+    slot: str | None = None  # and its slot, YYYYMMDDTHHMMZ
 
     def replace(self, **kw: Any) -> "SweepRequest":
         return replace(self, **kw)

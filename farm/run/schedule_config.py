@@ -77,18 +77,16 @@ class SweepSpec:
         """The runs one slot makes: ``SLOT@LABEL`` per configuration or jax version, else ``SLOT``."""
         return [f"{run_name}@{label}" for label in self.labels] or [run_name]
 
-    def owns(self, run_name: str) -> bool:
-        """Whether ``run_name`` is a scheduled run of this sweep (one of a slot's runs)."""
-        suffix = r"(@.+)?" if self.labels else ""
-        return re.fullmatch(re.escape(self.name) + r"-\d{8}T\d{4}Z" + suffix, run_name) is not None
-
-    def sweep_args(self, run_name: str, resume: bool = False) -> list[str]:
+    def sweep_args(self, run_name: str, resume: bool = False, slot: datetime | None = None) -> list[str]:
         """``farm sweep`` arguments for a slot (``--resume`` continues an interrupted one; a sweep
-        over configurations or versions continues by itself when run again)."""
+        over configurations or versions continues by itself when run again). With ``slot``, the
+        runs record this sweep and slot as their dimensions (``--schedule``, ``--slot``)."""
         from farm.run.request import SweepRequest
 
         given = {k: v for k, v in (("workers", self.workers), ("timeout", self.timeout), ("batch", self.batch),
                                    ("repeats", self.repeats)) if v is not None}
+        if slot is not None:
+            given.update(schedule=self.name, slot=slot.astimezone(timezone.utc).strftime(SLOT_FORMAT))
         common = SweepRequest(db=self.db, address=self.address, crossexec=self.crossexec, **given)
         if resume and not self.labels:
             return common.replace(resume=run_name).to_argv()
