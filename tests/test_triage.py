@@ -132,6 +132,7 @@ def test_acknowledged_cluster_does_not_fail_the_gate_and_its_changes_are_reporte
     rc, out, err = farm(capsys, "compare", "n@x64=off", "n@x64=on", "--db", triage_db, "--fail-on", "status")
     assert rc == 0, out + err
     assert f"acknowledged cluster {crash} appeared" in out
+    assert "in acknowledged clusters, not failing the gate (status: sin_f32)" in err
     rep = triage_json(capsys, triage_db, "n@x64=on")
     assert by_primitive(rep)["sin"]["acknowledged"]["note"] == "XLA CPU abort"
     assert rep["clusters"][-1]["key"] == crash  # acknowledged: listed after the others
@@ -252,3 +253,26 @@ def test_a_cluster_whose_harnesses_the_candidate_did_not_run_is_not_gone() -> No
     assert [e["harnesses"] for e in diff(base, [], ran=["fa"])["gone"]] == [1]
     ok = {**row, "status": "ok", "harness": "a", "fingerprint": "fa"}
     assert len(diff(base, [ok])["gone"]) == 1  # all the candidate's rows: it ran a, which passed
+
+
+def test_a_platform_that_vanished_behind_an_acknowledged_failure_does_not_fail_the_gate() -> None:
+    """A lowering error on every platform leaves no export record: the gate's 'vanished'
+    finding on the export platform belongs to the lowering error's cluster."""
+    from farm.analysis import failing, report
+
+    def rows(status: str) -> list[dict[str, Any]]:
+        base = {"harness": "exp_f32", "fingerprint": "fe", "primitive": "exp", "dtype": "float32", "seconds": 0.0,
+                "metrics": {}, "facts": {}, "error_type": None, "error": None}
+        out = [{**base, "platform": "any", "stage": "trace", "status": "ok"}]
+        out += [{**base, "platform": p, "stage": "lower", "status": status,
+                 **({"error_type": "NotImplementedError", "error": "no lowering"} if status != "ok" else {})}
+                for p in PLATFORMS]
+        return out + ([{**base, "platform": "export", "stage": "export", "status": "ok"}] if status == "ok" else [])
+
+    run = lambda i: {"id": i, "name": f"r{i}", "kind": "sweep", "status": "finished",  # noqa: E731
+                     "platforms": PLATFORMS, "environment": {"fingerprint": "e"}}
+    rep = report(run(1), rows("ok"), run(2), rows("error"))
+    assert failing(rep, ["status"]) == {"status": ["exp_f32"]}
+    [key] = {f["cluster"] for f in rep["findings"] if f["regression"]}
+    assert any(f["platform"] == "export" and f["cluster"] == key for f in rep["findings"] if f["regression"])
+    assert failing(rep, ["status"], acknowledged={key}) == {}

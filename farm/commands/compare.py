@@ -90,6 +90,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"acknowledged cluster {e['key']} {'gone (probably fixed)' if e['change'] == 'gone' else e['change']}"
               f": {e['summary'][:120]} ({acks[e['key']]['note']})", file=sys.stderr if args.format == "json" else sys.stdout)
     bad = failing(rep, kinds, acknowledged=set(acks))
+    quiet = {k: sorted(set(v) - set(bad.get(k, ()))) for k, v in failing(rep, kinds).items()}
+    if any(quiet.values()):
+        print("farm: in acknowledged clusters, not failing the gate (" + "; ".join(
+            f"{k}: {', '.join(v)}" for k, v in quiet.items() if v) + ")", file=sys.stderr)
     if bad:
         print("farm: regressions (" + "; ".join(f"{k}: {', '.join(v)}" for k, v in bad.items()) + ")",
               file=sys.stderr)
