@@ -53,10 +53,14 @@ LOG1P = Record("compare", "cpu", "fail", error_type="Mismatch",
 
 @pytest.fixture
 def triage_db(sqlite_url: str) -> Iterator[str]:
+    yield from fill(sqlite_url)
+
+
+def fill(url: str) -> Iterator[str]:
     """n@x64=off: reshape_a and reshape_b fail to lower on cpu and tpu (one cause, other
     numbers), log1p is off by ~113 ULP; n@x64=on: the same, and sin crashed; later: reshape
     fixed, log1p still off."""
-    store = open_store(sqlite_url)
+    store = open_store(url)
 
     def add(name: str, outcomes: list[Outcome]) -> None:
         with store.session() as s:
@@ -69,7 +73,7 @@ def triage_db(sqlite_url: str) -> Iterator[str]:
     add("n@x64=off", broken + [outcome("sin_f32")])
     add("n@x64=on", broken + [Outcome.failed(FP["sin_f32"], "sin_f32", "crashed", "worker died (SIGABRT) pid 4242")])
     add("later", [outcome("reshape_a"), outcome("reshape_b"), outcome("log1p_f64", LOG1P), outcome("sin_f32")])
-    yield sqlite_url
+    yield url
     store.dispose()
 
 
@@ -276,3 +280,14 @@ def test_a_platform_that_vanished_behind_an_acknowledged_failure_does_not_fail_t
     [key] = {f["cluster"] for f in rep["findings"] if f["regression"]}
     assert any(f["platform"] == "export" and f["cluster"] == key for f in rep["findings"] if f["regression"])
     assert failing(rep, ["status"], acknowledged={key}) == {}
+
+
+def test_triage_ack_and_the_gate_on_postgresql(pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    for url in fill(pg_url):
+        rep = triage_json(capsys, url, "n")
+        assert len(rep["clusters"]) == 3 and rep["failing_records"] == 11
+        crash = by_primitive(rep)["sin"]["key"]
+        assert farm(capsys, "compare", "n@x64=off", "n@x64=on", "--db", url, "--fail-on", "status")[0] == 1
+        assert farm(capsys, "triage", "ack", crash, "--note", "known", "--db", url)[0] == 0
+        assert farm(capsys, "compare", "n@x64=off", "n@x64=on", "--db", url, "--fail-on", "status")[0] == 0
+        assert by_primitive(triage_json(capsys, url, "later"))["log1p"]["first_seen"]["name"] == "n@x64=off"
