@@ -2,8 +2,9 @@
 
 Every page is a function of the database's runs and results, the query string and the
 app's settings. While every run is finished, the runs' ids, statuses and finish times,
-the newest result id and the app's own write generation (bumped by ``compare/accept``,
-the dashboard's one write) identify the data exactly; a page's ETag is that state plus
+the newest result id, the acknowledgements of failure clusters (``farm triage ack``) and
+the app's own write generation (bumped by ``compare/accept``, the dashboard's one write)
+identify the data exactly; a page's ETag is that state plus
 its URL. A request whose ``If-None-Match`` carries it (or whose ``If-Modified-Since`` is
 not older than the newest finish time) gets 304 without the page being computed, and a
 page already rendered for that state is served from a bounded in-memory cache. A new
@@ -23,7 +24,7 @@ from typing import Any
 from flask import Response, current_app, request
 from sqlalchemy import func, select
 
-from farm.store.models import ResultRow, Run
+from farm.store.models import AcknowledgementRow, ResultRow, Run
 
 #: Bytes of rendered pages kept per app (oldest used dropped first).
 MAX_BYTES = 64 * 2**20
@@ -74,14 +75,20 @@ def data_state(store: Any, generation: int) -> tuple[str, datetime | None] | Non
 
     One small query: the runs' (id, status, finished_at), each with the newest result id."""
     newest = select(func.max(ResultRow.id)).scalar_subquery()
+    # acknowledgements of failure clusters (``farm triage ack``, from another process): each
+    # new, changed (its time is renewed) or removed one changes their count or newest time
+    acks = select(func.count(AcknowledgementRow.id)).scalar_subquery()
+    acked = select(func.max(AcknowledgementRow.created_at)).scalar_subquery()
     with store.session() as s:
-        runs = s.execute(select(Run.id, Run.status, Run.finished_at, newest.label("newest"))
-                         .order_by(Run.id)).all()
+        runs = s.execute(select(Run.id, Run.status, Run.finished_at, newest.label("newest"), acks.label("acks"),
+                                acked.label("acked")).order_by(Run.id)).all()
     newest_result = runs[0].newest if runs else None
+    ack_state = (runs[0].acks, str(runs[0].acked)) if runs else None
     if any(r.status == "running" or r.finished_at is None for r in runs):
         return None
-    key = repr((generation, newest_result, [(r.id, r.status, r.finished_at.isoformat()) for r in runs]))
-    last = max((r.finished_at for r in runs), default=None)
+    key = repr((generation, newest_result, [(r.id, r.status, r.finished_at.isoformat()) for r in runs], ack_state))
+    times = [r.finished_at for r in runs] + ([runs[0].acked] if runs and runs[0].acked else [])
+    last = max(times, default=None)
     if last is not None and last.tzinfo is None:
         last = last.replace(tzinfo=timezone.utc)
     return hashlib.sha256(key.encode()).hexdigest(), last

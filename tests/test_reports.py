@@ -253,4 +253,4 @@ def test_comparison_rows_carry_what_the_analysis_reads(runs: dict[str, Any]) -> 
     (b, brows), (h, hrows) = full.values()
     assert analysis.report(b, brows, h, hrows) == analysis.report(b, slim[b["id"]], h, slim[h["id"]])
     assert sorted(slim[h["id"]][0]) == sorted(["harness", "fingerprint", "primitive", "dtype", "platform", "stage",
-                                               "status", "seconds", "error", "metrics", "facts"])
+                                               "status", "seconds", "error_type", "error", "metrics", "facts"])

@@ -67,6 +67,7 @@ def spec() -> dict[str, Any]:
                                    [RUN, *FILTER_PARAMS]),
             "/boundary.json": _get("harnesses with non-StableHLO ops or unguaranteed custom calls",
                                    [RUN, *FILTER_PARAMS]),
+            "/failures.json": _get("a run's failing records as clusters (one per cause), new ones first", [RUN]),
             "/artifacts/{sha}": {"get": {
                 "summary": "an artifact's bytes, verified against its sha256",
                 "parameters": [{"name": "sha", "in": "path", "required": True,

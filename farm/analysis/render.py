@@ -76,6 +76,30 @@ def _header(rep: Mapping[str, Any]) -> list[str]:
     lines.append("perf: " + ", ".join(f"{k} {v}" for k, v in s["perf"].items()))
     reg = {k: v for k, v in rep["regressions"].items() if v}
     lines.append("regressions: " + ("; ".join(f"{k}: {', '.join(v)}" for k, v in reg.items()) if reg else "none"))
+    if rep.get("clusters"):
+        lines.append(clusters_line(rep["clusters"]))
+    return lines
+
+
+def clusters_line(d: Mapping[str, Any]) -> str:
+    """``clusters: 3 -> 4; 2 new, 1 gone, 0 spread`` for a ``farm.analysis.clusters.diff``."""
+    return (f"clusters: {d['base']} -> {d['candidate']}; {len(d['appeared'])} new, {len(d['gone'])} gone, "
+            f"{len(d['spread'])} spread")
+
+
+def cluster_lines(d: Mapping[str, Any], limit: int = 10) -> list[str]:
+    """One line per cluster that appeared, went or spread (at most ``limit`` of each)."""
+    lines = []
+    for kind, label in (("appeared", "new"), ("gone", "gone"), ("spread", "spread")):
+        for e in d.get(kind, ())[:limit]:
+            more = ""
+            if kind == "spread":
+                more = f" (+{len(e['new_harnesses'])} harnesses" + (
+                    f", new platforms {', '.join(e['new_platforms'])}" if e["new_platforms"] else "") + ")"
+            lines.append(f"  {label:<7} {e['key']} {e['harnesses']} harnesses on {','.join(e['platforms'])}"
+                         f"{more}: {e['summary'][:120]}")
+        if len(d.get(kind, ())) > limit:
+            lines.append(f"  ... {len(d[kind]) - limit} more {label}")
     return lines
 
 
@@ -85,6 +109,7 @@ def render_text(rep: Mapping[str, Any], limit: int = 50) -> str:
     for what in ("added", "removed", "vanished", "pending", "redefined"):
         if h.get(what):
             lines.append(f"{what}: {', '.join(h[what][:20])}{' ...' if len(h[what]) > 20 else ''}")
+    lines += cluster_lines(rep.get("clusters") or {})
     n = 0
     for g in rep["primitives"]:
         lines.append(f"\n{g['primitive']} ({g['regressions']} regressions)")

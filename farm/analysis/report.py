@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from farm.analysis import clusters as clusters_mod
 from farm.analysis import drift as drift_mod
 from farm.analysis import flips as flips_mod
 from farm.analysis import gate as gate_mod
@@ -21,8 +22,9 @@ from farm.analysis.flaky import flaky as flaky_results
 from farm.analysis.rows import Row, env_fingerprint, index, run_brief
 
 #: 2: harness x platform findings of ``farm.analysis.gate`` (stage "*", ``scope``), change
-#: ``vanished``, ``harnesses.vanished``/``pending``, ``gate``.
-FORMAT_VERSION = 3
+#: ``vanished``, ``harnesses.vanished``/``pending``, ``gate``. 4: ``clusters`` (appeared, gone,
+#: spread: ``farm.analysis.clusters.diff``) and each regression's ``cluster`` key.
+FORMAT_VERSION = 4
 #: The kinds of regression ``--fail-on`` can name.
 KINDS = ("status", "numeric", "perf")
 ENV_KEYS = ("jax_version", "jaxlib_version", "python", "device_kinds", "xla_flags", "host", "farm_commit")
@@ -248,7 +250,7 @@ def report(base_run: Mapping[str, Any], base_rows: Sequence[Row], cand_run: Mapp
     harnesses = _with_absent(harnesses, gated)
     value_found, perf_counts = _value_findings(b, c, common, idx, upto_base, before_cand, settings,
                                                drift_factor, include_noise)
-    findings = _ranked(findings + value_found + _flaky_findings(flaky, cand_rows))
+    findings = _ranked(_in_clusters(findings + value_found, cand_rows) + _flaky_findings(flaky, cand_rows))
     summary = _summary(findings, perf_counts, sum(1 for k in set(b) & set(c) if k[0] in common))
     return {
         "format_version": FORMAT_VERSION,
@@ -261,13 +263,31 @@ def report(base_run: Mapping[str, Any], base_rows: Sequence[Row], cand_run: Mapp
         "gate": _gate_brief(selection, gated["skipped_platforms"]),
         "summary": summary,
         "regressions": _regressions(findings),
+        "clusters": clusters_mod.diff(base_rows, cand_rows),
         "primitives": _primitives(findings),
         "findings": findings,
     }
 
 
-def failing(rep: Mapping[str, Any], kinds: Sequence[str] = ("status", "numeric")) -> dict[str, list[str]]:
+def _in_clusters(findings: Sequence[dict], cand_rows: Sequence[Row]) -> list[dict]:
+    """Each regression whose candidate result fails, with the key of its failure cluster
+    (``farm.analysis.clusters``): what an acknowledgement matches."""
+    keys = clusters_mod.keys_of(cand_rows)
+    out = []
+    for f in findings:
+        k = keys.get((f["fingerprint"], f["platform"], f["stage"])) if f["regression"] else None
+        if k is None and f["regression"] and f["stage"] == "*":
+            # a whole-harness record stood for the platform, or the platform vanished because
+            # the harness failed before it (a lowering error on every platform: no export)
+            k = keys.get((f["fingerprint"], "any", "*")) or keys.get((f["fingerprint"], "*", "*"))
+        out.append({**f, "cluster": k} if k else f)
+    return out
+
+
+def failing(rep: Mapping[str, Any], kinds: Sequence[str] = ("status", "numeric"),
+            acknowledged: Collection[str] = ()) -> dict[str, list[str]]:
     """The harnesses with a regression of each chosen kind (empty when none): a CI gate.
+    A regression in an ``acknowledged`` cluster (its key) does not count.
 
     >>> failing({"regressions": {"status": ["a"], "numeric": [], "perf": ["b"]}}, ["status", "numeric"])
     {'status': ['a']}
@@ -275,4 +295,7 @@ def failing(rep: Mapping[str, Any], kinds: Sequence[str] = ("status", "numeric")
     unknown = [k for k in kinds if k not in KINDS]
     if unknown:
         raise ValueError(f"unknown regression kind {unknown[0]!r} (valid: {', '.join(KINDS)})")
-    return {k: list(rep["regressions"].get(k, [])) for k in kinds if rep["regressions"].get(k)}
+    regressions = rep["regressions"]
+    if acknowledged:
+        regressions = _regressions([f for f in rep["findings"] if f.get("cluster") not in acknowledged])
+    return {k: list(regressions.get(k, [])) for k in kinds if regressions.get(k)}

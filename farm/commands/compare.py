@@ -78,14 +78,27 @@ def run(args: argparse.Namespace) -> int:
     elif args.cand is None:
         raise ConfigError("compare needs two runs: BASE CAND (or --across-config KEY=A,B NAME)")
     settings = reports.Settings(history=max(0, args.history), threshold=args.threshold, include_noise=args.all)
+    from farm.analysis.clusters import acknowledged_changes  # deferred like the rest
+    from farm.store import triage  # deferred like the rest
+
     rep = reports.comparison(store, args.base, args.cand, settings, recompute=args.recompute).report
+    with store.session() as s:
+        acks = triage.acknowledgements(s)
+    changed = acknowledged_changes(rep.get("clusters") or {}, acks)
     if args.format == "json":
-        print(json.dumps(rep, indent=1, default=str))
+        print(json.dumps({**rep, "acknowledged_changes": changed}, indent=1, default=str))
     elif args.format == "md":
         print(render_markdown(rep))
     else:
         print(render_text(rep))
-    bad = failing(rep, kinds)
+    for e in changed:  # an acknowledgement silences the gate, not a change in what it covers
+        print(f"acknowledged cluster {e['key']} {'gone (probably fixed)' if e['change'] == 'gone' else e['change']}"
+              f": {e['summary'][:120]} ({acks[e['key']]['note']})", file=sys.stderr if args.format == "json" else sys.stdout)
+    bad = failing(rep, kinds, acknowledged=set(acks))
+    quiet = {k: sorted(set(v) - set(bad.get(k, ()))) for k, v in failing(rep, kinds).items()}
+    if any(quiet.values()):
+        print("farm: in acknowledged clusters, not failing the gate (" + "; ".join(
+            f"{k}: {', '.join(v)}" for k, v in quiet.items() if v) + ")", file=sys.stderr)
     if bad:
         print("farm: regressions (" + "; ".join(f"{k}: {', '.join(v)}" for k, v in bad.items()) + ")",
               file=sys.stderr)

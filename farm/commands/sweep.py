@@ -120,11 +120,26 @@ def run(args: argparse.Namespace) -> int:
           f"re-lowered with compile/execute/compare reused), {stats.cached} reused whole, "
           f"{stats.crashed} crashed, {stats.timeouts} timed out in {stats.wall_s:.1f}s; "
           f"peak worker RSS {max(stats.peak_rss.values(), default=0) / 2**20:.0f} MiB", file=sys.stderr)
+    _cluster_lines(store, run_row.id)
     print_run(store, str(run_row.id), args.format, max_rows=60)
     url = store.engine.url.render_as_string(hide_password=True)  # the database used: --db, $FARM_DB or the default
     print(f"\nOpen the dashboard:  {_farm_command()} serve --db {url}   then browse http://127.0.0.1:8000/",
           file=sys.stderr)
     return 0
+
+
+def _cluster_lines(store: object, run_id: int) -> None:
+    """The run's failure clusters, new and gone (``farm.store.triage.sweep_lines``); never
+    fails the sweep, whose results are stored whatever happens here."""
+    from farm.store import triage  # deferred: farm.store (~0.5 s, sqlalchemy); not needed by farm --help
+
+    try:
+        with store.session() as s:  # type: ignore[attr-defined]
+            lines = triage.sweep_lines(s, run_id)
+    except Exception as e:  # noqa: BLE001 - see the docstring
+        lines = [f"clusters: not computed ({type(e).__name__}: {e})"]
+    for line in lines:
+        print(f"farm: {line}", file=sys.stderr)
 
 
 def _farm_command() -> str:

@@ -19,6 +19,7 @@ from farm.reference.evaluator import (
 )
 from farm.reference.invariants import Checked, check
 from farm.reference.plan import Plan, plan
+from farm.stages.compare import disagreement
 from farm.reference.tolerance import (
     CONDITIONED, MEANINGLESS_RTOL, ZERO_SIGN_UNSPECIFIED, bad_elements, conditioned, errors, kind_of, policy,
 )
@@ -113,6 +114,8 @@ def _facts(p: Plan, ev: _Evaluated, dtypes: list[np.dtype], how: "_How", floor: 
         "invariants": [{"what": c.what, "error": _num(c.error), "bound": float(c.bound)} for c in checks]}
     if how.used_flushed:
         facts["subnormals_flushed"] = True
+    if how.counts.get("bad"):
+        facts["disagreement"] = dict(how.counts)
     if ev.masks is not None and any(m.any() for m in ev.masks):
         facts["unspecified_elements"] = int(sum(m.sum() for m in ev.masks))
     unchecked = {str(i): o.reason for i, o in enumerate(p.outputs) if o.kind == "none"}
@@ -196,6 +199,11 @@ class _How:
     make_flushed: Any
     _flushed: list[np.ndarray] | None = None
     used_flushed: bool = False
+    counts: dict[str, int] = field(default_factory=dict)  # how the outputs disagree (``disagreement``)
+
+    def count(self, more: dict[str, int]) -> None:
+        for k, v in more.items():
+            self.counts[k] = self.counts.get(k, 0) + int(v)
 
     def flushed(self) -> list[np.ndarray]:
         if self._flushed is None:
@@ -219,6 +227,7 @@ def _compare(p: Plan, ref: list[np.ndarray], outputs: list[Any], dtypes: list[np
     kind = how.kind
     total = {"max_abs_err": 0.0, "max_rel_err": 0.0, "max_ulp_err": 0.0, "mismatches": 0.0}
     problems = []
+    how.counts = {}
     for i, (o, r, got, dt) in enumerate(zip(p.outputs, ref, outputs, dtypes)):
         if o.kind != "reference":
             continue
@@ -233,6 +242,9 @@ def _compare(p: Plan, ref: list[np.ndarray], outputs: list[Any], dtypes: list[np
                 bad_elements(alt, got, dt, kind, floor, how.signed_zeros)
             how.used_flushed = how.used_flushed or int(bad.sum()) < m["mismatches"]
             m["mismatches"] = float(bad.sum())
+            how.count(disagreement(got, r, bad, dt))
+        else:
+            how.count({"elements": got.size})
         for k, v in m.items():
             total[k] = total[k] + v if k == "mismatches" else max(total[k], v)
         if m["mismatches"]:

@@ -141,8 +141,11 @@ def _verdicts(actual: list[np.ndarray], prior: Prior, native: list[np.ndarray] |
         if expected is None:
             facts[f"vs_{label}"] = "skipped"
             continue
-        st, err, m = compare_outputs(actual, list(expected), rtol, atol, exact, promised)
+        counts: dict[str, int] = {}
+        st, err, m = compare_outputs(actual, list(expected), rtol, atol, exact, promised, counts)
         facts[f"vs_{label}"] = st
+        if counts.get("bad"):
+            facts[f"{label}_disagreement"] = counts
         metrics.update({f"{label}_{k}": v for k, v in m.items()})
         verdicts[label] = (st, err)
     if native is not None:  # this host's own lowering against the lowering host's outputs (same inputs)

@@ -377,12 +377,12 @@ def comparison_rows(session: Session, run_id: int) -> list[dict[str, Any]]:
     ``facts`` (the analysis does not)."""
     r = ResultRow
     q = (select(HarnessRow.name, HarnessRow.fingerprint, HarnessRow.primitive, HarnessRow.dtype, r.platform,
-                r.stage, r.status, r.seconds, r.error, _raw_json(r.metrics), _raw_json(r.facts))
+                r.stage, r.status, r.seconds, r.error_type, r.error, _raw_json(r.metrics), _raw_json(r.facts))
          .join(HarnessRow, HarnessRow.id == r.harness_id).where(r.run_id == run_id))
     load = _JsonLoader(shared=True)
     return [{"harness": name, "fingerprint": fp, "primitive": prim, "dtype": dt, "platform": plat, "stage": stage,
-             "status": status, "seconds": sec, "error": err, "metrics": load(m), "facts": load(f)}
-            for name, fp, prim, dt, plat, stage, status, sec, err, m, f in session.connection().execute(q).all()]
+             "status": status, "seconds": sec, "error_type": et, "error": err, "metrics": load(m), "facts": load(f)}
+            for name, fp, prim, dt, plat, stage, status, sec, et, err, m, f in session.connection().execute(q).all()]
 
 
 def status_counts(session: Session, run_ids: list[int]) -> dict[int, dict[str, int]]:
