@@ -14,7 +14,7 @@ from sqlalchemy import select, text
 
 from farm.analysis.clusters import clusters, diff
 from farm.cli import main
-from farm.results import Outcome, Record
+from farm.results import Outcome, Record, RunDims
 from farm.store import open_store, writes
 from farm.store.models import AcknowledgementRow, Run
 
@@ -62,16 +62,17 @@ def fill(url: str) -> Iterator[str]:
     fixed, log1p still off."""
     store = open_store(url)
 
-    def add(name: str, outcomes: list[Outcome]) -> None:
+    def add(name: str, outcomes: list[Outcome], dims: RunDims = RunDims()) -> None:
         with store.session() as s:
-            run = writes.create_run(s, env=ENV, name=name, platforms=PLATFORMS, run_on=["cpu"], total=4)
+            run = writes.create_run(s, env=ENV, name=name, platforms=PLATFORMS, run_on=["cpu"], total=4, dims=dims)
             writes.Writer(s, run, writes.harness_ids(s, HARNESSES)).write(outcomes)
             writes.finish_run(s, run, "finished")
 
     broken = [outcome("reshape_a", *reshape_error("reshape_a", "3,4", "0x7f01")),
               outcome("reshape_b", *reshape_error("reshape_b", "8", "0x55aa")), outcome("log1p_f64", LOG1P)]
-    add("n@x64=off", broken + [outcome("sin_f32")])
-    add("n@x64=on", broken + [Outcome.failed(FP["sin_f32"], "sin_f32", "crashed", "worker died (SIGABRT) pid 4242")])
+    add("n@x64=off", broken + [outcome("sin_f32")], RunDims(series="n", config="x64=off"))
+    add("n@x64=on", broken + [Outcome.failed(FP["sin_f32"], "sin_f32", "crashed", "worker died (SIGABRT) pid 4242")],
+        RunDims(series="n", config="x64=on"))
     add("later", [outcome("reshape_a"), outcome("reshape_b"), outcome("log1p_f64", LOG1P), outcome("sin_f32")])
     yield url
     store.dispose()

@@ -16,6 +16,7 @@ from farm.analysis.clusters import Cluster, causes, clusters, signed
 from farm.analysis.signatures import Signature
 from farm.errors import FarmError, RunNotFound
 from farm.results import BAD
+from farm.store.series import series_runs
 from farm.store.models import AcknowledgementRow, HarnessRow, OutcomeRow, ResultRow, Run
 from farm.store.models.base import utcnow
 from farm.store.queries import _JsonLoader, _raw_json, resolve_run
@@ -29,19 +30,14 @@ class ClusterNotFound(FarmError):
 
 def resolve_runs(session: Session, ref: str) -> list[Run]:
     """A run by id, name, ``latest`` or ``previous``; or, where no run has that name, every
-    run of the configuration or jax-version sweep named ``ref`` (``ref@x64=on``, ...)."""
+    run of the configuration or jax-version sweep named ``ref`` (its series)."""
     try:
         return [resolve_run(session, ref)]
     except RunNotFound:
-        family = session.scalars(select(Run).where(Run.name.like(f"{_escape(ref)}@%", escape="\\"))
-                                 .order_by(Run.id)).all()
+        family = series_runs(session, ref)
         if family:
-            return list(family)
+            return family
         raise
-
-
-def _escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def failing_rows(session: Session, run_ids: Iterable[int] | None = None, expected: bool = False
