@@ -7,14 +7,9 @@ import sys
 
 from farm.errors import FarmError
 
-#: Platforms every host can lower and export for.
-from farm.results import LOWERING_PLATFORMS  # noqa: E402  (one definition, in the contract)
-
-#: Device kinds a worker may natively compile and execute on.
-DEVICE_KINDS: tuple[str, ...] = ("cpu", "gpu", "tpu")
-
-#: Which lowering platform a device kind runs natively.
-NATIVE_PLATFORM = {"cpu": "cpu", "gpu": "cuda", "tpu": "tpu"}
+#: Platforms every host can lower and export for; device kinds and the platforms each runs
+#: natively (one definition each, in the contract).
+from farm.results import DEVICE_KINDS, LOWERING_PLATFORMS, NATIVE_PLATFORM  # noqa: E402,F401
 
 #: Ray custom resource advertised by a worker with that device kind (cpu workers still
 #: use it, so a head node with CPUs but no slots runs no harness; gpu and tpu workers

@@ -41,6 +41,17 @@ LIMITATION_STAGES = ("trace", "lower", "census", "sharding", "export", "serializ
 RUN_STAGES = ("lower", "compile", "execute", "compare", "xhost")
 #: Platforms of a lowering (``any`` is a harness-wide record, ``export`` the artifact).
 LOWERING_PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
+#: Device kinds a worker may natively compile and execute on, the lowering platforms each
+#: can run natively, and the one it runs when nothing else says (a gpu worker reports
+#: ``cuda`` or ``rocm`` from the plugin it loaded: ``farm.platforms.native_platform``).
+DEVICE_KINDS = ("cpu", "gpu", "tpu")
+PLATFORMS_OF_KIND = {"cpu": ("cpu",), "gpu": ("cuda", "rocm"), "tpu": ("tpu",)}
+NATIVE_PLATFORM = {kind: platforms[0] for kind, platforms in PLATFORMS_OF_KIND.items()}
+
+
+def worst_status(statuses: Iterable[str]) -> str:
+    """The worst of some statuses by ``SEVERITY`` (``ok`` for none)."""
+    return max(statuses, key=SEVERITY.__getitem__, default="ok")
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,7 +177,27 @@ class Outcome:
 
     @property
     def worst(self) -> str:
-        return max((r.status for r in self.records), key=SEVERITY.__getitem__, default="ok")
+        return worst_status(r.status for r in self.records)
+
+
+@dataclass(frozen=True, slots=True)
+class RunDims:
+    """Where a run sits among its sweep's runs: stored as columns of the run, never parsed
+    back out of its name (a name is a label)."""
+
+    series: str | None = None  # the sweep that made several runs: configurations, versions or one slot
+    config: str | None = None  # configuration label, e.g. "x64=on,shardy=off"
+    jax_version: str | None = None  # a version sweep's run: the jax it ran on
+    exported_on: str | None = None  # a cross-version run: the jax whose exports it ran
+    schedule: str | None = None  # the farm.toml sweep that scheduled it
+    slot: str | None = None  # its cron slot, YYYYMMDDTHHMMZ (UTC)
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {f: getattr(self, f) for f in self.__dataclass_fields__}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None) -> "RunDims":
+        return cls(**{f: (d or {}).get(f) for f in cls.__dataclass_fields__})
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,12 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from farm.analysis import detect_steps, failing, flaky, render_markdown, render_text, report, significant_steps
 from farm.analysis.flips import classify
 from farm.analysis.perf import METRICS, Settings, judge
-from farm.analysis.stats import lookback_z, mann_whitney_greater
+from farm.analysis.stats import lookback_z, mad, mann_whitney_greater
+from farm.analysis.steps import BETA, noise_sigma
 
 DATA = Path(__file__).parent / "data"
 EXECUTE = next(m for m in METRICS if m.name == "execute_s")
@@ -69,6 +71,26 @@ def test_mann_whitney_exact_p_values():
     assert u == 6 and 0.3 < p < 0.4
 
 
+def test_mann_whitney_agrees_with_scipy():
+    """The hand-written test is kept for speed (farm/analysis/stats.py): it must give
+    SciPy's U and p, exact and tie-corrected alike."""
+    from scipy import stats as ss
+    rng = random.Random(1)
+    cases = [([rng.random() for _ in range(3)], [rng.random() for _ in range(3)]) for _ in range(300)]
+    cases += [([rng.randint(0, 3) for _ in range(7)], [rng.randint(0, 3) for _ in range(5)]) for _ in range(300)]
+    cases += [([rng.random() for _ in range(30)], [rng.random() for _ in range(25)]) for _ in range(50)]
+    for x, y in cases:
+        u, p = mann_whitney_greater(x, y)
+        want = ss.mannwhitneyu(x, y, alternative="greater", method="auto")
+        assert u == want.statistic and p == pytest.approx(want.pvalue, abs=1e-12), (x, y)
+
+
+def test_mad_is_scipys_normal_scaled_mad():
+    from scipy import stats as ss
+    xs = [random.Random(s).random() for s in range(25)]
+    assert mad(xs) == pytest.approx(ss.median_abs_deviation(xs, scale="normal"), rel=1e-12)
+
+
 def test_lookback_z_is_robust_to_one_outlier():
     hist = [1.0, 1.1, 0.9, 1.0, 5.0, 1.05, 0.95]
     assert abs(lookback_z(hist, 1.0)) < 1
@@ -82,6 +104,21 @@ def test_detect_steps_on_checked_in_series():
     steps = significant_steps(detect_steps(d["series"], log=True), rel=0.2)
     assert [s.at for s in steps] == [d["step_at"]]
     assert steps[0].ratio == pytest.approx(d["ratio"], rel=0.1)
+
+
+def test_detect_steps_is_ruptures_pelt_l1():
+    """The hand-written segmentation is kept for speed (farm/analysis/steps.py): it must
+    find ruptures' exact penalised L1 segmentation."""
+    import ruptures as rpt
+    for seed in range(40):
+        rng = random.Random(seed)
+        n = rng.randrange(5, 60)
+        ys = [rng.gauss(0, 1) + (rng.choice([0, 3, -2]) if i > n // 3 else 0) for i in range(n)]
+        sigma = noise_sigma(ys)
+        gamma = BETA * sigma * math.log(n + 1)
+        ends = [s.end for s in detect_steps(ys, sigma=sigma)]
+        want = rpt.Pelt(model="l1", min_size=1, jump=1).fit(np.asarray(ys).reshape(-1, 1)).predict(pen=gamma)
+        assert ends == want, (seed, ys)
 
 
 def test_detect_steps_finds_planted_steps_and_ignores_noise():

@@ -59,10 +59,12 @@ def test_x64_on_and_off_sweep_the_upstream_catalog_each_way_and_compare(tmp_path
     store = open_store(db)
     with store.session() as s:
         runs = {r.name: r.id for r in s.scalars(select(Run))}
+        dims = {r.name: (r.series, r.config) for r in s.scalars(select(Run))}
         names = {rid: set(s.scalars(select(HarnessRow.name).join(ResultRow, ResultRow.harness_id == HarnessRow.id)
                                     .where(ResultRow.run_id == rid))) for rid in runs.values()}
         bad = s.scalar(select(ResultRow.id).where(ResultRow.status.in_(("error", "fail", "crashed"))).limit(1))
     store.dispose()
+    assert dims == {"cfg@x64=off": ("cfg", "x64=off"), "cfg@x64=on": ("cfg", "x64=on")}  # columns, not names
     off, on = names[runs["cfg@x64=off"]], names[runs["cfg@x64=on"]]
     x64 = ("float64", "int64", "complex128")
     assert off < on and any("float64" in n for n in on - off) and not any(t in n for n in off for t in x64)

@@ -7,6 +7,7 @@ real thing on a multi-node cluster.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import secrets
 import threading
@@ -102,18 +103,23 @@ class FakeSweep:
 
         from farm.run import configs, versions
 
+        from farm.results import RunDims
+        from farm.run.request import SweepRequest
+
         self.calls.append(args)
-        if self.rc == 0 and "--name" in args:
-            name = args[args.index("--name") + 1]
-            specs = [args[i + 1] for i, a in enumerate(args) if a == "--config"]
-            labels = [c.label for c in configs.parse(specs)] if specs else []
-            if "--jax" in args:
-                labels += [f"jax={v}" for v in versions.parse(args[args.index("--jax") + 1])]
+        req = SweepRequest.from_argv(args)
+        if self.rc == 0 and req.name:
+            base = RunDims(schedule=req.schedule, slot=req.slot)
+            runs = [(f"{req.name}@{c.label}", dataclasses.replace(base, series=req.name, config=c.label))
+                    for c in configs.parse(list(req.config))] if req.config else []
+            if req.jax:
+                runs += [(f"{req.name}@jax={v}", dataclasses.replace(base, series=req.name, jax_version=v))
+                         for v in versions.parse(req.jax)]
             store = open_store(self.db)
             with store.session() as s:
-                for n in [f"{name}@{label}" for label in labels] or [name]:
+                for n, dims in runs or [(req.name, base)]:
                     if s.scalar(select(Run.id).where(Run.name == n)) is None:
-                        writes.finish_run(s, writes.create_run(s, env=ENV, name=n), "finished")
+                        writes.finish_run(s, writes.create_run(s, env=ENV, name=n, dims=dims), "finished")
             store.dispose()
         return self.rc
 

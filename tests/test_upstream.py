@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from farm import catalog
-from harnesses import upstream
+from farm.catalog import upstream
 
 ROOT = Path(__file__).resolve().parents[1]
 

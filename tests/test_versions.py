@@ -70,6 +70,7 @@ def test_each_version_sweeps_its_own_catalog_in_its_own_environment(swept) -> No
             assert run.status == "finished"
             info = queries.run_dict(s, run)
             assert info["environment"]["jax_version"] == v
+            assert info["dims"] == {**dict.fromkeys(info["dims"]), "series": "vt", "jax_version": v}
             rows = queries.results(s, run.id, stage="compare")
             assert len(rows) == 4 and {r["status"] for r in rows} == {"ok"}  # sin, 3 cumsum
 
@@ -89,6 +90,13 @@ def test_every_pair_runs_the_other_versions_artifacts(swept) -> None:  # noqa: A
                                   env=swept[3], capture_output=True, text=True, cwd=ROOT, check=True).stdout)
     assert m["pairs"][f"{OLD}>{here}"]["direction"] == "backward"
     assert m["pairs"][f"{here}>{OLD}"]["xhost"] == {"ok": 4}
+    # any reference to one of its runs names the sweep: the latest run is a cross-version one
+    latest = subprocess.run([sys.executable, "-m", "farm", "versions", "latest", "--db", url, "--format", "json"],
+                            env=swept[3], capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    assert json.loads(latest) == m
+    p = subprocess.run([sys.executable, "-m", "farm", "versions", "nosuch", "--db", url], env=swept[3],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "no run 'nosuch'" in p.stderr
 
 
 def test_the_same_sweep_again_keeps_its_runs_and_a_changed_one_is_refused(swept) -> None:  # noqa: ANN001

@@ -12,7 +12,7 @@ No Ray, database or web imports: the CLI and the dashboard load rows through
   harness x platform: crashes, timeouts, vanished results), ``drift`` (numeric error growth),
   ``perf`` (performance verdicts), ``flaky``, ``steps`` (step detection), ``stats``.
 
-Report shape (``format_version`` 3)::
+Report shape (``format_version`` 4)::
 
     {"format_version": 2,
      "base": {id, name, kind, status, started_at, finished_at, environment},
@@ -26,11 +26,14 @@ Report shape (``format_version`` 3)::
                  exceeds_tolerance, grew, shrank, back_in_tolerance,
                  perf: {regression, improvement, noise, "insufficient data"}, flaky, results_compared},
      "regressions": {"status": [harness], "numeric": [harness], "perf": [harness]},
+     "clusters": {"appeared": [entry], "gone": [entry], "spread": [entry], "base": int, "candidate": int},
      "primitives": [{"primitive", "worst", "regressions", "harnesses", "findings": [finding]}],  # worst first
      "findings": [finding]}                                                                    # worst first
 
 Every finding has kind ("status" | "numeric" | "perf" | "flaky"), regression (bool),
-severity, harness, fingerprint, primitive, dtype, platform, stage, and by kind:
+severity, harness, fingerprint, primitive, dtype, platform, stage, a regression whose
+candidate result fails its failure ``cluster`` key (``farm.analysis.clusters``; what an
+acknowledgement matches), and by kind:
   status:  change (new_error | vanished | new_failure | unexpected_pass | missing | changed |
            fixed | new_result), base, candidate (statuses; None: no result), error,
            flaky ({rate, runs} if flaky); per stage, or from the gate with stage "*" and

@@ -177,15 +177,16 @@ def _entry(key: str, group: tuple[Signature, list[Row]]) -> dict[str, Any]:
 
 def keys_of(rows: Iterable[Row]) -> dict[tuple[str, str, str], str]:
     """(fingerprint, platform, stage) -> signature key of each failing row, and
-    (fingerprint, platform, "*") -> the key of its worst one: which cluster a finding of
-    ``farm compare`` (stage by stage, or the gate's stage "*") belongs to."""
+    (fingerprint, platform, "*") -> the key of its worst one, (fingerprint, "*", "*") of the
+    harness's worst one: which cluster a finding of ``farm compare`` (stage by stage, or the
+    gate's stage "*") belongs to."""
     out: dict[tuple[str, str, str], str] = {}
     worst: dict[tuple[str, str], tuple[int, str]] = {}
     for s, r in signed(rows):
         out[(r["fingerprint"], r["platform"], r["stage"])] = s.key
-        w = (r["fingerprint"], r["platform"])
-        if w not in worst or SEVERITY[s.status] > worst[w][0]:
-            worst[w] = (SEVERITY[s.status], s.key)
+        for w in ((r["fingerprint"], r["platform"]), (r["fingerprint"], "*")):
+            if w not in worst or SEVERITY[s.status] > worst[w][0]:
+                worst[w] = (SEVERITY[s.status], s.key)
     out.update({(fp, p, "*"): k for (fp, p), (_, k) in worst.items()})
     return out
 

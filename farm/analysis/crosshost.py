@@ -32,14 +32,12 @@ def status_counts(rows: Iterable[Row]) -> dict[str, dict[str, int]]:
 
 def harness_worst(rows: Iterable[Row]) -> dict[str, int]:
     """Harnesses by their worst status (what a person counts first)."""
-    from farm.results import SEVERITY
+    from farm.results import worst_status
 
-    worst: dict[str, str] = {}
+    by: dict[str, list[str]] = {}
     for r in rows:
-        cur = worst.get(r["harness"])
-        if cur is None or SEVERITY[r["status"]] > SEVERITY[cur]:
-            worst[r["harness"]] = r["status"]
-    return dict(Counter(worst.values()))
+        by.setdefault(r["harness"], []).append(r["status"])
+    return dict(Counter(worst_status(s) for s in by.values()))
 
 
 def matrix(rows: Iterable[Row]) -> dict[str, Any]:

@@ -277,7 +277,9 @@ def _in_clusters(findings: Sequence[dict], cand_rows: Sequence[Row]) -> list[dic
     for f in findings:
         k = keys.get((f["fingerprint"], f["platform"], f["stage"])) if f["regression"] else None
         if k is None and f["regression"] and f["stage"] == "*":
-            k = keys.get((f["fingerprint"], "any", "*"))  # a whole-harness record stood for the platform
+            # a whole-harness record stood for the platform, or the platform vanished because
+            # the harness failed before it (a lowering error on every platform: no export)
+            k = keys.get((f["fingerprint"], "any", "*")) or keys.get((f["fingerprint"], "*", "*"))
         out.append({**f, "cluster": k} if k else f)
     return out
 

@@ -1,16 +1,25 @@
-"""Small statistics for noisy measurements, pure Python (no SciPy needed).
+"""Small statistics for noisy measurements, on the compare report's hot path.
 
 ``mann_whitney_greater`` is the exact one-sided rank test for two small samples (a
 timing with three repeats has its min, median and max: for three repeats that is the
 whole sample); ``lookback_z`` is a robust z-score of a value against a window of
 history (median and MAD), in the spirit of Conbench's lookback z-score.
+
+Why not ``scipy.stats.mannwhitneyu``: it gives the same U and p (tests/test_analysis.py
+checks both on 2,700 random samples, ties included, to 1e-12) but costs about 460 µs a
+call against 2 µs here, and the compare report and its dashboard page call it once per
+changed timing: about 2.6 s instead of 12 ms for a full upstream catalog. ``mad`` uses
+SciPy's normal-consistency constant, so it equals ``scipy.stats.median_abs_deviation(...,
+scale="normal")``.
 """
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Sequence
 from functools import lru_cache
+
+#: 1 / Phi^-1(3/4): the MAD of a normal sample times this estimates its sigma (SciPy's "normal" scale).
+NORMAL_MAD = 1.482602218505602
 
 
 def median(xs: Sequence[float]) -> float:
@@ -25,7 +34,7 @@ def median(xs: Sequence[float]) -> float:
 def mad(xs: Sequence[float]) -> float:
     """Median absolute deviation, scaled to estimate a normal standard deviation."""
     m = median(xs)
-    return 1.4826 * median([abs(x - m) for x in xs])
+    return NORMAL_MAD * median([abs(x - m) for x in xs])
 
 
 @lru_cache(maxsize=None)
@@ -104,20 +113,3 @@ def _spread_fallback(h: Sequence[float]) -> float:
     n = len(h)
     mean = sum(h) / n
     return math.sqrt(sum((v - mean) ** 2 for v in h) / (n - 1)) if n > 1 else 0.0
-
-
-def bootstrap_ratio(x: Sequence[float], y: Sequence[float], *, n: int = 2000, level: float = 0.95,
-                    seed: int = 0) -> tuple[float, float]:
-    """Bootstrap confidence interval of median(x) / median(y)."""
-    if not x or not y:
-        raise ValueError("both samples must be non-empty")
-    rng = random.Random(seed)
-    ratios = []
-    for _ in range(n):
-        mx = median([rng.choice(x) for _ in x])
-        my = median([rng.choice(y) for _ in y])
-        ratios.append(mx / my if my else math.inf)
-    ratios.sort()
-    lo = ratios[int((1 - level) / 2 * n)]
-    hi = ratios[min(n - 1, int((1 + level) / 2 * n))]
-    return lo, hi

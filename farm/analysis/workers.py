@@ -14,6 +14,8 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
+from farm.results import NATIVE_PLATFORM
+
 #: Stages that run on the worker's own device: filed under the worker whose platform they name.
 NATIVE_STAGES = ("compile", "execute", "compare", "xhost")
 #: Stages that run on the CPU after a CPU execution: filed under the cpu worker.
@@ -32,7 +34,8 @@ def env_key(env: dict[str, Any] | None) -> str:
 
 def platform_of(env: dict[str, Any]) -> str:
     """The platform a worker ran natively: what it reported, else its device kind's default."""
-    return env.get("platform") or {"gpu": "cuda"}.get(env.get("device_kind") or "cpu", env.get("device_kind") or "cpu")
+    kind = env.get("device_kind") or "cpu"
+    return env.get("platform") or NATIVE_PLATFORM.get(kind, kind)
 
 
 def summary(env: dict[str, Any] | None) -> str:

@@ -38,7 +38,7 @@ from sqlalchemy import func, insert, select
 from sqlalchemy.engine import make_url
 
 from farm.errors import ConfigError
-from farm.results import SEVERITY
+from farm.results import worst_status
 from farm.store import open_store, queries, writes
 from farm.store.models import ArtifactRow, Environment, HarnessRow, OutcomeRow, ResultRow, Run
 
@@ -58,7 +58,7 @@ def _jitter(metrics: dict[str, Any], factor: float) -> dict[str, Any]:
 
 def _worse(a: str, b: str) -> str:
 
-    return max(a, b, key=SEVERITY.__getitem__)
+    return worst_status((a, b))
 
 
 def _check_exists(url: str) -> None:

@@ -26,33 +26,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from farm.stages import compat
 from farm.errors import ConfigError
 from farm.results import Options
-
-
-@dataclass
-class Figure:
-    name: str
-    value: float
-    unit: str
-    goal: float | None = None
-    better: str = "lower"  # lower | higher
-    spread: str = ""
-
-    @property
-    def ratio(self) -> float | None:
-        if self.goal is None or not self.goal:
-            return None
-        return self.value / self.goal if self.better == "lower" else self.goal / self.value if self.value else None
-
-    @property
-    def met(self) -> bool | None:
-        r = self.ratio
-        return None if r is None else r <= 1.0
+from farm.bench.figure import Figure, table  # noqa: F401  (farm bench prints the table)
 
 
 def timed(fn: Callable[[], Any], repeats: int = 3, warmup: int = 1) -> tuple[float, float, float]:
@@ -119,12 +98,16 @@ def run(quick: bool = True, log: Callable[[str], None] = lambda s: print(s, file
     if "full" in want and not quick:
         figs += full_catalog_figures(log)
     if "dashboard" in want:
+        from farm.bench.web_figures import dashboard_figures  # deferred: the dashboard's modules, only here
+
         if dashboard_db:
             figs += dashboard_figures(dashboard_db, repeats=3 if quick else 7, log=log)
         else:
             log("bench: dashboard figures skipped: pass --dashboard-db URL (a database made with "
                 "`farm bench --make-db SRC DST`)")
     if "load" in want and dashboard_db:
+        from farm.bench.web_figures import load_figures  # deferred: as above
+
         figs += load_figures(dashboard_db, quick, log)
     return figs
 
@@ -354,67 +337,3 @@ def overhead_figures(quick: bool, log: Callable[[str], None], workers: int = 2) 
             Figure(f"farm overhead per harness incl. fixed costs ({big} trivial harnesses)",
                    1000 * statistics.median(excess_big) / big, "ms",
                    spread="actor start + jax import spread over the sweep")]
-
-
-def dashboard_figures(db_url: str, repeats: int = 5, log: Callable[[str], None] = lambda s: None) -> list[Figure]:
-    """Server time of the overview, trends, compare (previous vs latest), harness and search
-    pages on ``db_url`` through Flask's test client (``farm.bench.web.page_times``): the
-    value is the median render with the page cache and plot memo emptied; the spread
-    names the first request of a fresh app, the cached answer and the SQL statements."""
-    from farm.bench import web  # deferred: farm.bench.web imports dashboards when it runs; farm --help needs none
-
-    times = web.page_times(db_url, repeats=repeats, log=log)
-    store_desc = _db_size(db_url)
-    figs = []
-    for t in times:
-        med = statistics.median(t.render_s)
-        figs.append(Figure(f"dashboard {t.page} page, server time ({store_desc})", 1000 * med, "ms", 300.0,
-                           spread=f"{1000 * min(t.render_s):.0f}-{1000 * max(t.render_s):.0f} ms uncached, "
-                                  f"first {1000 * t.first_s:.0f} ms, cached {1000 * statistics.median(t.cached_s):.1f} ms, "
-                                  f"{t.statements} SQL statements"))
-    return figs
-
-
-def _db_size(db_url: str) -> str:
-    from sqlalchemy import func, select  # deferred: sqlalchemy (~0.35 s); farm --help imports this module
-
-    from farm.store import open_store  # deferred: farm.store (~0.5 s); not needed by farm --help
-    from farm.store.models import ResultRow, Run  # deferred: as above
-
-    store = open_store(db_url, upgrade=False)
-    try:
-        with store.session() as s:
-            n = s.scalar(select(func.count()).select_from(Run))
-            last = s.scalar(select(func.max(Run.id)))
-            per = s.scalar(select(func.count()).select_from(ResultRow).where(ResultRow.run_id == last))
-    finally:
-        store.dispose()
-    return f"{n} runs x {per} results"
-
-
-def load_figures(db_url: str, quick: bool, log: Callable[[str], None] = lambda s: None) -> list[Figure]:
-    """The bounded loopback load test (``farm.bench.web.load``): 20 clients over the five
-    pages against ``farm serve`` (waitress, 8 threads), 10 s quick, 30 s otherwise."""
-    from farm.bench import web  # deferred: see dashboard_figures
-
-    r = web.load(db_url, clients=20, seconds=10.0 if quick else 30.0, threads=8, log=log)
-    what = f"{r.clients} clients, {r.seconds:.0f} s, farm serve --threads {r.threads}"
-    per_page = ", ".join(f"{p} {1000 * r.quantile(0.95, xs):.0f}" for p, xs in sorted(r.by_page.items()))
-    return [Figure(f"load test requests/s ({what})", r.requests / r.seconds, "req/s"),
-            Figure("load test p50 latency", 1000 * r.quantile(0.5), "ms"),
-            Figure("load test p95 latency", 1000 * r.quantile(0.95), "ms", 500.0,
-                   spread=f"per page p95 (ms): {per_page}"),
-            Figure("load test max latency", 1000 * max(r.latencies, default=float("nan")), "ms"),
-            Figure("load test errors", float(len(r.errors)), "", 0.0,
-                   spread="; ".join(sorted(set(r.errors))[:3]))]
-
-
-def table(figs: list[Figure]) -> str:
-    lines = [f"| figure | value | goal | ratio to goal | |", "|---|---|---|---|---|"]
-    for f in figs:
-        goal = "" if f.goal is None else f"{'≤' if f.better == 'lower' else '≥'} {f.goal:.3g} {f.unit}"
-        ratio = "" if f.ratio is None else f"{f.ratio:.2f}"
-        mark = "" if f.met is None else ("met" if f.met else "MISSED")
-        lines.append(f"| {f.name} | {f.value:.3g} {f.unit} {('(' + f.spread + ')') if f.spread else ''} | {goal} | "
-                     f"{ratio} | {mark} |")
-    return "\n".join(lines)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from farm.commands import add_db, number, store_from
 from farm.errors import ConfigError
@@ -53,13 +54,17 @@ def fail_kinds(text: str) -> list[str]:
     return kinds
 
 
-def across_config(base: str, spec: str, cand: str | None) -> tuple[str, str]:
-    """The run names of two configurations of one sweep (``NAME@KEY=A``, ``NAME@KEY=B``)."""
+def across_config(store: Any, base: str, spec: str, cand: str | None) -> tuple[str, str]:
+    """The run ids of the two configurations of sweep ``base`` that differ only in KEY (A, then B)."""
+    from farm.store import series  # deferred: farm.store (~0.3 s, sqlalchemy); not needed by farm --help
+
     key, sep, values = spec.partition("=")
     pair = [v.strip() for v in values.split(",") if v.strip()]
     if cand is not None or not sep or len(pair) != 2:
         raise ConfigError("--across-config KEY=A,B takes one sweep NAME, e.g. --across-config x64=off,on nightly")
-    return f"{base}@{key}={pair[0]}", f"{base}@{key}={pair[1]}"
+    with store.session() as s:
+        a, b = series.config_pair(s, base, key.strip(), pair[0], pair[1])
+        return str(a.id), str(b.id)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,15 +72,15 @@ def run(args: argparse.Namespace) -> int:
     from farm.store import reports  # deferred: farm.store.reports (~0.6 s, sqlalchemy); not needed by farm --help
 
     kinds = fail_kinds(args.fail_on)
+    store = store_from(args)
     if args.across_config:
-        args.base, args.cand = across_config(args.base, args.across_config, args.cand)
+        args.base, args.cand = across_config(store, args.base, args.across_config, args.cand)
     elif args.cand is None:
         raise ConfigError("compare needs two runs: BASE CAND (or --across-config KEY=A,B NAME)")
     settings = reports.Settings(history=max(0, args.history), threshold=args.threshold, include_noise=args.all)
     from farm.analysis.clusters import acknowledged_changes  # deferred like the rest
     from farm.store import triage  # deferred like the rest
 
-    store = store_from(args)
     rep = reports.comparison(store, args.base, args.cand, settings, recompute=args.recompute).report
     with store.session() as s:
         acks = triage.acknowledgements(s)
@@ -90,6 +95,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"acknowledged cluster {e['key']} {'gone (probably fixed)' if e['change'] == 'gone' else e['change']}"
               f": {e['summary'][:120]} ({acks[e['key']]['note']})", file=sys.stderr if args.format == "json" else sys.stdout)
     bad = failing(rep, kinds, acknowledged=set(acks))
+    quiet = {k: sorted(set(v) - set(bad.get(k, ()))) for k, v in failing(rep, kinds).items()}
+    if any(quiet.values()):
+        print("farm: in acknowledged clusters, not failing the gate (" + "; ".join(
+            f"{k}: {', '.join(v)}" for k, v in quiet.items() if v) + ")", file=sys.stderr)
     if bad:
         print("farm: regressions (" + "; ".join(f"{k}: {', '.join(v)}" for k, v in bad.items()) + ")",
               file=sys.stderr)

@@ -2,8 +2,8 @@
 
 ``farm schedule run-pending`` runs every due sweep once and exits (for cron or a
 Kubernetes CronJob); ``farm schedule serve`` does the same in a loop; ``farm schedule
-list`` shows each sweep's next slot and last result. This module also adds
-``--submit`` to ``farm sweep``: the same sweep, run as a Ray job on the cluster.
+list`` shows each sweep's next slot and last result. ``submit_sweep`` is ``farm sweep
+--submit``: the same sweep, run as a Ray job on the cluster.
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 
 from farm.commands import number
 from farm.errors import ConfigError
+from farm.run.request import SweepRequest
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -35,7 +36,6 @@ def register(sub: argparse._SubParsersAction) -> None:
             q.add_argument("--dry-run", action="store_true", help="say which slots are due; run nothing")
         q.set_defaults(func=run, schedule_command=name)
     p.set_defaults(func=lambda a: (p.print_help(), 0)[1])
-    _add_submit(sub)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         due = schedule.pending(cfg, only=only)
         for spec, slot in due:
-            print(f"{spec.name}: would run {spec.run_name(slot)}:  farm " + " ".join(spec.sweep_args(spec.run_name(slot))))
+            print(f"{spec.name}: would run {spec.run_name(slot)}:  farm " + " ".join(spec.sweep_args(spec.run_name(slot), slot=slot)))
         if not due:
             print("nothing is due")
         return 0
@@ -71,53 +71,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------- farm sweep --submit
-def _add_submit(sub: argparse._SubParsersAction) -> None:
-    """Add --submit/--dashboard to `farm sweep` (registered before this module)."""
-    p = sub.choices.get("sweep")
-    if p is None or any("--submit" in a.option_strings for a in p._actions):
-        return
-    p.add_argument("--submit", action="store_true",
-                   help="run this sweep as a Ray job on the cluster (the driver runs on the head; "
-                        "needs --dashboard and a --db the head can open)")
-    p.add_argument("--dashboard", default=os.environ.get("RAY_DASHBOARD_ADDRESS"),
-                   help="Ray dashboard URL for --submit (default: $RAY_DASHBOARD_ADDRESS), e.g. http://HEAD:8265")
-    local = p.get_default("func")
-
-    def run_sweep(args: argparse.Namespace) -> int:
-        if not args.submit:
-            return local(args)
-        return submit_sweep(p, args)
-
-    p.set_defaults(func=run_sweep)
-
-
-def submit_sweep(p: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+def submit_sweep(req: SweepRequest) -> int:
+    """``farm sweep --submit``: the same sweep, its driver run as a Ray job on the cluster."""
     from farm.run import schedules as schedule  # deferred: farm.run.schedules (~0.1 s); not needed by farm --help
 
-    if not args.dashboard:
+    if not req.dashboard:
         raise ConfigError("--submit needs --dashboard http://HEAD:8265 (or $RAY_DASHBOARD_ADDRESS)")
-    db = args.db or os.environ.get("FARM_DB")
+    db = req.db or os.environ.get("FARM_DB")
     if not db or (db.startswith("sqlite") and not db.startswith("sqlite:////")):
         raise ConfigError("--submit needs a --db the cluster can open, e.g. postgresql+psycopg://user@dbhost/farm "
                           "(a relative SQLite path would land in the job's temporary working directory)")
-    args.db = db
-    return schedule.submit(argv_from(p, args, skip={"submit", "dashboard", "func"}), args.dashboard)
-
-
-def argv_from(p: argparse.ArgumentParser, args: argparse.Namespace, skip: set[str]) -> list[str]:
-    """Rebuild `farm sweep` arguments from parsed ``args`` (only values that differ from defaults)."""
-    out = ["sweep"]
-    seen: set[str] = set()
-    for a in p._actions:
-        if not a.option_strings or a.dest in skip or a.dest in seen or a.help == argparse.SUPPRESS:
-            continue
-        seen.add(a.dest)
-        v = getattr(args, a.dest, None)
-        if v is None or v == a.default:
-            continue
-        flag = next(o for o in a.option_strings if o.startswith("--"))
-        if isinstance(a, argparse._StoreTrueAction):
-            out.append(flag)
-        else:
-            out += [flag, str(v)]
-    return out
+    return schedule.submit(req.replace(db=db, submit=False, dashboard=None).to_argv(), req.dashboard)

@@ -9,7 +9,8 @@ from farm.commands import add_db, add_filters, filters_from, number, store_from
 from farm.commands.show import print_run
 from farm.errors import ConfigError
 from farm.platforms import DEVICE_KINDS, GPU_BACKEND_CHOICES, LOWERING_PLATFORMS, parse_targets
-from farm.results import Options
+from farm.results import Options, RunDims
+from farm.run.request import SweepRequest
 
 DEFAULT_PRIMITIVES = "exp,sin,tanh,log1p,add,mul,div,max"
 DEFAULT_DTYPES = "float32,float16,int32"
@@ -50,10 +51,23 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "version's own catalog (runs NAME@jax=V), then run every version's exports on every other "
                         "(runs NAME@xver=A>B); see farm versions NAME")
     p.add_argument("--no-cross", action="store_true", help="with --jax: skip the cross-version export matrix")
+    g = p.add_argument_group("run dimensions (set by configuration sweeps and schedules; stored as columns)")
+    g.add_argument("--series", help="the sweep of several runs this run is one of")
+    g.add_argument("--schedule", help="the farm.toml sweep that scheduled this run")
+    g.add_argument("--slot", help="its schedule slot, YYYYMMDDTHHMMZ")
+    p.add_argument("--submit", action="store_true",
+                   help="run this sweep as a Ray job on the cluster (the driver runs on the head; "
+                        "needs --dashboard and a --db the head can open)")
+    p.add_argument("--dashboard", default=os.environ.get("RAY_DASHBOARD_ADDRESS"),
+                   help="Ray dashboard URL for --submit (default: $RAY_DASHBOARD_ADDRESS), e.g. http://HEAD:8265")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.submit:
+        from farm.commands.schedule import submit_sweep  # noqa: PLC0415  (only with --submit)
+
+        return submit_sweep(SweepRequest.from_namespace(args))
     if args.config and args.jax:
         raise ConfigError("--config and --jax: sweep one dimension at a time (a version sweep per configuration: "
                           "set the configuration's variables, e.g. JAX_ENABLE_X64=1, around farm sweep --jax)")
@@ -92,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
           file=sys.stderr)
     try:
         run_row, stats = sweep(store, hs, options=opts, catalog=filters.catalog, filters=filters.to_dict(),
-                               config=cfg, name=args.run_name, resume=args.resume, force=args.force)
+                               config=cfg, name=args.run_name, resume=args.resume, force=args.force,
+                               dims=_dims(args))
     except KeyboardInterrupt:
         from farm.store import queries  # deferred: farm.store.queries (~0.5 s, sqlalchemy); not needed by farm --help
 
@@ -136,6 +151,13 @@ def _farm_command() -> str:
     return rel if not rel.startswith("..") else exe
 
 
+def _dims(args: argparse.Namespace) -> RunDims:
+    """This run's dimensions: its series, schedule and slot from the command line, its
+    configuration from the environment a configuration sweep started it in."""
+    return RunDims(series=args.series, config=os.environ.get("FARM_CONFIG_LABEL") or None, schedule=args.schedule,
+                   slot=args.slot)
+
+
 def _config_env() -> dict[str, str]:
     """Inside a configuration sweep: its settings, for worker processes on any cluster."""
     if not os.environ.get("FARM_CONFIG_LABEL"):
@@ -162,7 +184,9 @@ def _sweep_configs(args: argparse.Namespace) -> int:
     run_on = parse_targets(args.run_on, DEVICE_KINDS, "device kind (--run-on)")
     platforms += tuple(k for k in run_on if k not in DEVICE_KINDS and k not in platforms)
     base = args.run_name or f"config-{datetime.now():%Y%m%d-%H%M%S}"
-    rc, done = configs.sweep_each(todo, _argv_of(args), base, db=getattr(args, "db", None),
+    each = SweepRequest.from_namespace(args).replace(name=None, resume=None, config=(), jax=None, submit=False,
+                                                     dashboard=None, series=base)
+    rc, done = configs.sweep_each(todo, each.to_argv()[1:], base, db=getattr(args, "db", None),
                                   selection={"filters": filters.to_dict(), "platforms": list(platforms)})
     print("farm: configuration sweep " + base + ": " + "; ".join(f"{n} (exit {c})" for n, c in done) +
           (f"\nCompare two of them:  farm compare --across-config {args.config[0]} {base}"
@@ -191,24 +215,9 @@ def _sweep_versions(args: argparse.Namespace) -> int:
     store = store_from(args, create=True)
     base = args.run_name or f"versions-{datetime.now():%Y%m%d-%H%M%S}"
     done = versions.sweep(store, todo, base, filters.to_dict(), opts.to_dict(), workers=args.workers or os.cpu_count() or 1,
-                          timeout_s=args.timeout, cross=not args.no_cross)
+                          timeout_s=args.timeout, cross=not args.no_cross,
+                          dims=RunDims(schedule=args.schedule, slot=args.slot))
     print("farm: version sweep " + base + ": " + "; ".join(f"{n} ({how})" for n, how in done.runs.items()),
           file=sys.stderr)
     print(f"Its table:  farm versions {base}" + (f" --db {args.db}" if args.db else ""), file=sys.stderr)
     return 0
-
-
-def _argv_of(args: argparse.Namespace) -> list[str]:
-    """The sweep's own options, to pass to each configuration's process."""
-    out = ["--platforms", args.platforms, "--run-on", args.run_on, "--timeout", str(args.timeout),
-           "--batch", str(args.batch), "--repeats", str(args.repeats), "--format", args.format,
-           "--catalog", args.catalog]
-    for flag, value in (("--primitive", args.primitive), ("--group", args.group), ("--family", args.family),
-                        ("--dtype", args.dtype), ("--match", args.name), ("--modules", args.modules),
-                        ("--limit", args.limit), ("--workers", args.workers), ("--address", args.address),
-                        ("--db", getattr(args, "db", None))):
-        if value is not None:
-            out += [flag, str(value)]
-    out += ["--no-crossexec"] * bool(args.no_crossexec) + ["--force"] * bool(args.force) + \
-        ["--default"] * bool(args.default)
-    return out

@@ -1,7 +1,7 @@
 """farm triage: a run's failures as clusters (one per cause), worst first; acknowledge one.
 
 ``farm triage RUN`` lists the clusters of RUN (or of every run of the configuration or
-jax-version sweep RUN: ``RUN@x64=off``, ``RUN@x64=on``); ``farm triage ack CLUSTER --note
+jax-version sweep RUN: its series of runs); ``farm triage ack CLUSTER --note
 ... --url ...`` marks a cluster as a known failure, which ``farm compare``'s gate then does
 not fail on (a change in it is still reported)."""
 from __future__ import annotations

@@ -12,7 +12,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="For a sweep made with farm sweep --jax V1,V2,... --name NAME: each version's own "
                                    "verdicts, and for every pair (A, B) how A's serialized exports fare when B "
                                    "deserializes and runs them (backward and forward compatibility).")
-    p.add_argument("name", help="the version sweep's name (its runs are NAME@jax=V and NAME@xver=A>B)")
+    p.add_argument("name", help="the version sweep's name, or a reference to one of its runs (latest, previous, "
+                                "a run name or id)")
     p.add_argument("--format", choices=("text", "json"), default="text")
     add_db(p)
     p.set_defaults(func=run)
@@ -20,9 +21,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from farm.analysis.versions import matrix, render_text  # deferred: farm.analysis (~30 ms); not needed by farm --help
-    from farm.run.versions import load  # deferred: farm.run (~0.3 s, sqlalchemy); not needed by farm --help
+    from farm.run.versions import load, series_of  # deferred: farm.run (~0.3 s, sqlalchemy); not needed by farm --help
 
-    native, cross, stats = load(store_from(args), args.name)
+    store = store_from(args)
+    native, cross, stats = load(store, series_of(store, args.name))
     m = matrix(native, cross, stats)
     print(json.dumps(m, indent=1) if args.format == "json" else render_text(m))
     return 0

@@ -53,13 +53,13 @@ REFERENCE_PACKAGES = ("numpy", "scipy", "ml_dtypes")
 VENDOR_DISTS = re.compile(r"^nvidia[-_]", re.I)
 
 #: The farm's code that shapes results, relative to the repository root. Everything a
-#: worker imports to run a harness must be in here (tests/test_digest.py checks it).
+#: worker imports to run a harness must be in here (tests/test_result_cache.py, test_farm_code_digest_covers_everything_a_worker_imports, checks it).
 #: Left out on purpose: the store, analysis, CLI commands and dashboards, which read
 #: results but never make them; and the family modules under harnesses/, which are part
 #: of each harness's own digest (editing one family re-runs only that family).
 FARM_CODE = ("farm/__init__.py", "farm/results.py", "farm/errors.py", "farm/platforms.py", "farm/catalog/*.py",
              "farm/pipeline/*.py", "farm/stages/*.py", "farm/reference/*.py", "workers/*.py",
-             "harnesses/__init__.py", "harnesses/upstream.py")
+             "harnesses/__init__.py")
 FARM_CODE_EXCLUDE = ("farm/catalog/coverage.py", "farm/pipeline/replay_load.py", "farm/pipeline/replay_stages.py",
                      "farm/pipeline/replay_judge.py", "farm/pipeline/bundles.py")
 

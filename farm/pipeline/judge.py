@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from farm.catalog import Harness, Limitation
 from farm.platforms import native_platform
-from farm.results import RUN_STAGES, Outcome, Record
+from farm.results import PLATFORMS_OF_KIND, RUN_STAGES, Outcome, Record
 
 #: Which Limitation stage judges a record of each pipeline stage. Export records are
 #: per platform that JAX refused to export ("cuda", ...) or for the artifact ("export",
@@ -15,7 +15,6 @@ from farm.results import RUN_STAGES, Outcome, Record
 _LIMIT_STAGE = {"trace": "trace", "lower": "lower", "census": "census", "sharding": "sharding", "export": "export",
                 "serialize": "serialize", "compile": "compile", "execute": "execute", "compare": "compare",
                 "crossexec": "crossexec"}
-_PLATFORM_OF_KIND = {"gpu": ("cuda", "rocm")}
 
 
 def judge_record(h: Harness, rec: Record) -> Record:
@@ -25,7 +24,7 @@ def judge_record(h: Harness, rec: Record) -> Record:
     stage = _LIMIT_STAGE.get(rec.stage)
     if stage is None:
         return rec
-    platforms = (rec.platform,) + _PLATFORM_OF_KIND.get(rec.platform, ())
+    platforms = (rec.platform,) + PLATFORMS_OF_KIND.get(rec.platform, ())
     if rec.stage == "export" and rec.platform == "export" and rec.status == "ok":
         # the artifact holds these platforms: a limitation saying one cannot be exported is stale
         platforms += tuple(rec.facts.get("platforms", ()))

@@ -8,12 +8,13 @@ from typing import Any
 
 from farm.stages import compat
 from farm.errors import FarmError
-from farm.results import Outcome
+from farm.results import Outcome, RunDims
 from farm.pipeline.bundles import FORMAT, VERSION, keep_only, read, write, write_parts  # noqa: F401  (public)
 from farm.stages.xhost import Prior
 
 
-def import_bundle(store: Any, paths: str | list[str], name: str | None = None) -> tuple[int, str, int]:
+def import_bundle(store: Any, paths: str | list[str], name: str | None = None,
+                  dims: RunDims | None = None) -> tuple[int, str, int]:
     """Load one bundle, or the parts of one split bundle, as one run of kind "import".
 
     A standalone worker's journal (``OUT.journal.jsonl``, left by a worker killed mid-run)
@@ -33,7 +34,7 @@ def import_bundle(store: Any, paths: str | list[str], name: str | None = None) -
         run = writes.create_run(s, env=doc["environment"], name=name or r.get("name"), kind="import",
                                 catalog=r.get("catalog", "farm"), filters=r.get("filters", {}),
                                 platforms=r.get("platforms", []), run_on=r.get("run_on", []),
-                                total=len(harnesses))
+                                total=len(harnesses), dims=dims)
         hids = writes.harness_ids(s, harnesses)
         writes.Writer(s, run, hids).write(outcomes, worker="bundle")
         partial = any((d["run"].get("stats") or {}).get("partial") for d in docs)

@@ -51,6 +51,7 @@ from farm.run.replay_sources import (  # noqa: F401  (public names)
     from_run, import_backcompat, io_blob, poly_specs, primitive_of, select_exports, since,
 )
 from farm.pipeline.replay_stages import REPLAY_STAGES, Loaded, StoredArtifact, Target, run_stages
+from farm.platforms import native_platform
 from farm.results import SEVERITY, Options, Outcome, Record
 from farm.stages import trace, xhost
 from farm.stages.execute import to_numpy
@@ -153,8 +154,7 @@ def replay(session: Session, items: Sequence[StoredExport], *, env: dict[str, An
     ``today_lowering``: also run today's jit of each harness still in the catalog beside
     the replayed artifact (an ``xhost`` record)."""
     today = today or dt.date.today()
-    platform = jax.default_backend()
-    platform = {"gpu": "cuda"}.get(platform, platform)
+    platform = native_platform(jax.default_backend())
     target = Target(platform, jax.device_count(), opts)
     run = writes.create_run(session, env=env, name=name, kind="replay", catalog=catalog, filters=filters or {},
                             platforms=[platform], run_on=[platform], total=len(items))

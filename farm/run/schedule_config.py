@@ -77,36 +77,22 @@ class SweepSpec:
         """The runs one slot makes: ``SLOT@LABEL`` per configuration or jax version, else ``SLOT``."""
         return [f"{run_name}@{label}" for label in self.labels] or [run_name]
 
-    def owns(self, run_name: str) -> bool:
-        """Whether ``run_name`` is a scheduled run of this sweep (one of a slot's runs)."""
-        suffix = r"(@.+)?" if self.labels else ""
-        return re.fullmatch(re.escape(self.name) + r"-\d{8}T\d{4}Z" + suffix, run_name) is not None
-
-    def sweep_args(self, run_name: str, resume: bool = False) -> list[str]:
+    def sweep_args(self, run_name: str, resume: bool = False, slot: datetime | None = None) -> list[str]:
         """``farm sweep`` arguments for a slot (``--resume`` continues an interrupted one; a sweep
-        over configurations or versions continues by itself when run again)."""
-        args = ["sweep"]
+        over configurations or versions continues by itself when run again). With ``slot``, the
+        runs record this sweep and slot as their dimensions (``--schedule``, ``--slot``)."""
+        from farm.run.request import SweepRequest
+
+        given = {k: v for k, v in (("workers", self.workers), ("timeout", self.timeout), ("batch", self.batch),
+                                   ("repeats", self.repeats)) if v is not None}
+        if slot is not None:
+            given.update(schedule=self.name, slot=slot.astimezone(timezone.utc).strftime(SLOT_FORMAT))
+        common = SweepRequest(db=self.db, address=self.address, crossexec=self.crossexec, **given)
         if resume and not self.labels:
-            args += ["--resume", run_name]
-        else:
-            args += ["--name", run_name, "--platforms", self.platforms, "--run-on", self.run_on]
-            for k, v in self.filters.items():
-                args += [f"--{k}", str(v)]
-            for c in self.config:
-                args += ["--config", c]
-            if self.jax:
-                args += ["--jax", self.jax]
-        if self.db:
-            args += ["--db", self.db]
-        if self.address:
-            args += ["--address", self.address]
-        for flag, v in (("--workers", self.workers), ("--timeout", self.timeout), ("--batch", self.batch),
-                        ("--repeats", self.repeats)):
-            if v is not None:
-                args += [flag, str(v)]
-        if not self.crossexec:
-            args.append("--no-crossexec")
-        return args
+            return common.replace(resume=run_name).to_argv()
+        selection = {k: (int(v) if k == "limit" else v) for k, v in self.filters.items()}
+        return common.replace(name=run_name, platforms=self.platforms, run_on=self.run_on, config=self.config,
+                              jax=self.jax, **selection).to_argv()
 
 
 @dataclass(frozen=True, slots=True)

@@ -135,13 +135,29 @@ def previous_run(spec: SweepSpec, before: str) -> str | None:
     store = open_store(spec.db)
     try:
         with store.session() as s:
-            cur = s.scalar(select(Run.id).where(Run.name == before))
-            q = select(Run.name).where(Run.status == "finished", Run.name.like(f"{spec.name}-%"))
+            # ``before`` names a slot's run, or (over configurations or versions) its runs' series
+            cur = s.scalar(select(Run.slot).where(Run.schedule == spec.name, (Run.name == before) | (Run.series == before)))
+            q = select(Run).where(Run.status == "finished", Run.schedule == spec.name)
             if cur is not None:
-                q = q.where(Run.id < cur)
-            # a slot over configurations or versions is named by its runs' common prefix (SLOT@LABEL)
-            before_slot = before.split("@", 1)[0]
-            return next((n.split("@", 1)[0] for n in s.scalars(q.order_by(Run.id.desc()))
-                         if spec.owns(n) and n.split("@", 1)[0] != before_slot), None)
+                q = q.where(Run.slot < cur)
+            prev = s.scalars(q.order_by(Run.slot.desc(), Run.id.desc()).limit(1)).first()
+            return (prev.series or prev.name) if prev else None
+    finally:
+        store.dispose()
+
+
+def slot_labels(db: str | None, slot_run: str) -> dict[str, str]:
+    """The runs of a slot over configurations or versions (series ``slot_run``) by label:
+    the configuration, or ``jax=V`` for a version's own run."""
+    from sqlalchemy import select  # lazy: ~0.3 s with farm.store (module docstring)
+
+    from farm.store import open_store  # lazy: ~0.3 s with farm.store (module docstring)
+    from farm.store.models import Run  # lazy: ~0.3 s with farm.store (module docstring)
+
+    store = open_store(db)
+    try:
+        with store.session() as s:
+            runs = s.scalars(select(Run).where(Run.series == slot_run, Run.exported_on.is_(None))).all()
+            return {r.config or f"jax={r.jax_version}": r.name for r in runs if r.config or r.jax_version}
     finally:
         store.dispose()

@@ -47,13 +47,13 @@ from farm.run.schedule_config import (
 )
 from farm.run.schedule_config import _check_keys, _comma  # noqa: F401  (importable from here as before)
 from farm.run.schedule_jobs import submit
-from farm.run.schedule_state import AlreadyRunning, State, previous_run, run_status, sweep_lock
+from farm.run.schedule_state import AlreadyRunning, State, previous_run, run_status, slot_labels, sweep_lock
 from farm.run.schedule_state import _lock_key  # noqa: F401  (importable from here as before)
 
 __all__ = [
     "ACTION_KEYS", "FILTER_KEYS", "GLOBAL_KEYS", "ROOT", "SLOT_FORMAT", "SWEEP_KEYS", "Config", "Log", "OnRegression",
     "SweepSpec", "due_slot", "load_config", "next_slot", "parse_config",
-    "AlreadyRunning", "State", "previous_run", "run_status", "sweep_lock",
+    "AlreadyRunning", "State", "previous_run", "run_status", "slot_labels", "sweep_lock",
     "submit", "farm_command", "run_farm", "SlotResult", "compare", "post_webhook", "act_on_regression", "run_slot",
     "pending", "run_pending", "exit_code", "serve",
 ]
@@ -108,7 +108,11 @@ def compare_slot(spec: SweepSpec, baseline: str, run: str, log: Log = _stderr) -
     same one of the baseline (``BASELINE@LABEL``); regressed if any of them regressed."""
     if not spec.labels:
         return compare(spec, baseline, run, log)
-    results = [compare(spec, f"{baseline}@{label}", f"{run}@{label}", log) for label in spec.labels]
+    before, now = slot_labels(spec.db, baseline), slot_labels(spec.db, run)
+    for label in spec.labels:
+        if label not in before or label not in now:
+            log(f"{run}: no run for {label} in {baseline if label not in before else run}: not compared")
+    results = [compare(spec, before[label], now[label], log) for label in spec.labels if label in before and label in now]
     flags = [r for r, _ in results]
     regressed = True if any(flags) else (None if all(f is None for f in flags) else False)
     return regressed, "\n\n".join(md for _, md in results if md)
@@ -155,7 +159,7 @@ def run_slot(spec: SweepSpec, cfg: Config, slot: datetime, log: Log = _stderr) -
             if all(st == "finished" for st in stored):
                 state.update(spec.name, last_slot=slot.isoformat(), run=name, status="finished")
                 return SlotResult(spec.name, slot, name, "skipped", message="already finished (found in the store)")
-            args = spec.sweep_args(name, resume=any(st is not None for st in stored))
+            args = spec.sweep_args(name, resume=any(st is not None for st in stored), slot=slot)
             state.update(spec.name, last_slot=slot.isoformat(), run=name, status="running",
                          started=datetime.now(timezone.utc).isoformat(), pid=os.getpid())
             rc = submit(args, spec.dashboard, log=log) if spec.submit else run_farm(args, log)

@@ -23,7 +23,7 @@ from farm.errors import CatalogMismatch, ClusterError
 from farm.pipeline import cachekey as digest
 from farm.pipeline import judge_crash
 from farm.platforms import native_platform, slot_resource
-from farm.results import BAD, Options, Outcome
+from farm.results import BAD, Options, Outcome, RunDims
 from farm.run import cluster
 from farm.run.cluster import Worker, WorkerDied, check_feasible, ray_init
 from farm.pipeline.host import describe, fingerprint
@@ -325,6 +325,7 @@ class _Plan:
 
 def sweep(store: Any, harnesses: list[Harness], *, options: Options, catalog: str, filters: dict[str, Any],
           config: SweepConfig, name: str | None = None, resume: str | None = None, force: bool = False,
+          dims: RunDims | None = None,
           log: Callable[[str], None] = lambda s: print(s, file=sys.stderr)) -> tuple[Any, SweepStats]:
     """Create (or resume) a run, skip what is done or cached, run the rest on Ray."""
     # A local CPU sweep is always feasible: start Ray only if something is left to run
@@ -337,7 +338,7 @@ def sweep(store: Any, harnesses: list[Harness], *, options: Options, catalog: st
         if not lazy:
             check_feasible(options.run_on, config.gpu_fraction)
         plan = _plan(store, harnesses, options=options, catalog=catalog, filters=filters, config=config,
-                     name=name, resume=resume, force=force)
+                     name=name, resume=resume, force=force, dims=dims)
         _announce(plan, log)
         if plan.todo and lazy:
             started, config.workers = ray_init(config.address, config.workers, tuple(options.run_on))
@@ -353,7 +354,8 @@ def sweep(store: Any, harnesses: list[Harness], *, options: Options, catalog: st
 
 
 def _plan(store: Any, harnesses: list[Harness], *, options: Options, catalog: str, filters: dict[str, Any],
-          config: SweepConfig, name: str | None, resume: str | None, force: bool) -> _Plan:
+          config: SweepConfig, name: str | None, resume: str | None, force: bool,
+          dims: RunDims | None = None) -> _Plan:
     """Open (or resume) the run, copy the cached outcomes into it, and find the level-2
     priors for the harnesses left to run."""
     env = describe(device_kinds=list(options.run_on))  # as a worker sees it (the driver may have no devices)
@@ -365,7 +367,8 @@ def _plan(store: Any, harnesses: list[Harness], *, options: Options, catalog: st
             run.status = "running"
         else:
             run = writes.create_run(s, env=env, name=name, catalog=catalog, filters=filters,
-                                    platforms=options.platforms, run_on=options.run_on, total=len(harnesses))
+                                    platforms=options.platforms, run_on=options.run_on, total=len(harnesses),
+                                    dims=dims)
         hids = writes.harness_ids(s, harnesses)
         done = writes.finished(s, run.id)
         todo = [h for h in harnesses if hids[h.fingerprint] not in done]

@@ -30,12 +30,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+import dataclasses
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from farm.errors import ConfigError, FarmError
+from farm.results import RunDims
 
 ROOT = Path(__file__).resolve().parents[2]
 #: What a version's environment gets besides jax and jaxlib: the same pins as .venv
@@ -260,7 +262,8 @@ class VersionSweep:
 
 
 def sweep(store: Any, versions: list[str], base: str, filters: dict[str, Any], options: dict[str, Any], *,
-          workers: int = 2, timeout_s: float = 120.0, cross: bool = True, log: Log = _stderr) -> VersionSweep:
+          workers: int = 2, timeout_s: float = 120.0, cross: bool = True, dims: RunDims = RunDims(),
+          log: Log = _stderr) -> VersionSweep:
     """One run per version on its own catalog, then one per ordered pair (A, B), A ≠ B.
 
     A run already finished under its name is kept, not redone: re-running the same command
@@ -273,12 +276,14 @@ def sweep(store: Any, versions: list[str], base: str, filters: dict[str, Any], o
     workdir = cache_root() / "version-sweeps" / re.sub(r"[^\w.@=-]", "_", base)
     done: dict[str, str] = {}
 
-    def step(name: str, env: JaxEnv, ident: str, jobs: Callable[[], dict[str, Any]]) -> None:
+    def step(name: str, env: JaxEnv, ident: str, jobs: Callable[[], dict[str, Any]], exported_on: str | None = None) -> None:
         if kept(store, name, ident):
             done[name] = "kept"
             return
-        paths = run_jobs(env, jobs(), workdir, name.split("@", 1)[1].replace(">", "-to-"), workers, log)
-        run_id, _, _ = import_bundle(store, paths, name=name)
+        label = f"{exported_on}-to-{env.version}" if exported_on else f"jax={env.version}"
+        paths = run_jobs(env, jobs(), workdir, label, workers, log)
+        run_id, _, _ = import_bundle(store, paths, name=name, dims=dataclasses.replace(
+            dims, series=base, jax_version=env.version, exported_on=exported_on))
         _mark(store, run_id, ident)
         for p in paths:
             os.remove(p)
@@ -292,7 +297,8 @@ def sweep(store: Any, versions: list[str], base: str, filters: dict[str, Any], o
             for b in envs:
                 if a.version != b.version:
                     step(cross_name(base, a.version, b.version), b, identity(b.version, filters, options, a.version),
-                         lambda a=a: cross_jobs(store, native_name(base, a.version), filters, options, timeout_s))
+                         lambda a=a: cross_jobs(store, native_name(base, a.version), filters, options, timeout_s),
+                         exported_on=a.version)
     return VersionSweep(envs, done)
 
 
@@ -305,38 +311,47 @@ def _mark(store: Any, run_id: int, ident: str) -> None:
 
 
 def sweeps(store: Any) -> list[str]:
-    """Names of the version sweeps in ``store``, newest first (runs NAME@jax=V)."""
+    """Names of the version sweeps in ``store``, newest first (series with runs on a jax version)."""
     from sqlalchemy import select  # deferred: sqlalchemy (~0.35 s); farm --help needs none
 
     from farm.store.models import Run
 
     with store.session() as s:
-        names = s.scalars(select(Run.name).where(Run.name.like("%@jax=%")).order_by(Run.id.desc())).all()
-    return list(dict.fromkeys(n.rsplit("@jax=", 1)[0] for n in names))
+        names = s.scalars(select(Run.series).where(Run.jax_version.is_not(None), Run.series.is_not(None))
+                          .order_by(Run.id.desc())).all()
+    return list(dict.fromkeys(names))
+
+
+def series_of(store: Any, ref: str) -> str:
+    """The version sweep ``ref`` names: a version sweep's own name, or any run reference
+    (``latest``, ``previous``, a name or an id) to one of its runs."""
+    from farm.store import queries
+
+    if ref in sweeps(store):
+        return ref
+    with store.session() as s:
+        run = queries.resolve_run(s, ref)
+        if run.series is None or run.jax_version is None:
+            raise FarmError(f"run {run.name} is not part of a version sweep: run farm sweep --jax V1,V2 --name NAME")
+        return run.series
 
 
 def load(store: Any, base: str) -> tuple[dict[str, list[dict[str, Any]]], dict[tuple[str, str], list[dict[str, Any]]],
                                          dict[tuple[str, str], dict[str, Any]]]:
     """The rows of a version sweep's runs: native by version, cross by (exported on, run on),
     and the cross runs' stats (how many artifacts the other version's catalog lacked)."""
-    from sqlalchemy import select  # deferred: sqlalchemy (~0.35 s); farm --help needs none
-
-    from farm.store import queries
-    from farm.store.models import Run
+    from farm.store import queries, series
 
     native: dict[str, list[dict[str, Any]]] = {}
     cross: dict[tuple[str, str], list[dict[str, Any]]] = {}
     stats: dict[tuple[str, str], dict[str, Any]] = {}
     with store.session() as s:
-        runs = s.execute(select(Run).where(Run.name.like(f"{base}@%"))).scalars().all()
-        for r in runs:
-            tail = r.name[len(base) + 1:]
-            if tail.startswith("jax="):  # what the table reads of a version's own run
-                native[tail[4:]] = queries.results(s, r.id, stage="trace,compare,export,census")
-            elif tail.startswith("xver=") and ">" in tail:
-                a, b = tail[5:].split(">", 1)
-                cross[(a, b)] = queries.results(s, r.id, stage="xhost")
-                stats[(a, b)] = dict(r.stats or {})
+        for r in series.series_runs(s, base):
+            if r.jax_version and not r.exported_on:  # what the table reads of a version's own run
+                native[r.jax_version] = queries.results(s, r.id, stage="trace,compare,export,census")
+            elif r.jax_version and r.exported_on:
+                cross[(r.exported_on, r.jax_version)] = queries.results(s, r.id, stage="xhost")
+                stats[(r.exported_on, r.jax_version)] = dict(r.stats or {})
     if not native:
         raise FarmError(f"no version sweep named {base!r} (runs {base}@jax=V): run farm sweep --jax V1,V2 --name {base}")
     return native, cross, stats

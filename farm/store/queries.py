@@ -9,7 +9,8 @@ from sqlalchemy import Text, func, select, type_coerce
 from sqlalchemy.orm import Session
 
 from farm.errors import HarnessNotFound, RunNotFound
-from farm.results import SEVERITY
+from farm.results import worst_status
+from farm.store import series
 from farm.store.models import ArtifactRow, Environment, HarnessRow, OutcomeRow, ResultRow, Run
 
 
@@ -39,7 +40,7 @@ def run_dict(session: Session, run: Run, with_counts: bool = True) -> dict[str, 
          "finished_at": run.finished_at.isoformat() if run.finished_at else None,
          "duration_s": (run.finished_at - run.started_at).total_seconds() if run.finished_at else None,
          "catalog": run.catalog, "filters": run.filters, "platforms": run.platforms, "run_on": run.run_on,
-         "total": run.total, "stats": run.stats or {},
+         "total": run.total, "stats": run.stats or {}, "dims": series.run_dims(run).to_dict(),
          "environment": {"jax_version": env.jax_version, "jaxlib_version": env.jaxlib_version,
                          "python": env.python, "host": env.host, "device_kinds": env.device_kinds,
                          "xla_flags": env.xla_flags, "farm_commit": env.farm_commit,
@@ -140,7 +141,7 @@ class _JsonLoader:
 
 
 def worst(statuses: list[str]) -> str:
-    return max(statuses, key=SEVERITY.__getitem__, default="ok")
+    return worst_status(statuses)
 
 
 def matrix(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, str]]]:

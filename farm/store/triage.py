@@ -16,6 +16,7 @@ from farm.analysis.clusters import Cluster, causes, clusters, signed
 from farm.analysis.signatures import Signature
 from farm.errors import FarmError, RunNotFound
 from farm.results import BAD
+from farm.store.series import series_runs
 from farm.store.models import AcknowledgementRow, HarnessRow, OutcomeRow, ResultRow, Run
 from farm.store.models.base import utcnow
 from farm.store.queries import _JsonLoader, _raw_json, resolve_run
@@ -29,19 +30,14 @@ class ClusterNotFound(FarmError):
 
 def resolve_runs(session: Session, ref: str) -> list[Run]:
     """A run by id, name, ``latest`` or ``previous``; or, where no run has that name, every
-    run of the configuration or jax-version sweep named ``ref`` (``ref@x64=on``, ...)."""
+    run of the configuration or jax-version sweep named ``ref`` (its series)."""
     try:
         return [resolve_run(session, ref)]
     except RunNotFound:
-        family = session.scalars(select(Run).where(Run.name.like(f"{_escape(ref)}@%", escape="\\"))
-                                 .order_by(Run.id)).all()
+        family = series_runs(session, ref)
         if family:
-            return list(family)
+            return family
         raise
-
-
-def _escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def failing_rows(session: Session, run_ids: Iterable[int] | None = None, expected: bool = False
@@ -54,8 +50,8 @@ def failing_rows(session: Session, run_ids: Iterable[int] | None = None, expecte
                 r.platform, r.stage, r.status, r.error_type, r.error, _raw_json(r.metrics), _raw_json(r.facts))
          .join(HarnessRow, HarnessRow.id == r.harness_id)
          .where(r.status.in_(BAD + (("expected_fail",) if expected else ()))))
-    if run_ids is not None:
-        q = q.where(r.run_id.in_(list(run_ids)))
+    # naming the runs lets the (run_id, status) index find the failing rows (a scan otherwise)
+    q = q.where(r.run_id.in_(list(run_ids) if run_ids is not None else select(Run.id).scalar_subquery()))
     load = _JsonLoader(shared=True)
     keys = ("run_id", "harness", "fingerprint", "primitive", "dtype", "platform", "stage", "status", "error_type",
             "error", "metrics", "facts")

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from farm.catalog import Harness
 from farm.errors import ConfigError
-from farm.results import NOT_REUSABLE, UPSTREAM_STAGES, Outcome
+from farm.results import NOT_REUSABLE, UPSTREAM_STAGES, Outcome, RunDims
 from farm.store import artifacts
 from farm.store.environments import fingerprint as env_fingerprint
 from farm.store.environments import get_or_create
@@ -60,7 +60,7 @@ def unique_name(session: Session, base: str) -> str:
 
 def create_run(session: Session, *, env: dict[str, Any], name: str | None = None, kind: str = "sweep",
                catalog: str = "farm", filters: dict[str, Any] | None = None, platforms: Iterable[str] = (),
-               run_on: Iterable[str] = (), total: int = 0) -> Run:
+               run_on: Iterable[str] = (), total: int = 0, dims: RunDims | None = None) -> Run:
     env_row = get_or_create(session, env)
     if name and re.fullmatch(r"\d+|latest|previous", name):
 
@@ -70,7 +70,7 @@ def create_run(session: Session, *, env: dict[str, Any], name: str | None = None
         raise ConfigError(f"a run named {name!r} already exists; use --resume {name} to continue it")
     run = Run(name=name or unique_name(session, f"{kind}-{datetime.now():%Y%m%d-%H%M%S}"), kind=kind,
               catalog=catalog, filters=filters or {}, platforms=list(platforms), run_on=list(run_on),
-              total=total, environment_id=env_row.id, status="running")
+              total=total, environment_id=env_row.id, status="running", **(dims or RunDims()).to_dict())
     session.add(run)
     session.flush()
     return run

@@ -32,3 +32,11 @@ class Run(Base):
     total: Mapped[int] = mapped_column(default=0)
     environment_id: Mapped[int] = mapped_column(ForeignKey("environments.id"))
     stats: Mapped[dict] = mapped_column(default=dict)
+    # the run's dimensions (farm.results.RunDims): which sweep of several runs, configuration,
+    # jax version, exported-on version, schedule and slot; None where they do not apply
+    series: Mapped[str | None] = mapped_column(String(200), default=None, index=True)
+    config: Mapped[str | None] = mapped_column(String(200), default=None)
+    jax_version: Mapped[str | None] = mapped_column(String(32), default=None)
+    exported_on: Mapped[str | None] = mapped_column(String(32), default=None)
+    schedule: Mapped[str | None] = mapped_column(String(100), default=None, index=True)
+    slot: Mapped[str | None] = mapped_column(String(16), default=None)

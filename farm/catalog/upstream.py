@@ -5,9 +5,9 @@ Each upstream harness becomes one farm ``Harness``: its key is built from the up
 group, dtype, argument shapes and the params that have a stable text form; ``fun`` is
 the upstream ``dyn_fun``; inputs come from the upstream ``dyn_args_maker`` driven by a
 ``RandomState`` seeded from our fingerprint, so every worker makes the same bytes.
-Upstream ``Limitation``s become farm ``Limitation``s. There is no independent
-reference (compare "none"): the farm checks lowering, export, cross-execution and the
-serialize round trip for these.
+Upstream ``Limitation``s become farm ``Limitation``s. Upstream harnesses carry no
+reference of their own: the compare stage judges them against their jaxpr evaluated in
+NumPy float64 by ``farm.reference`` (or by an invariant where results are not unique).
 
 Importing jax and the upstream catalog costs about 1.5 s, so the plain-data entries
 (keys, limitations) are cached on disk per jax version and x64 mode; ``fun`` and the
