@@ -2,7 +2,7 @@
 
 Commit 0 is the installed ``jax/`` package as it is; then ``n`` commits, each writing a
 counter into a new module ``jax/_src/_history_note.py`` (imported by nothing: a no-op for
-jax), except: the commits in ``broken`` make ``import jax`` fail (the next commit repairs
+jax), except: the commits in ``broken`` make ``import jax`` fail at once (the next commit repairs
 it), and commit ``sin_at`` changes the ``sin`` lowering rule to emit a cosine. Plain git,
 no jax import: building 45 commits takes about a second.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 
 SIN_RULE = "return _nary_lower_hlo(hlo.sine, ctx, x, accuracy=accuracy)"
 SIN_BROKEN = "return _nary_lower_hlo(hlo.cosine, ctx, x, accuracy=accuracy)"
-BREAK = "\nraise ImportError('synthetic history: this commit does not import')\n"
+BREAK = "raise ImportError('synthetic history: this commit does not import')\n"
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -42,7 +42,7 @@ def build(repo: Path, n: int, sin_at: int, broken: tuple[int, ...] = ()) -> list
     for i in range(1, n + 1):
         (repo / "jax" / "_src" / "_history_note.py").write_text(f"STEP = {i}\n")
         subject = f"note {i}"
-        init.write_text(clean_init + (BREAK if i in broken else ""))
+        init.write_text((BREAK if i in broken else "") + clean_init)
         if i in broken:
             subject = f"break import {i}"
         if i == sin_at:
