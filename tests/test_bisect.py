@@ -4,7 +4,6 @@ the sin harness run through the pipeline), the step cache, bad input, and stored
 from __future__ import annotations
 
 import math
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -119,11 +118,15 @@ def test_the_step_cache_cannot_hide_a_changed_history(history: dict[str, Any]) -
     assert ans.ran >= 1  # the moved commits' trees are new content
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "farm", "bisect", HARNESS, *args], capture_output=True, text=True)
+def _cli(capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str]:
+    """``farm bisect HARNESS ARGS`` in this process (jax and the catalog are loaded once)."""
+    from farm.cli import main
+
+    rc = main(["bisect", HARNESS, *args])
+    return rc, capsys.readouterr().err
 
 
-def test_bad_input_is_one_line_and_exit_2(history: dict[str, Any]) -> None:
+def test_bad_input_is_one_line_and_exit_2(history: dict[str, Any], capsys: pytest.CaptureFixture) -> None:
     repo, shas = str(history["repo"]), history["shas"]
     cases = [
         (["--good", "no-such-ref", "--bad", "main"], "--good no-such-ref: no such commit"),
@@ -134,12 +137,12 @@ def test_bad_input_is_one_line_and_exit_2(history: dict[str, Any]) -> None:
         (["--good", shas[SIN_AT], "--bad", "main", "--when", "status=fail"], "agree: both are bad"),
     ]
     for args, msg in cases:
-        p = _cli("--jax-repo", repo, *args)
-        assert p.returncode == 2, (args, p.stderr)
-        lines = [ln for ln in p.stderr.splitlines() if ln.startswith("farm: error:")]
-        assert len(lines) == 1 and msg in lines[0], (args, p.stderr)
-    p = _cli("--good", "main~3", "--bad", "main")  # a commit without --jax-repo
-    assert p.returncode == 2 and "--jax-repo" in p.stderr
+        rc, err = _cli(capsys, "--jax-repo", repo, *args)
+        assert rc == 2, (args, err)
+        lines = [ln for ln in err.splitlines() if ln.startswith("farm: error:")]
+        assert len(lines) == 1 and msg in lines[0], (args, err)
+    rc, err = _cli(capsys, "--good", "main~3", "--bad", "main")  # a commit without --jax-repo
+    assert rc == 2 and "--jax-repo" in err
 
 
 # --------------------------------------------------------------------------- the farm's own history
@@ -149,7 +152,8 @@ def test_history_finds_the_first_stored_run_that_went_bad(sqlite_url: str) -> No
     from farm.store import open_store, writes
 
     store = open_store(sqlite_url)
-    env = {"jax_version": "0.10.2", "jaxlib_version": "0.10.2", "python": "3.11", "host": "t", "device_kinds": ["cpu"]}
+    env = {"jax_version": "0.10.2", "jaxlib_version": "0.10.2", "python": "3.11", "host": "t", "device_kinds": ["cpu"],
+           "xla_flags": "", "farm_commit": "abc"}
     h = {"fingerprint": "fp1", "name": "sin_x", "catalog": "farm", "family": "f", "primitive": "sin", "group": "sin",
          "dtype": "float32", "shapes": [[3]], "params": {}}
     ulps = [1.0, 1.0, 2.0, 9.0, 9.0, 1.0, 9.0]

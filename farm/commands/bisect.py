@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from farm.commands import add_db, number, store_from
-from farm.errors import ConfigError, HarnessNotFound
+from farm.errors import HarnessNotFound
 
 _KEY = re.compile(r"[0-9a-f]{12}")
 

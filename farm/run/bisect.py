@@ -289,10 +289,9 @@ def _wheel_tree(version: str, index_url: str | None) -> tuple[Path, str]:
     return home, (home / ".wheel-sha256").read_text().strip()
 
 
-def release_commit(repo: str | Path, version: str, jaxlib: str, log: Log) -> str | None:
-    """The jax commit a release was built from: the ``_git_hash`` its wheel's ``jax/version.py``
-    records (read from its venv or unpacked wheel, without importing jax) when the repository
-    has that commit, else the tag ``jax-vVERSION``."""
+def _wheel_hash(version: str, jaxlib: str, log: Log = _stderr) -> str | None:
+    """The ``_git_hash`` a release's ``jax/version.py`` records (read from its venv, or its
+    unpacked wheel, without importing jax)."""
     if jaxlib == "paired":
         code = "import importlib.util as u; print(u.find_spec('jax').origin)"
         p = subprocess.run([versions.provision(version, log).python, "-c", code], capture_output=True, text=True,
@@ -300,10 +299,16 @@ def release_commit(repo: str | Path, version: str, jaxlib: str, log: Log) -> str
         vf = Path(p.stdout.strip()).parent / "version.py" if p.returncode == 0 else None
     else:
         vf = versions.cache_root() / "jax-wheels" / version / "jax" / "version.py"
-    if vf is not None and vf.exists():
-        m = re.search(r"_git_hash: str = '([0-9a-f]{40})'", vf.read_text())
-        if m and jaxgit.tree_id(repo, m.group(1)):
-            return m.group(1)
+    m = re.search(r"_git_hash: str = '([0-9a-f]{40})'", vf.read_text()) if vf is not None and vf.exists() else None
+    return m.group(1) if m else None
+
+
+def release_commit(repo: str | Path, version: str, jaxlib: str, log: Log) -> str | None:
+    """The jax commit a release was built from: the one its wheel names when the repository
+    has it, else the tag ``jax-vVERSION``."""
+    sha = _wheel_hash(version, jaxlib, log)
+    if sha and jaxgit.tree_id(repo, sha):
+        return sha
     try:
         return jaxgit.resolve(repo, f"jax-v{version}", "--jax-repo tag")
     except ConfigError:
@@ -355,7 +360,10 @@ def _into_commits(ans: Answer, first: Bisector, stepper: Stepper, target: Target
         python = versions.provision(a, log).python if jaxlib == "paired" else sys.executable
         ca, cb = release_commit(repo, a, jaxlib, log), release_commit(repo, b, jaxlib, log)
         if not ca or not cb:
-            ans.note = f"the jax repository has no commit for release {a if not ca else b}: no commit bisection"
+            missing = a if not ca else b
+            ans.note = (f"the jax repository has no commit for release {missing} (neither the commit its wheel "
+                        f"names, {_wheel_hash(missing, jaxlib) or '?'}, nor the tag jax-v{missing}; a newer "
+                        "checkout may): no commit bisection")
             return None
         log(f"farm bisect: {a} is good and {b} bad: going on inside jax commits {ca[:10]}..{cb[:10]} "
             f"over jax {a}'s jaxlib")

@@ -94,7 +94,11 @@ def tree_id(repo: str | Path, sha: str) -> str | None:
 
 
 def materialize(repo: str | Path, sha: str, root: Path) -> Path:
-    """The directory to put on ``PYTHONPATH`` for the jax of ``sha`` (unpacked once per tree)."""
+    """The directory to put on ``PYTHONPATH`` for the jax of ``sha`` (unpacked once per tree).
+
+    A new tree starts as a hard-linked copy of the last one unpacked, bytecode included, and
+    only the files that differ are rewritten (their bytecode removed): importing a commit's
+    jax then compiles only what changed since the previous step, not all of jax."""
     tid = tree_id(repo, sha)
     if tid is None:
         raise FarmError(f"commit {sha[:10]} has no jax/ directory")
@@ -102,14 +106,18 @@ def materialize(repo: str | Path, sha: str, root: Path) -> Path:
     if (home / "jax" / "__init__.py").exists():
         return home
     root.mkdir(parents=True, exist_ok=True)
+    last = root / ".last"
+    base = root / last.read_text().strip() if last.exists() else None
     tmp = Path(tempfile.mkdtemp(dir=root, prefix=f".{tid[:8]}-"))
     try:
-        with tempfile.TemporaryFile(dir=root) as f:
-            subprocess.run(["git", "-C", str(repo), "archive", "--format=tar", tid, "--prefix=jax/"], stdout=f,
-                           check=True)
-            f.seek(0)
-            with tarfile.open(fileobj=f) as tar:
-                tar.extractall(tmp, filter="data")
+        if base is not None and (base / "jax" / "__init__.py").exists() and _has_tree(repo, base.name):
+            subprocess.run(["cp", "-al", str(base / "jax"), str(tmp / "jax")], check=True)
+            changed = _apply_diff(repo, base.name, tid, tmp / "jax")
+        else:
+            changed = None
+        if changed is None:
+            shutil.rmtree(tmp / "jax", ignore_errors=True)
+            _unpack(repo, tid, [], tmp / "jax")
         try:
             os.rename(tmp, home)
         except OSError:  # another process unpacked the same tree meanwhile
@@ -117,4 +125,44 @@ def materialize(repo: str | Path, sha: str, root: Path) -> Path:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    last.write_text(tid + "\n")
     return home
+
+
+def _has_tree(repo: str | Path, tree: str) -> bool:
+    """Whether ``repo`` has tree ``tree`` (the cache is shared by every checkout)."""
+    return subprocess.run(["git", "-C", str(repo), "cat-file", "-e", f"{tree}^{{tree}}"],
+                          capture_output=True).returncode == 0
+
+
+def _unpack(repo: str | Path, tree: str, paths: list[str], into: Path) -> None:
+    """``git archive`` of ``tree`` (only ``paths`` if given) unpacked into ``into``."""
+    into.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryFile() as f:
+        subprocess.run(["git", "-C", str(repo), "archive", "--format=tar", tree, *paths], stdout=f, check=True)
+        f.seek(0)
+        with tarfile.open(fileobj=f) as tar:
+            tar.extractall(into, filter="data")
+
+
+def _apply_diff(repo: str | Path, old: str, new: str, into: Path) -> int | None:
+    """Turn a hard-linked copy of tree ``old`` into tree ``new``: every changed path is
+    unlinked (never written through: the link is shared with ``old``'s copy), with its
+    bytecode, then the new content unpacked. The number of paths changed (None: too many
+    to be worth it, unpack the whole tree)."""
+    out = git(repo, "diff-tree", "-r", "--no-renames", "--name-status", "-z", old, new)
+    parts = out.split("\0")
+    entries = [(parts[i], parts[i + 1]) for i in range(0, len(parts) - 1, 2)]
+    if len(entries) > 2000:
+        return None
+    write = []
+    for status, path in entries:
+        target = into / path
+        for p in [target, *target.parent.joinpath("__pycache__").glob(f"{target.stem}.*.pyc")]:
+            if p.is_symlink() or p.is_file():
+                p.unlink()
+        if status != "D":
+            write.append(path)
+    for i in range(0, len(write), 500):
+        _unpack(repo, new, write[i:i + 500], into)
+    return len(entries)
