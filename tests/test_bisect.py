@@ -4,6 +4,7 @@ the sin harness run through the pipeline), the step cache, bad input, and stored
 from __future__ import annotations
 
 import math
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,8 @@ import pytest
 from farm.analysis.bisection import BAD, GOOD, SKIP, Badness, Probe, parse_when, search
 from farm.errors import ConfigError
 from farm.run import bisect as bisect_
-from farm.run.bisect import Target, release_line
+from farm.run.bisect import Target
+from farm.run.bisect_releases import release_line
 
 sys.path.insert(0, str(Path(__file__).parent))
 import jax_history  # noqa: E402
@@ -177,3 +179,30 @@ def test_history_finds_the_first_stored_run_that_went_bad(sqlite_url: str) -> No
         bisect_history(store, "sin_x", ("sin_x",), "r0", "r2", Badness(conditions=parse_when(["ulp>4"])))
     with pytest.raises(ConfigError, match="same run"):
         bisect_history(store, "sin_x", ("sin_x",), "r1", "r1", None)
+
+
+def test_a_reused_tree_never_serves_stale_bytecode(tmp_path: Path) -> None:
+    """A commit's tree is a hard-linked copy of the previous one plus its diff: a changed file of
+    the same size, written in the same second, must still import its new content."""
+    from farm.run import jaxgit
+
+    repo = tmp_path / "repo"
+    (repo / "jax").mkdir(parents=True)
+    shas = []
+    for value in ("1", "2"):
+        (repo / "jax" / "__init__.py").write_text(f"X = {value}\n")
+        (repo / "jax" / "same.py").write_text("Y = 0\n")
+        jax_history._git(repo, *(("init", "-q") if value == "1" else ("status",)))
+        jax_history._git(repo, "add", "-A")
+        jax_history._git(repo, "commit", "-q", "-m", value)
+        shas.append(jax_history._git(repo, "rev-parse", "HEAD").strip())
+    seen = []
+    for sha in shas:
+        home = jaxgit.materialize(repo, sha, tmp_path / "trees")
+        code = "import jax, jax.same; print(jax.X)"
+        seen.append(subprocess.run([sys.executable, "-c", code], env={"PYTHONPATH": str(home)}, cwd=tmp_path,
+                                   capture_output=True, text=True, check=True).stdout.strip())
+    assert seen == ["1", "2"]
+    first, second = (jaxgit.materialize(repo, s, tmp_path / "trees") for s in shas)
+    assert (first / "jax" / "same.py").stat().st_ino == (second / "jax" / "same.py").stat().st_ino  # shared
+    assert (first / "jax" / "__init__.py").read_text() == "X = 1\n"  # the older tree is untouched
