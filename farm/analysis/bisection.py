@@ -202,15 +202,16 @@ class Search:
         return tuple(range(self.last_good + 1, self.first_bad))
 
 
-def search(n: int, probe: Callable[[int], Probe]) -> Search:
+def search(n: int, probe: Callable[[int], Probe], skip: Iterable[int] = ()) -> Search:
     """Bisect points 0..n-1, where 0 is good and n-1 is bad (the caller checked both).
 
     ``probe(i)`` judges point i (good, bad or skip). Each round probes the untested point
-    nearest the middle of the open range; a skipped point stays out of later rounds."""
+    nearest the middle of the open range; a skipped point stays out of later rounds, and so
+    do the points of ``skip`` (known beforehand not to be judgeable: never probed)."""
     if n < 2:
         raise ValueError("a search needs a good and a bad point")
     lo, hi = 0, n - 1
-    skipped: set[int] = set()
+    skipped: set[int] = set(skip)
     probes: list[Probe] = []
     while True:
         mid = (lo + hi) / 2

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import sys
 import time
+from importlib import metadata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,6 +72,14 @@ class Answer:
         return d
 
 
+class Agree(ConfigError):
+    """Good and bad ends that agree (``both``: "good" or "bad")."""
+
+    def __init__(self, both: str, msg: str) -> None:
+        super().__init__(msg)
+        self.both = both
+
+
 class Bisector:
     """Judges points of one line with one stepper, and searches it."""
 
@@ -115,21 +124,25 @@ class Bisector:
                                   "with --when, e.g. --when status=fail or --when 'lower.module_sha256!=good'")
             self.badness = Badness(signatures=frozenset(keys), primitives=self.primitives)
         if self.verdict(g) == BAD:
-            raise ConfigError(f"--good {good.label} and --bad {bad.label} agree: both are bad "
+            raise Agree(BAD, f"--good {good.label} and --bad {bad.label} agree: both are bad "
                               f"({self.badness.describe()})")
         if not b.skipped and self.verdict(b) == GOOD:
-            raise ConfigError(f"--good {good.label} and --bad {bad.label} agree: both are good "
+            raise Agree(GOOD, f"--good {good.label} and --bad {bad.label} agree: both are good "
                               f"({self.badness.describe()}; at {bad.label}: {_summary(b)})")
         return g, b
 
     def run(self, mode: str, target: str, points: list[Point], *, assume_bad: bool = False,
-            describe: Callable[[Point], dict[str, Any]] | None = None) -> Answer:
+            describe: Callable[[Point], dict[str, Any]] | None = None, refuse: frozenset[int] = frozenset()) -> Answer:
+        """Check the ends, then search; ``refuse``: points known not to import (jax's own jaxlib
+        version check, read from git): skipped without a process, and counted."""
         t0 = time.monotonic()
         ran0 = self.stepper.ran
         g, b = self.ends(points, assume_bad)
         rows = [_row(points[0], g, GOOD), _row(points[-1], b, BAD if not b.skipped else "skip (taken as bad)")]
         n = len(points)
-        self.log(f"farm bisect: {n - 2} points between the ends: about {max(0, (n - 2)).bit_length()} steps")
+        self.log(f"farm bisect: {n - 2} points between the ends: about {max(0, (n - 2 - len(refuse))).bit_length()} "
+                 f"steps" + (f" ({len(refuse)} refuse this jaxlib by jax's version check: skipped, not run)"
+                             if refuse else ""))
 
         def probe(i: int) -> Probe:
             s = self.step(points[i], f"step {len(rows) - 1}:")
@@ -137,7 +150,7 @@ class Bisector:
             rows.append(_row(points[i], s, v))
             return Probe(i, v, s.seconds)
 
-        found = search(n, probe)
+        found = search(n, probe, refuse)
         info = describe or (lambda p: {"label": p.label})
         last, first = points[found.last_good], points[found.first_bad]
         note = ""
@@ -150,7 +163,7 @@ class Bisector:
                     "points that do not import")
         return Answer(mode, target, self.badness.describe() if self.badness else "", n, info(last), info(first),
                       [points[i].label for i in found.ambiguous], rows, time.monotonic() - t0,
-                      self.stepper.ran - ran0, note)
+                      self.stepper.ran - ran0, note, extra={"refuse_jaxlib": len(refuse)} if refuse else {})
 
 
 def _row(p: Point, s: Step, verdict: str) -> dict[str, Any]:
@@ -234,18 +247,22 @@ def bisect(target: Target, good: str, bad: str, *, jax_repo: str | None = None, 
         ref = good if not is_release(good) else bad
         raise ConfigError(f"{ref!r} is not a jax release (e.g. 0.9.2): to bisect jax commits give --jax-repo PATH")
     python = sys.executable if jaxlib in ("paired", "fixed") else versions.provision(jaxlib, log).python
-    return first.run("commits", target.label, commit_points(jax_repo, good, bad, python),
-                     describe=describe_commit(jax_repo))
+    points = commit_points(jax_repo, good, bad, python)
+    lib = metadata.version("jaxlib") if jaxlib in ("paired", "fixed") else jaxlib
+    ok = jaxgit.imports_with(jax_repo, [p.commit or "" for p in points], lib)
+    refuse = frozenset(i for i, x in enumerate(ok) if not x and 0 < i < len(points) - 1)
+    return first.run("commits", target.label, points, describe=describe_commit(jax_repo), refuse=refuse)
 
 
 def _into_commits(ans: Answer, first: Bisector, stepper: Stepper, target: Target, repo: str, jaxlib: str,
                   log: Log) -> Answer | None:
     """Go on inside the jax commits between the last good and the first bad release, over the
-    last good release's jaxlib; a failure to do so is a note on the release answer."""
+    jaxlib (of those two releases') that more of them import with, judged from each commit's
+    ``jax/version.py`` (jax's own check); the search runs from the first to the last commit
+    that imports. A failure to do so is a note on the release answer."""
     a, b = ans.last_good["label"], ans.first_bad["label"]
     try:
         jaxgit.check_repo(repo)
-        python = versions.provision(a, log).python if jaxlib == "paired" else sys.executable
         ca, cb = release_commit(repo, a, jaxlib, log), release_commit(repo, b, jaxlib, log)
         if not ca or not cb:
             missing = a if not ca else b
@@ -253,11 +270,36 @@ def _into_commits(ans: Answer, first: Bisector, stepper: Stepper, target: Target
                         f"names, {wheel_hash(missing, jaxlib) or '?'}, nor the tag jax-v{missing}; a newer "
                         "checkout may): no commit bisection")
             return None
-        log(f"farm bisect: {a} is good and {b} bad: going on inside jax commits {ca[:10]}..{cb[:10]} "
-            f"over jax {a}'s jaxlib")
-        inner = Bisector(stepper, first.badness, target.primitives, log)
-        return inner.run("commits", target.label, commit_points(repo, ca, cb, python), assume_bad=True,
-                         describe=describe_commit(repo))
+        shas = [c.sha for c in jaxgit.line(repo, ca, cb)]
+        libs = [b, a] if jaxlib == "paired" else [metadata.version("jaxlib")]
+        fits = {v: jaxgit.imports_with(repo, shas, v) for v in libs}
+        notes, agreed = [], {}
+        for lib in sorted(libs, key=lambda v: -sum(fits[v])):  # the jaxlib more commits import with first
+            ok = fits[lib]
+            if not any(ok):
+                notes.append(f"no commit imports with jaxlib {lib}")
+                continue
+            lo, hi = ok.index(True), len(ok) - 1 - ok[::-1].index(True)
+            python = versions.provision(lib, log).python if jaxlib == "paired" else sys.executable
+            points = commit_points(repo, shas[0], cb, python)[lo:hi + 1]
+            log(f"farm bisect: {a} is good and {b} bad: going on inside the jax commits {ca[:10]}..{cb[:10]} over "
+                f"jaxlib {lib}: {points[0].label}..{points[-1].label} import with it ({sum(ok)} of {len(ok)})")
+            inner = Bisector(stepper, first.badness, target.primitives, log)
+            refuse = frozenset(i - lo for i in range(lo, hi + 1) if not ok[i])
+            try:
+                out = inner.run("commits", target.label, points, assume_bad=hi == len(ok) - 1,
+                                describe=describe_commit(repo), refuse=refuse)
+            except Agree as e:
+                agreed[lib] = e.both
+                notes.append(f"over jaxlib {lib} (commits {points[0].label}..{points[-1].label}): {e}")
+                continue
+            out.extra.update(jaxlib=lib, imports=f"{sum(ok)} of {len(ok)}")
+            return out
+        if agreed.get(a) == GOOD and agreed.get(b) == BAD:
+            notes.append(f"the same jax commits are good over jaxlib {a} and bad over jaxlib {b}: the change came "
+                         "with the jaxlib, not with jax's Python")
+        ans.note = "no commit bisection: " + "; ".join(notes)
+        return None
     except FarmError as e:
         ans.note = f"no commit bisection between {a} and {b}: {e}"
         return None

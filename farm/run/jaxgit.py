@@ -14,6 +14,7 @@ base stands for it (and is checked good like any good end).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tarfile
@@ -166,3 +167,26 @@ def _apply_diff(repo: str | Path, old: str, new: str, into: Path) -> int | None:
     for i in range(0, len(write), 500):
         _unpack(repo, new, write[i:i + 500], into)
     return len(entries)
+
+
+def _dotted(v: str) -> tuple[int, ...]:
+    """A version's dotted numeric prefix, as jax's own jaxlib check reads it (0.9.0.1 → (0, 9, 0, 1))."""
+    m = re.match(r"[0-9]+(?:\.[0-9]+)*", v)
+    return tuple(int(x) for x in m.group(0).split(".")) if m else ()
+
+
+def imports_with(repo: str | Path, shas: list[str], jaxlib: str) -> list[bool]:
+    """Whether each commit's jax passes jax's own import-time jaxlib check for ``jaxlib``
+    (``jax/_src/lib``: minimum jaxlib <= jaxlib <= jax's version), read from each commit's
+    ``jax/version.py`` without importing it (one blob per distinct file)."""
+    p = subprocess.run(["git", "-C", str(repo), "cat-file", "--batch-check"], input="".join(
+        f"{s}:jax/version.py\n" for s in shas), capture_output=True, text=True, check=True)
+    blobs = [None if ln.endswith(" missing") else ln.split()[0] for ln in p.stdout.splitlines()]
+    verdict: dict[str, bool] = {}
+    lib = _dotted(jaxlib)
+    for blob in set(filter(None, blobs)):
+        text = git(repo, "cat-file", "-p", blob)
+        ver = re.search(r"^_version\s*=\s*['\"]([^'\"]+)['\"]", text, re.M)
+        low = re.search(r"^_minimum_jaxlib_version\s*=\s*['\"]([^'\"]+)['\"]", text, re.M)
+        verdict[blob] = bool(ver and low and _dotted(low.group(1)) <= lib <= _dotted(ver.group(1)))
+    return [verdict.get(b, False) if b else False for b in blobs]
