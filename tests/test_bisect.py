@@ -206,3 +206,22 @@ def test_a_reused_tree_never_serves_stale_bytecode(tmp_path: Path) -> None:
     first, second = (jaxgit.materialize(repo, s, tmp_path / "trees") for s in shas)
     assert (first / "jax" / "same.py").stat().st_ino == (second / "jax" / "same.py").stat().st_ino  # shared
     assert (first / "jax" / "__init__.py").read_text() == "X = 1\n"  # the older tree is untouched
+
+
+def test_the_step_key_follows_what_the_step_process_gets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process having configured its worker flags (loading the catalog does) changes
+    nothing a step gets; another XLA flag or other options do change the key."""
+    from farm.run.bisect_steps import Stepper
+
+    def key(**options: Any) -> str:
+        return Stepper([HARNESS], "farm", {**OPTIONS, **options}).key("tree")
+
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    plain = key()
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+    assert key() == plain
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=true")
+    assert key() != plain
+    monkeypatch.delenv("XLA_FLAGS")
+    assert key(platforms=["cpu", "tpu"]) != plain
+    assert Stepper([HARNESS], "farm", OPTIONS).key("other tree") != plain

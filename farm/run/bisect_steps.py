@@ -72,6 +72,20 @@ def environment_digest(python: str) -> dict[str, Any]:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+def step_environ() -> dict[str, str]:
+    """The environment a step process gets, as its worker will set it up (the forced host
+    devices of ``workers.runtime.configure_process`` already in ``XLA_FLAGS``): the cache key
+    reads the same variables, whether or not this process has configured itself already."""
+    from workers.runtime import HOST_DEVICES
+
+    env = dict(os.environ)
+    flags = env.get("XLA_FLAGS", "")
+    if "xla_force_host_platform_device_count" not in flags:
+        env["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={HOST_DEVICES}".strip()
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # a commit's tree keeps its bytecode for the next bisection
+    return env
+
+
 def _harness_files() -> str:
     h = hashlib.sha256()
     for p in sorted((ROOT / "harnesses").glob("*.py")):
@@ -91,8 +105,8 @@ class Stepper:
         self.cache_dir = cache_dir or cache_root() / "bisect-steps"
         self.use_cache = use_cache
         self.ran = 0  # processes started (cache misses)
-        self._fixed = [STEP_KEY_VERSION, self.spec, farm_code(), _harness_files(),
-                       {v: os.environ.get(v) for v in ENV_VARS}]
+        env = step_environ()
+        self._fixed = [STEP_KEY_VERSION, self.spec, farm_code(), _harness_files(), {v: env.get(v) for v in ENV_VARS}]
 
     def key(self, identity: str) -> str:
         return hashlib.sha256(json.dumps([self._fixed, identity], sort_keys=True, default=str).encode()).hexdigest()
@@ -124,8 +138,7 @@ class Stepper:
             spec.write_text(json.dumps(self.spec))
             first = prep.path() if callable(prep.path) else prep.path
             pythonpath = os.pathsep.join(p for p in (first, str(ROOT)) if p)
-            env = {**os.environ, "PYTHONPATH": pythonpath}
-            env.pop("PYTHONDONTWRITEBYTECODE", None)  # a commit's tree keeps its bytecode for the next bisection
+            env = {**step_environ(), "PYTHONPATH": pythonpath}
             try:
                 p = subprocess.run([prep.python, "-m", "workers.probe", str(spec), str(out)], cwd=tmp, env=env,
                                    capture_output=True, text=True, timeout=self.timeout_s)
