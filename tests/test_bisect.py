@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from farm.analysis.bisection import BAD, GOOD, SKIP, Badness, Probe, parse_when, search
-from farm.errors import ConfigError
+from farm.errors import ConfigError, HarnessNotFound
 from farm.run import bisect as bisect_
 from farm.run.bisect import Target
 from farm.run.bisect_releases import release_line
@@ -179,6 +179,18 @@ def test_history_finds_the_first_stored_run_that_went_bad(sqlite_url: str) -> No
         bisect_history(store, "sin_x", ("sin_x",), "r0", "r2", Badness(conditions=parse_when(["ulp>4"])))
     with pytest.raises(ConfigError, match="same run"):
         bisect_history(store, "sin_x", ("sin_x",), "r1", "r1", None)
+
+    # a CLUSTER (a failure signature key) names its harness: the newest stored run failing with it
+    import argparse
+
+    from farm.analysis.bisection import signatures_of
+    from farm.commands.bisect import _cluster_harnesses
+
+    key = next(iter(signatures_of([{"stage": "compare", "platform": "cpu", "status": "fail", "error_type": "Mismatch",
+                                    "error": "3 of 3 elements differ", "metrics": {"max_ulp_err": 9.0}}], ["sin"])))
+    assert _cluster_harnesses(argparse.Namespace(db=sqlite_url), key) == (("sin_x",), ("sin",))
+    with pytest.raises(HarnessNotFound):
+        _cluster_harnesses(argparse.Namespace(db=sqlite_url), "0" * 12)
 
 
 def test_a_reused_tree_never_serves_stale_bytecode(tmp_path: Path) -> None:

@@ -90,11 +90,13 @@ class Bisector:
         self.log = log
         self.baseline: tuple[dict[str, Any], ...] = ()
 
-    def step(self, p: Point, what: str) -> Step:
+    def step(self, p: Point, what: str, judge: bool = True) -> Step:
+        """Run one point and say so; ``judge``: with its verdict (an end is shown by its status:
+        the good end is what relative conditions compare with, so it is judged after both ran)."""
         s = self.stepper.run(p.label, p.prepare)
         how = "cached" if s.cached else f"{s.seconds:.1f} s"
         self.log(f"farm bisect: {what} {p.label}{' ' + p.subject[:60] if p.subject else ''}: "
-                 f"{self.verdict(s) if self.badness else _summary(s)} ({how})")
+                 f"{self.verdict(s) if judge and self.badness else _summary(s)} ({how})")
         return s
 
     def verdict(self, s: Step) -> str:
@@ -108,8 +110,8 @@ class Bisector:
         ``assume_bad`` (a release bisection going on into commits) a bad end that does not
         import with this jaxlib is taken as bad: the release step judged it."""
         good, bad = points[0], points[-1]
-        g = self.step(good, "good end")
-        b = self.step(bad, "bad end")
+        g = self.step(good, "good end", judge=False)
+        b = self.step(bad, "bad end", judge=False)
         if g.skipped and b.skipped:
             raise ConfigError(f"nothing in {good.label}..{bad.label} imports here: {g.import_error}")
         if g.skipped:
