@@ -108,7 +108,8 @@ def _cluster_harnesses(args: argparse.Namespace, key: str) -> tuple[tuple[str, .
 
 
 def render(a: dict[str, Any], indent: str = "") -> str:
-    lines = [f"{indent}bisect {a['target']} over {a['points']} {a['mode']} (bad means: {a['bad_means']})"]
+    what = {"history": "stored runs"}.get(a["mode"], a["mode"])
+    lines = [f"{indent}bisect {a['target']} over {a['points']} {what} (bad means: {a['bad_means']})"]
     for k in ("last_good", "first_bad"):
         p = a[k]
         lines.append(f"{indent}{k.replace('_', ' ')}: {p['label']}" +
@@ -122,7 +123,7 @@ def render(a: dict[str, Any], indent: str = "") -> str:
     lines.append(f"{indent}steps ({len(a['steps'])}, {a['seconds']:.1f} s, {a['ran']} computed):")
     for s in a["steps"]:
         subj = f" {s['subject'][:50]}" if s.get("subject") else ""
-        how = "cached" if s["cached"] else f"{s['seconds']:.1f} s"
+        how = ("stored" if a["mode"] == "history" else "cached") if s["cached"] else f"{s['seconds']:.1f} s"
         lines.append(f"{indent}  {s['point']:<12}{subj:<51} {s['verdict']:<6} {how:>8}  {s['status'][:90]}")
     if a.get("then"):
         lines.append(f"{indent}then inside the jax commits between {a['last_good']['label']} and "
