@@ -34,10 +34,10 @@ def test_every_subcommand_has_help(capsys) -> None:  # noqa: ANN001
     (["show", "--db", "mysql+nodriver://x/y"], "database URL"),
     (["show", "--db", "sqlite:////nonexistent/dir/x.db"], "does not exist"),
     (["sweep", "--primitive", "sin", "--dtype", "float32", "--address", "127.0.0.1:1", "--db",
-      "sqlite:////tmp/farm-cli-test.db"], "cannot join Ray cluster"),
+      "sqlite:///{tmp}/farm.db"], "cannot join Ray cluster"),
 ])
-def test_user_mistakes_are_one_line(args: list[str], needle: str) -> None:
-    r = farm(*args)
+def test_user_mistakes_are_one_line(args: list[str], needle: str, tmp_path) -> None:  # noqa: ANN001
+    r = farm(*[a.replace("{tmp}", str(tmp_path)) for a in args])
     assert r.returncode == 2, r.stderr
     lines = [l for l in r.stderr.splitlines() if l.startswith("farm: error:")]
     assert len(lines) == 1 and needle in lines[0], r.stderr
