@@ -77,9 +77,24 @@ def test_run_on_missing_device_is_refused_up_front(ray_local, sqlite_url) -> Non
     assert time.monotonic() - t0 < 10
 
 
+def _descends_from_us(pid: int) -> bool:
+    """Whether ``pid`` is a descendant of this test process (its own local Ray cluster's
+    worker, not one of another sweep on the same machine)."""
+    me = os.getpid()
+    while pid > 1:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                pid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return False
+        if pid == me:
+            return True
+    return False
+
+
 def _worker_pids() -> list[int]:
     out = subprocess.run(["pgrep", "-f", "ray::HarnessWorker"], capture_output=True, text=True).stdout
-    return [int(p) for p in out.split()]
+    return [int(p) for p in out.split() if _descends_from_us(int(p))]
 
 
 def test_worker_killed_mid_sweep_loses_nothing(ray_local, sqlite_url) -> None:  # noqa: ANN001
