@@ -47,6 +47,10 @@ class ArtifactCorrupt(FarmError):
     http_status = 500
 
 
+class ArtifactMismatch(FarmError):
+    """Bytes offered for an address they do not hash to (a poisoned or damaged bundle)."""
+
+
 class ArtifactNotFound(FarmError):
     http_status = 404
 
