@@ -71,5 +71,9 @@ class Infeasible(ClusterError):
     """A --run-on device that no node of the cluster has."""
 
 
+class StorageError(FarmError):
+    """The disk filled up, the database stayed locked, or its server went away: nothing half-written."""
+
+
 class ConfigError(FarmError):
     """A bad farm.toml or command-line combination."""
