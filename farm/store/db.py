@@ -96,12 +96,13 @@ class Store:
 
     @contextmanager
     def _migration_lock(self) -> Iterator[None]:
-        """One migrating process at a time: a file lock beside a SQLite file, an advisory lock on PostgreSQL."""
+        """One migrating process at a time: flock on the SQLite file (independent of SQLite's own
+        fcntl locks), an advisory lock on PostgreSQL."""
         path = sqlite_file(self.url)
-        if path is not None:
+        if path is not None and path.exists():
             import fcntl  # deferred: POSIX only, and only when migrating
 
-            with open(f"{path}.migrate-lock", "a") as f:
+            with open(path, "rb") as f:
                 fcntl.flock(f, fcntl.LOCK_EX)
                 try:
                     yield
