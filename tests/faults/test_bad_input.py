@@ -24,7 +24,7 @@ from tests.test_store import ENV, harness_desc, outcome
 STARTS_WORK = {"bench", "worker", "serve", "schedule"}
 #: options that would start other processes or reach other machines with any value
 SPAWNS = {"--config", "--jax", "--address", "--submit", "--modules", "--help", "-h"}
-EXAMPLES = int(os.environ.get("FARM_HYPOTHESIS_EXAMPLES", "15"))
+EXAMPLES = int(os.environ.get("FARM_HYPOTHESIS_EXAMPLES", "6"))
 
 
 def subcommands() -> dict[str, argparse.ArgumentParser]:

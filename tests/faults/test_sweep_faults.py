@@ -45,6 +45,7 @@ def kill_loop(tmp_path: Path, sel: list[str], kills: int, window: tuple[float, f
     return {"kills": kills, "landed": landed}
 
 
+@pytest.mark.faults_slow  # quick twin in CI: tests/test_sweep.py::test_killed_driver_resumes_without_redoing
 def test_driver_killed_twice_then_resumed(tmp_path: Path) -> None:
     kill_loop(tmp_path, SMALL, kills=2, window=(6.0, 16.0))
 
@@ -52,6 +53,28 @@ def test_driver_killed_twice_then_resumed(tmp_path: Path) -> None:
 @pytest.mark.faults_slow
 def test_driver_killed_at_ten_random_points_then_resumed(tmp_path: Path) -> None:
     kill_loop(tmp_path, FAMILY, kills=10, window=(2.0, 30.0))
+
+
+@pytest.mark.faults_slow  # quick twin in CI: tests/test_sweep.py::test_worker_killed_mid_sweep_loses_nothing
+def test_worker_killed_mid_harness(tmp_path: Path) -> None:
+    """SIGKILL one of this sweep's Ray workers (found in the sweep's own session) while it runs."""
+    db = f"sqlite:///{tmp_path / 'w.db'}"
+    p = start("sweep", "--db", db, *SMALL, "--name", "w")
+    killed = 0
+    try:
+        wait_for(p, db, 4)
+        pids = subprocess.run(["pgrep", "-s", str(p.pid), "-f", "ray::HarnessWorker"], capture_output=True,
+                              text=True).stdout.split()
+        for pid in pids[:1]:
+            os.kill(int(pid), 9)
+            killed += 1
+        err = p.communicate(timeout=400)[1]
+    finally:
+        if p.poll() is None:
+            kill(p)
+    assert killed == 1 and p.returncode == 0 and "Traceback" not in err, err[-2000:]
+    print(f"worker SIGKILL: {killed} worker killed mid-sweep; the sweep finished")
+    assert_intact(db, "w", 52)
 
 
 def test_database_connection_cut_mid_sweep(pg_url: str) -> None:
