@@ -3,8 +3,10 @@ stored: bundles cross a trust boundary (a device host writes them, another host 
 them), so every field the store writes is typed and bounded here, artifacts must hash to
 their addresses, and every reference must resolve inside the bundle.
 
-The JSON Schema is checked with ``jsonschema`` (imported only when a bundle is read: the
-device host that writes bundles never needs it).
+The JSON Schema is checked by ``fastjsonschema`` (compiled to Python once: ~20x faster than
+``jsonschema`` on a 2,000-outcome bundle); a document it refuses is explained by
+``jsonschema``'s best-matching error. Both are imported only when a bundle is read: the
+device host that writes bundles never needs them.
 """
 from __future__ import annotations
 
@@ -25,7 +27,8 @@ def _s(n: int, min_length: int = 0) -> dict[str, Any]:
 
 
 def _opt(schema: dict[str, Any]) -> dict[str, Any]:
-    return {"anyOf": [schema, {"type": "null"}]}
+    """``schema`` or null (a type list, not ``anyOf``: ten times faster to check)."""
+    return {**schema, "type": [schema["type"], "null"]}
 
 
 _SHA = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
@@ -71,12 +74,23 @@ _OUTCOME = {
                    "records": {"type": "array", "items": _RECORD}, "artifacts": {"type": "array", "items": _ARTIFACT}},
 }
 SCHEMA = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$schema": "http://json-schema.org/draft-07/schema#",
     "type": "object",
     "required": ["environment", "run", "harnesses", "outcomes"],
     "properties": {"environment": _ENVIRONMENT, "run": _RUN, "harnesses": {"type": "array", "items": _HARNESS},
                    "outcomes": {"type": "array", "items": _OUTCOME}},
 }
+
+
+_VALIDATOR: list[Any] = []
+
+
+def _validator() -> Any:
+    import fastjsonschema  # deferred: only the importing host checks bundles
+
+    if not _VALIDATOR:
+        _VALIDATOR.append(fastjsonschema.compile(SCHEMA))
+    return _VALIDATOR[0]
 
 
 def _where(path: Any) -> str:
@@ -88,7 +102,11 @@ def validate(doc: Any, what: str) -> dict[str, Any]:
     their addresses, its references checked; raises ``FarmError`` (one line) on the first problem."""
     import jsonschema  # deferred: only the importing host checks bundles
 
-    err = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(SCHEMA).iter_errors(doc))
+    try:
+        _validator()(doc)
+        err = None
+    except Exception:  # noqa: BLE001 (fastjsonschema's refusal: explained below)
+        err = jsonschema.exceptions.best_match(jsonschema.Draft7Validator(SCHEMA).iter_errors(doc))
     if err is not None:
         raise FarmError(f"{what} is malformed at {_where(err.absolute_path)}: {err.message[:200]}")
     fps = {h["fingerprint"] for h in doc["harnesses"]}
