@@ -55,16 +55,26 @@ def test_driver_killed_at_ten_random_points_then_resumed(tmp_path: Path) -> None
     kill_loop(tmp_path, FAMILY, kills=10, window=(2.0, 30.0))
 
 
+def _has_env(pid: str, entry: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return entry.encode() in f.read().split(b"\0")
+    except OSError:
+        return False
+
+
 @pytest.mark.faults_slow  # quick twin in CI: tests/test_sweep.py::test_worker_killed_mid_sweep_loses_nothing
 def test_worker_killed_mid_harness(tmp_path: Path) -> None:
-    """SIGKILL one of this sweep's Ray workers (found in the sweep's own session) while it runs."""
+    """SIGKILL one of this sweep's Ray workers while it runs (the machine may run other sweeps: this
+    one's workers are those whose environment carries the test's tag)."""
     db = f"sqlite:///{tmp_path / 'w.db'}"
-    p = start("sweep", "--db", db, *SMALL, "--name", "w")
+    tag = f"FARM_FAULT_TAG={os.getpid()}-{time.time_ns()}"
+    p = start("sweep", "--db", db, *SMALL, "--name", "w", env=dict([tag.split("=", 1)]))
     killed = 0
     try:
         wait_for(p, db, 4)
-        pids = subprocess.run(["pgrep", "-s", str(p.pid), "-f", "ray::HarnessWorker"], capture_output=True,
-                              text=True).stdout.split()
+        pids = [pid for pid in subprocess.run(["pgrep", "-f", "ray::HarnessWorker"], capture_output=True,
+                                              text=True).stdout.split() if _has_env(pid, tag)]
         for pid in pids[:1]:
             os.kill(int(pid), 9)
             killed += 1
