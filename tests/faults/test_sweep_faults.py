@@ -55,26 +55,34 @@ def test_driver_killed_at_ten_random_points_then_resumed(tmp_path: Path) -> None
     kill_loop(tmp_path, FAMILY, kills=10, window=(2.0, 30.0))
 
 
-def _has_env(pid: str, entry: str) -> bool:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            return entry.encode() in f.read().split(b"\0")
-    except OSError:
-        return False
+def _descends(pid: str, ancestor: int) -> bool:
+    p = int(pid)
+    while p > 1:
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                p = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return False
+        if p == ancestor:
+            return True
+    return False
 
 
 @pytest.mark.faults_slow  # quick twin in CI: tests/test_sweep.py::test_worker_killed_mid_sweep_loses_nothing
 def test_worker_killed_mid_harness(tmp_path: Path) -> None:
     """SIGKILL one of this sweep's Ray workers while it runs (the machine may run other sweeps: this
-    one's workers are those whose environment carries the test's tag)."""
+    one's workers are those descended from its driver, through the raylet it started)."""
     db = f"sqlite:///{tmp_path / 'w.db'}"
-    tag = f"FARM_FAULT_TAG={os.getpid()}-{time.time_ns()}"
-    p = start("sweep", "--db", db, *SMALL, "--name", "w", env=dict([tag.split("=", 1)]))
+    p = start("sweep", "--db", db, *FAMILY, "--name", "w")
     killed = 0
     try:
-        wait_for(p, db, 4)
-        pids = [pid for pid in subprocess.run(["pgrep", "-f", "ray::HarnessWorker"], capture_output=True,
-                                              text=True).stdout.split() if _has_env(pid, tag)]
+        pids: list[str] = []
+        t0 = time.monotonic()
+        while not pids and p.poll() is None and time.monotonic() - t0 < 240:
+            time.sleep(0.5)
+            pids = [pid for pid in subprocess.run(["pgrep", "-f", "ray::HarnessWorker.run_batch"], capture_output=True,
+                                                  text=True).stdout.split() if _descends(pid, p.pid)]
+        time.sleep(3.0)  # well into its batch
         for pid in pids[:1]:
             os.kill(int(pid), 9)
             killed += 1
@@ -84,7 +92,7 @@ def test_worker_killed_mid_harness(tmp_path: Path) -> None:
             kill(p)
     assert killed == 1 and p.returncode == 0 and "Traceback" not in err, err[-2000:]
     print(f"worker SIGKILL: {killed} worker killed mid-sweep; the sweep finished")
-    assert_intact(db, "w", 52)
+    assert_intact(db, "w", 264)
 
 
 def test_database_connection_cut_mid_sweep(pg_url: str) -> None:
