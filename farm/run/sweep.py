@@ -30,10 +30,6 @@ from farm.pipeline.host import describe, fingerprint
 from farm.store import failures, queries, reports, writes
 from farm.run.progress import Progress, SweepConfig, SweepStats  # noqa: F401  (importable from here)
 
-#: waits between retries of a batch whose write lost its connection or found the database locked
-WRITE_RETRIES_S = (0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
-
-
 class Sweep:
     """Runs harnesses on Ray actors and hands outcomes to ``sink`` as they finish.
 
@@ -405,17 +401,11 @@ def _execute(store: Any, plan: _Plan, *, options: Options, catalog: str, config:
     def sink(outcomes: list[Outcome], worker: str) -> None:
         # A lost connection (the server restarted) or a lock held by another writer is
         # retried for about a minute: the batch is idempotent, so a retry never duplicates.
-        for wait in (*WRITE_RETRIES_S, None):
-            try:
-                writer.write(outcomes, worker)
-                writer_session.commit()
-                return
-            except Exception as e:
-                writer_session.rollback()
-                writer.known_artifacts.clear()  # rolled back with the batch
-                if wait is None or not failures.transient(e):
-                    raise
-                time.sleep(wait)
+        def undo() -> None:
+            writer_session.rollback()
+            writer.known_artifacts.clear()  # rolled back with the batch
+
+        failures.retry(lambda: (writer.write(outcomes, worker), writer_session.commit()), undo)
 
     sw = Sweep(plan.todo, options, catalog, config, sink, options_digest=plan.options_digest, reuse=plan.reuse)
     status = "finished"
@@ -433,10 +423,12 @@ def _execute(store: Any, plan: _Plan, *, options: Options, catalog: str, config:
         raise
     finally:
         try:
-            _finish_run(store, plan, status, sw.stats)
+            failures.retry(lambda: _finish_run(store, plan, status, sw.stats))
         except Exception as e:  # the store itself failed (disk full, server gone): the run stays resumable
             if failures.kind(e) is None:
                 raise
+            print(f"farm: could not record how run {plan.run.name} ended ({failures.kind(e)}); "
+                  f"`farm sweep --resume {plan.run.name}` finishes it", file=sys.stderr)
         writer_session.close()
     return sw.stats
 

@@ -4,9 +4,13 @@ so this module imports no driver (``farm.cli`` asks it about any uncaught except
 from __future__ import annotations
 
 import errno
+import time
+from collections.abc import Callable
+from typing import TypeVar
 
 from farm.errors import StorageError
 
+T = TypeVar("T")
 _FULL = ("database or disk is full", "no space left on device", "could not extend file", "disk full")
 _LOCKED = ("database is locked", "database table is locked")
 _LOST = ("server closed the connection", "terminating connection", "connection is closed", "connection refused",
@@ -46,6 +50,25 @@ def kind(e: BaseException) -> str | None:
 def transient(e: BaseException) -> bool:
     """Worth retrying the same write: the server came back, or the other writer finished."""
     return kind(e) in ("locked", "lost")
+
+
+#: waits between retries of a write that lost its connection or found the database locked (~1 min)
+RETRY_WAITS_S = (0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
+
+
+def retry(write: Callable[[], T], undo: Callable[[], None] = lambda: None,
+          waits: tuple[float, ...] = RETRY_WAITS_S) -> T:
+    """``write()``, again after each wait while it fails transiently (``undo()`` after each failure);
+    an idempotent write only."""
+    for wait in (*waits, None):
+        try:
+            return write()
+        except Exception as e:
+            undo()
+            if wait is None or not transient(e):
+                raise
+            time.sleep(wait)
+    raise AssertionError("unreachable")
 
 
 def explain(e: BaseException, then: str = "") -> StorageError | None:
