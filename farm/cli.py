@@ -81,6 +81,14 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as e:  # a full disk, a locked database, a lost server: one line, not a traceback
+        from farm.store.failures import explain  # deferred: only on a failure
+
+        err = explain(e)
+        if err is None:
+            raise
+        print(f"farm: error: {err}", file=sys.stderr)
+        return err.exit_code
 
 
 if __name__ == "__main__":

@@ -47,6 +47,10 @@ class ArtifactCorrupt(FarmError):
     http_status = 500
 
 
+class ArtifactMismatch(FarmError):
+    """Bytes offered for an address they do not hash to (a poisoned or damaged bundle)."""
+
+
 class ArtifactNotFound(FarmError):
     http_status = 404
 
@@ -65,6 +69,10 @@ class CatalogMismatch(ClusterError):
 
 class Infeasible(ClusterError):
     """A --run-on device that no node of the cluster has."""
+
+
+class StorageError(FarmError):
+    """The disk filled up, the database stayed locked, or its server went away: nothing half-written."""
 
 
 class ConfigError(FarmError):

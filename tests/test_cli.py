@@ -171,7 +171,8 @@ def test_serve_uses_waitress_and_flask_only_with_debug(tmp_path, monkeypatch) ->
     monkeypatch.setattr(flask.Flask, "run", lambda self, **kw: calls.append(("flask", kw)))
     assert main(["serve", "--db", db, "--port", "8123", "--threads", "3"]) == 0
     assert calls == [("waitress", {"host": "127.0.0.1", "port": 8123, "threads": 3, "ident": "farm",
-                                   "_quiet": True})]
+                                   "_quiet": True, "connection_limit": 1000, "channel_timeout": 30,
+                                   "cleanup_interval": 10})]
     calls.clear()
     assert main(["serve", "--db", db, "--debug"]) == 0
     assert calls[0][0] == "flask" and calls[0][1]["debug"] is True

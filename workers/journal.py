@@ -81,31 +81,33 @@ def _ends_with_newline(path: str) -> bool:
 def read(path: str) -> dict[str, Any]:
     """A journal as a bundle document (``farm.pipeline.bundles.read``'s shape), the last
     outcome of each harness winning; torn lines are skipped and counted in ``run.stats``."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().split("\n")
-    except OSError as e:
-        raise FarmError(f"cannot read journal {path!r}: {e}") from None
+    from farm.pipeline.bundle_schema import validate
+    from farm.pipeline.bundles import inflate
+
+    text = inflate(path, opener=open).decode("utf-8", errors="replace")  # under FARM_BUNDLE_MAX_MB, like a bundle
     docs, torn = [], 0
-    for line in lines:
+    for line in text.split("\n"):
         if line.strip():
             try:
                 docs.append(json.loads(line))
-            except ValueError:
+            except (ValueError, RecursionError):
                 torn += 1
-    if not docs or docs[0].get("format") != FORMAT:
+    if not docs or not isinstance(docs[0], dict) or docs[0].get("format") != FORMAT:
         raise FarmError(f"{path!r} is not a Lowering Farm worker journal")
     head = docs[0]
     if head.get("version") != VERSION:
-        raise UnknownFormatVersion(f"journal {path!r} has version {head.get('version')}; this farm reads {VERSION}")
-    entries: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+        raise UnknownFormatVersion(f"journal {path!r} has version {head.get('version')!r}; this farm reads {VERSION}")
+    entries: dict[str, tuple[Any, Any]] = {}
     for d in docs[1:]:
-        o = d["outcome"]
-        for a in o["artifacts"]:
-            a["data"] = base64.b64decode(a["data"])
-        entries[o["fingerprint"]] = (d["harness"], o)
-    run = dict(head.get("run") or {})
-    run["stats"] = {**(run.get("stats") or {}), "partial": True, "journal_lines_torn": torn}
-    return {"format": FORMAT, "version": VERSION, "environment": head.get("environment", {}), "run": run,
-            "job": head.get("job"), "harnesses": [h for h, _ in entries.values()],
-            "outcomes": [o for _, o in entries.values()]}
+        if not (isinstance(d, dict) and isinstance(d.get("outcome"), dict)
+                and isinstance(d["outcome"].get("fingerprint"), str)):
+            torn += 1  # validated below as a whole; a line without an outcome is not one
+            continue
+        entries[d["outcome"]["fingerprint"]] = (d.get("harness"), d["outcome"])
+    run = dict(head.get("run") or {}) if isinstance(head.get("run"), dict) else {}
+    run["stats"] = {**(run["stats"] if isinstance(run.get("stats"), dict) else {}), "partial": True,
+                    "journal_lines_torn": torn}
+    doc = {"format": FORMAT, "version": VERSION, "environment": head.get("environment", {}), "run": run,
+           "job": head.get("job"), "harnesses": [h for h, _ in entries.values()],
+           "outcomes": [o for _, o in entries.values()]}
+    return validate(doc, f"journal {path!r}")

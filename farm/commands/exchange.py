@@ -53,9 +53,10 @@ def export(args: argparse.Namespace) -> int:
 
 
 def import_(args: argparse.Namespace) -> int:
-    from farm.run.bundles import import_bundle  # deferred: farm.run.bundles (~0.23 s, jax export); not needed by farm --help
+    from farm.run.bundles import import_docs, load  # deferred: farm.run.bundles (~0.23 s, jax export); not needed by farm --help
 
+    docs = load(args.bundle)  # every part read and validated first: a refused bundle creates no database
     store = store_from(args, create=True)
-    run_id, name, n = import_bundle(store, args.bundle, name=args.run_name)
+    run_id, name, n = import_docs(store, docs, args.bundle, name=args.run_name)
     print(f"farm: imported {n} harness outcomes as run {name} (id {run_id})")
     return 0

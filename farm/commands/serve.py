@@ -9,6 +9,10 @@ import sys
 from farm.commands import add_db, number
 
 
+#: open connections waitress serves at once (its default, 100, lets 100 slow clients starve the rest)
+CONNECTION_LIMIT = 1000
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", help="serve the web dashboard (read-only unless FARM_TOKEN is set)",
                        description="Serve the dashboard with waitress, a multi-threaded production WSGI "
@@ -38,5 +42,9 @@ def run(args: argparse.Namespace) -> int:
 
     print(f"farm: dashboard on http://{args.host}:{args.port}/ (waitress, {args.threads} threads; Ctrl-C to stop)",
           file=sys.stderr)
-    waitress.serve(app, host=args.host, port=args.port, threads=args.threads, ident="farm", _quiet=True)
+    # Slow or idle clients hold connections, not threads: past waitress's default of 100 open
+    # connections it stops accepting, and 100 clients trickling headers starve everyone else
+    # (docs/reliability.md). Allow many more, and drop a connection idle for 30 s.
+    waitress.serve(app, host=args.host, port=args.port, threads=args.threads, ident="farm", _quiet=True,
+                   connection_limit=CONNECTION_LIMIT, channel_timeout=30, cleanup_interval=10)
     return 0

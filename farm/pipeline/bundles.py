@@ -2,20 +2,64 @@
 (``farm.run.bundles`` puts them into the store).
 
 A gzip'd JSON document with a format name and version; bytes are base64. A bundle of
-an unknown version is refused with a clear error.
+an unknown version is refused with a clear error. A bundle is untrusted input: it is
+decompressed as a stream under a limit on its decompressed size (``FARM_BUNDLE_MAX_MB``,
+default 512 MiB: a gzip bomb stops there) and checked against ``farm.pipeline.bundle_schema``
+before anything is stored.
 """
 from __future__ import annotations
 
 import base64
 import gzip
 import json
+import os
+import zlib
 from typing import Any
 
 from farm.errors import FarmError, UnknownFormatVersion
+from farm.pipeline.bundle_schema import validate
 from farm.results import Outcome
 
 FORMAT = "lowering-farm-bundle"
 VERSION = 1
+#: the default limit on a bundle's (or journal's) decompressed size, in MiB
+DEFAULT_MAX_MB = 512
+
+
+def max_bytes() -> int:
+    """The limit on a decompressed bundle: ``FARM_BUNDLE_MAX_MB`` MiB (default ``DEFAULT_MAX_MB``)."""
+    text = os.environ.get("FARM_BUNDLE_MAX_MB", str(DEFAULT_MAX_MB))
+    try:
+        mb = float(text)
+    except ValueError:
+        mb = -1.0
+    if not mb > 0:
+        raise FarmError(f"FARM_BUNDLE_MAX_MB must be a number of MiB > 0, not {text!r}")
+    return int(mb * 2**20)
+
+
+def inflate(path: str, opener: Any = gzip.open, limit: int | None = None) -> bytes:
+    """The file's (decompressed) bytes, read 1 MiB at a time; refused past ``limit``."""
+    limit = max_bytes() if limit is None else limit
+    parts, n = [], 0
+    try:
+        with opener(path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                n += len(chunk)
+                if n > limit:
+                    raise FarmError(f"{path!r} decompresses to more than {limit / 2**20:.0f} MiB: refused (the "
+                                    "limit is FARM_BUNDLE_MAX_MB; split bundles with --per-bundle)")
+                parts.append(chunk)
+    except (OSError, EOFError, zlib.error) as e:
+        raise FarmError(f"cannot read {path!r}: {e}") from None
+    return b"".join(parts)
+
+
+def parse(data: bytes, what: str) -> Any:
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as e:
+        raise FarmError(f"cannot read {what}: not JSON ({str(e)[:120]})") from None
 
 
 def write(path: str, *, environment: dict[str, Any], run: dict[str, Any], harnesses: list[dict[str, Any]],
@@ -33,19 +77,13 @@ def write(path: str, *, environment: dict[str, Any], run: dict[str, Any], harnes
 
 
 def read(path: str) -> dict[str, Any]:
-    try:
-        with gzip.open(path, "rt") as f:
-            doc = json.load(f)
-    except (OSError, ValueError) as e:
-        raise FarmError(f"cannot read bundle {path!r}: {e}") from None
-    if doc.get("format") != FORMAT:
+    """A bundle, decompressed under ``max_bytes()``, validated, its artifacts decoded and verified."""
+    doc = parse(inflate(path), f"bundle {path!r}")
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise FarmError(f"{path!r} is not a Lowering Farm results bundle")
     if doc.get("version") != VERSION:
-        raise UnknownFormatVersion(f"bundle {path!r} has version {doc.get('version')}; this farm reads {VERSION}")
-    for o in doc["outcomes"]:
-        for a in o["artifacts"]:
-            a["data"] = base64.b64decode(a["data"])
-    return doc
+        raise UnknownFormatVersion(f"bundle {path!r} has version {doc.get('version')!r}; this farm reads {VERSION}")
+    return validate(doc, f"bundle {path!r}")
 
 
 def keep_only(outcomes: list[Outcome], kinds: set[str]) -> list[Outcome]:

@@ -18,8 +18,16 @@ def import_bundle(store: Any, paths: str | list[str], name: str | None = None,
     """Load one bundle, or the parts of one split bundle, as one run of kind "import".
 
     A standalone worker's journal (``OUT.journal.jsonl``, left by a worker killed mid-run)
-    loads as a partial bundle: every harness that finished, as an ``interrupted`` run."""
-    from farm.store import writes  # deferred: farm.store.writes (~0.4 s, sqlalchemy); bundle reading/writing needs no store
+    loads as a partial bundle: every harness that finished, as an ``interrupted`` run.
+
+    Every part is read and validated (``farm.pipeline.bundle_schema``) before anything is
+    stored, and the run is written in one transaction: a refused bundle, or one the
+    database refuses, stores no run and no blob (``FarmError``, one line)."""
+    return import_docs(store, load(paths), paths, name)
+
+
+def load(paths: str | list[str]) -> list[dict[str, Any]]:
+    """Read and validate every part (before a database is opened: a refused bundle creates nothing)."""
     from workers import journal
 
     docs = [journal.read(p) if p.endswith(".jsonl") else read(p) for p in ([paths] if isinstance(paths, str) else paths)]
@@ -27,6 +35,24 @@ def import_bundle(store: Any, paths: str | list[str], name: str | None = None,
     for other in docs[1:]:
         if other["environment"] != doc["environment"] or other["run"].get("catalog") != doc["run"].get("catalog"):
             raise FarmError("these bundles come from different workers or catalogs; import them one by one")
+    return docs
+
+
+def import_docs(store: Any, docs: list[dict[str, Any]], paths: str | list[str], name: str | None) -> tuple[int, str, int]:
+    """``load``'s documents as one run, in one transaction."""
+    from sqlalchemy.exc import SQLAlchemyError  # deferred: sqlalchemy (~0.35 s); bundle reading/writing needs no store
+
+    try:
+        return _store(store, docs, paths, name)
+    except SQLAlchemyError as e:
+        first = str(getattr(e, "orig", None) or e).strip().splitlines()[0][:200]
+        raise FarmError(f"the database refused the bundle ({type(e).__name__}: {first}); nothing was stored") from None
+
+
+def _store(store: Any, docs: list[dict[str, Any]], paths: str | list[str], name: str | None) -> tuple[int, str, int]:
+    from farm.store import writes  # deferred: farm.store.writes (~0.4 s, sqlalchemy); bundle reading/writing needs no store
+
+    doc = docs[0]
     outcomes = [Outcome.from_dict(o) for d in docs for o in d["outcomes"]]
     harnesses = [h for d in docs for h in d["harnesses"]]
     r = doc["run"]

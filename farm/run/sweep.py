@@ -27,7 +27,7 @@ from farm.results import BAD, Options, Outcome, RunDims
 from farm.run import cluster
 from farm.run.cluster import Worker, WorkerDied, check_feasible, ray_init
 from farm.pipeline.host import describe, fingerprint
-from farm.store import queries, reports, writes
+from farm.store import failures, queries, reports, writes
 from farm.run.progress import Progress, SweepConfig, SweepStats  # noqa: F401  (importable from here)
 
 class Sweep:
@@ -402,8 +402,13 @@ def _execute(store: Any, plan: _Plan, *, options: Options, catalog: str, config:
     writer = writes.Writer(writer_session, writer_session.merge(plan.run), plan.hids)
 
     def sink(outcomes: list[Outcome], worker: str) -> None:
-        writer.write(outcomes, worker)
-        writer_session.commit()
+        # A lost connection (the server restarted) or a lock held by another writer is
+        # retried for about a minute: the batch is idempotent, so a retry never duplicates.
+        def undo() -> None:
+            writer_session.rollback()
+            writer.known_artifacts.clear()  # rolled back with the batch
+
+        failures.retry(lambda: (writer.write(outcomes, worker), writer_session.commit()), undo)
 
     sw = Sweep(plan.todo, options, catalog, config, sink, options_digest=plan.options_digest, reuse=plan.reuse)
     status = "finished"
@@ -413,11 +418,20 @@ def _execute(store: Any, plan: _Plan, *, options: Options, catalog: str, config:
     except KeyboardInterrupt:
         status = "interrupted"
         raise
-    except Exception:
+    except Exception as e:
         status = "failed"  # e.g. every node lost: not finished, so it can be resumed
+        err = failures.explain(e, f"finished results are kept: `farm sweep --resume {plan.run.name}` once it is fixed")
+        if err is not None:
+            raise err from None
         raise
     finally:
-        _finish_run(store, plan, status, sw.stats)
+        try:
+            failures.retry(lambda: _finish_run(store, plan, status, sw.stats))
+        except Exception as e:  # the store itself failed (disk full, server gone): the run stays resumable
+            if failures.kind(e) is None:
+                raise
+            print(f"farm: could not record how run {plan.run.name} ended ({failures.kind(e)}); "
+                  f"`farm sweep --resume {plan.run.name}` finishes it", file=sys.stderr)
         writer_session.close()
     return sw.stats
 

@@ -1,31 +1,54 @@
-"""Content-addressed artifacts: stored once by sha256, read back with a hash check.
+"""Content-addressed artifacts: verified when written, stored once by sha256, verified
+again when read.
 
-Blobs live in the database (default) or in a directory (``FARM_ARTIFACT_DIR``) behind
-the same small interface. Reading a blob whose bytes no longer hash to its address
-raises ``ArtifactCorrupt``: a corrupt artifact is never silently used.
+Like Git's object store and Bazel's remote cache, the address is checked on the way in:
+``put`` hashes the bytes and refuses an address they do not hash to (``ArtifactMismatch``,
+nothing written), so a bundle from another host cannot poison an address. Blobs live in
+the database (default) or in a directory (``FARM_ARTIFACT_DIR``); a directory blob is
+written to a staging file and renamed into place only when the session's transaction
+commits (a rolled-back write leaves no file), and a blob file that does not hash to its
+name is replaced by the next write of that address, never trusted. Reading a blob whose
+bytes no longer hash to its address raises ``ArtifactCorrupt``; ``farm db check`` finds
+every such blob, and ``--repair`` marks it ``damaged`` so the next genuine write replaces it.
 """
 from __future__ import annotations
 
 import hashlib
 import os
 import re
+import uuid
 import zlib
 from pathlib import Path
 
-from sqlalchemy import select
+from sqlalchemy import event, select
 from sqlalchemy.orm import Session
 
-from farm.errors import ArtifactCorrupt, ArtifactNotFound, UnknownFormatVersion
+from farm.errors import ArtifactCorrupt, ArtifactMismatch, ArtifactNotFound, UnknownFormatVersion
 from farm.store.models import ArtifactRow
 
 FORMAT_VERSION = 1
 _SHA = re.compile(r"^[0-9a-f]{64}$")
+_PENDING = "farm_staged_blobs"  # session.info key: sha -> (staging file, final path)
 
 
 def check_sha(sha: str) -> str:
-    if not _SHA.match(sha or ""):
+    if not isinstance(sha, str) or not _SHA.match(sha):
         raise ArtifactNotFound(f"not an artifact address: {sha!r} (expected 64 hex digits)")
     return sha
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def unpack(packed: bytes | None) -> bytes | None:
+    """The bytes of a stored blob, or None when it cannot be decompressed."""
+    if packed is None:
+        return None
+    try:
+        return zlib.decompress(packed)
+    except zlib.error:
+        return None
 
 
 class BlobDir:
@@ -40,18 +63,58 @@ class BlobDir:
             raise ArtifactNotFound(f"artifact path escapes its store: {sha!r}")
         return p
 
-    def put(self, sha: str, packed: bytes) -> None:
+    def stage(self, session: Session, sha: str, packed: bytes) -> None:
+        """Write ``packed`` to a staging file that becomes ``path(sha)`` when ``session`` commits."""
         p = self.path(sha)
-        if p.exists():
-            return
         p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_suffix(".tmp")
-        tmp.write_bytes(packed)
-        os.replace(tmp, p)
+        tmp = p.parent / f"{sha}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(packed)
+            f.flush()
+            os.fsync(f.fileno())
+        pending = _pending(session)
+        if sha in pending:
+            pending[sha][0].unlink(missing_ok=True)
+        pending[sha] = (tmp, p)
 
     def get(self, sha: str) -> bytes | None:
         p = self.path(sha)
         return p.read_bytes() if p.exists() else None
+
+    def names(self) -> dict[str, Path]:
+        """Every file of the fan-out folders (blobs, and staging files a killed writer left) by name."""
+        out: dict[str, Path] = {}
+        if self.root.is_dir():
+            for sub in self.root.iterdir():
+                if sub.is_dir() and re.fullmatch(r"[0-9a-f]{2}", sub.name):
+                    for f in sub.iterdir():
+                        out[f"{sub.name}/{f.name}"] = f
+        return out
+
+
+def _pending(session: Session) -> dict[str, tuple[Path, Path]]:
+    """This session's staged blobs; the first call hooks publishing/discarding to its transaction."""
+    if _PENDING not in session.info:
+        session.info[_PENDING] = {}
+        event.listen(session, "after_commit", _publish)
+        event.listen(session, "after_transaction_end", _discard)
+    return session.info[_PENDING]
+
+
+def _publish(session: Session) -> None:
+    pending = session.info.get(_PENDING) or {}
+    for tmp, final in pending.values():
+        os.replace(tmp, final)  # replaces a file that did not hash to its name, too
+    pending.clear()
+
+
+def _discard(session: Session, transaction: object) -> None:
+    if getattr(transaction, "parent", None) is not None:
+        return
+    pending = session.info.get(_PENDING) or {}
+    for tmp, _ in pending.values():  # the transaction ended without committing
+        tmp.unlink(missing_ok=True)
+    pending.clear()
 
 
 def blob_dir() -> BlobDir | None:
@@ -59,18 +122,48 @@ def blob_dir() -> BlobDir | None:
     return BlobDir(d) if d else None
 
 
+def stored_bytes(row: ArtifactRow, bd: BlobDir | None) -> bytes | None:
+    """The packed bytes of ``row``: in the row, else in the blob directory (None if neither)."""
+    if row.data is not None:
+        return row.data
+    return bd.get(row.sha256) if bd else None
+
+
+def intact(row: ArtifactRow, bd: BlobDir | None) -> bool:
+    """Whether ``row``'s stored bytes decompress and hash to its address."""
+    data = unpack(stored_bytes(row, bd))
+    return data is not None and digest(data) == row.sha256
+
+
 def put(session: Session, sha: str, kind: str, data: bytes, *, jax_version: str, meta: dict | None = None,
         existing: set[str] | None = None) -> None:
-    """Store a blob once (idempotent); ``existing`` is a caller's cache of known hashes."""
+    """Store a blob once (idempotent); ``existing`` is a caller's cache of known, intact hashes.
+
+    Raises:
+        ArtifactMismatch: ``data`` does not hash to ``sha`` (nothing is written).
+    """
     if existing is not None and sha in existing:
         return
-    if session.get(ArtifactRow, sha) is None:
+    actual = digest(data)
+    if actual != sha:
+        raise ArtifactMismatch(f"artifact bytes hash to {actual[:12]}, not to the address they claim "
+                               f"({str(sha)[:12]}): refused, nothing stored")
+    bd = blob_dir()
+    row = session.get(ArtifactRow, sha)
+    if row is None:
         packed = zlib.compress(data, 3)
-        bd = blob_dir()
         if bd is not None:
-            bd.put(sha, packed)
+            bd.stage(session, sha, packed)
         session.add(ArtifactRow(sha256=sha, kind=kind, size=len(data), format_version=FORMAT_VERSION,
                                 jax_version=jax_version, meta=meta or {}, data=None if bd else packed))
+    elif row.damaged is not None or not intact(row, bd):
+        # the stored bytes are lost or wrong: these (verified) bytes replace them
+        packed = zlib.compress(data, 3)
+        if row.data is None and bd is not None:
+            bd.stage(session, sha, packed)
+        else:
+            row.data = packed
+        row.size, row.damaged = len(data), None
     if existing is not None:
         existing.add(sha)
 
@@ -80,27 +173,29 @@ def get(session: Session, sha: str) -> tuple[ArtifactRow, bytes]:
     row = session.get(ArtifactRow, check_sha(sha))
     if row is None:
         raise ArtifactNotFound(f"no artifact {sha}")
+    if row.damaged is not None:
+        raise ArtifactCorrupt(f"artifact {sha[:12]} is damaged ({row.damaged}; found by farm db check): "
+                              "its bytes are lost until a run or bundle writes them again")
     if row.format_version != FORMAT_VERSION:
         raise UnknownFormatVersion(f"artifact {sha[:12]} has format version {row.format_version}; "
                                    f"this farm reads {FORMAT_VERSION}")
-    packed = row.data
+    packed = stored_bytes(row, blob_dir())
     if packed is None:
-        bd = blob_dir()
-        packed = bd.get(sha) if bd else None
-        if packed is None:
-            raise ArtifactNotFound(f"artifact {sha[:12]} has no stored bytes")
+        raise ArtifactNotFound(f"artifact {sha[:12]} has no stored bytes")
     try:
         data = zlib.decompress(packed)
     except zlib.error as e:
         raise ArtifactCorrupt(f"artifact {sha[:12]} is corrupt: cannot decompress ({e})") from None
-    actual = hashlib.sha256(data).hexdigest()
+    actual = digest(data)
     if actual != sha:
         raise ArtifactCorrupt(f"artifact {sha[:12]} is corrupt: content hashes to {actual[:12]}")
     return row, data
 
 
 def known(session: Session, shas: list[str]) -> set[str]:
+    """The addresses among ``shas`` stored and not marked damaged (writes of them can be skipped)."""
     out: set[str] = set()
     for i in range(0, len(shas), 500):
-        out |= set(session.scalars(select(ArtifactRow.sha256).where(ArtifactRow.sha256.in_(shas[i:i + 500]))))
+        out |= set(session.scalars(select(ArtifactRow.sha256).where(ArtifactRow.sha256.in_(shas[i:i + 500]),
+                                                                    ArtifactRow.damaged.is_(None))))
     return out

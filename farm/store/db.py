@@ -89,9 +89,36 @@ class Store:
             current = MigrationContext.configure(conn).get_current_revision()
         if current == head and revision == "head":
             return
-        with self.engine.begin() as conn:
-            cfg.attributes["connection"] = conn
-            command.upgrade(cfg, revision)
+        with self._migration_lock(), self.engine.begin() as conn:  # two processes opening a new database at once
+            if revision != "head" or MigrationContext.configure(conn).get_current_revision() != head:
+                cfg.attributes["connection"] = conn
+                command.upgrade(cfg, revision)
+
+    @contextmanager
+    def _migration_lock(self) -> Iterator[None]:
+        """One migrating process at a time: flock on the SQLite file (independent of SQLite's own
+        fcntl locks), an advisory lock on PostgreSQL."""
+        path = sqlite_file(self.url)
+        if path is not None and path.exists():
+            import fcntl  # deferred: POSIX only, and only when migrating
+
+            with open(path, "rb") as f:
+                fcntl.flock(f, fcntl.LOCK_EX)
+                try:
+                    yield
+                finally:
+                    fcntl.flock(f, fcntl.LOCK_UN)
+            return
+        if self.dialect == "postgresql":
+            with self.engine.connect() as conn:
+                conn.exec_driver_sql("SELECT pg_advisory_lock(727274)")
+                try:
+                    yield
+                finally:
+                    conn.exec_driver_sql("SELECT pg_advisory_unlock(727274)")
+                    conn.commit()
+            return
+        yield
 
     def tables(self) -> list[str]:
         return inspect(self.engine).get_table_names()

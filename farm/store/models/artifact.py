@@ -26,3 +26,5 @@ class ArtifactRow(Base):
     meta: Mapped[dict] = mapped_column(default=dict)
     data: Mapped[bytes | None] = mapped_column(LargeBinary, default=None)  # zlib; None if on disk
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    #: set by ``farm db check --repair``: why the stored bytes are lost (None: intact when last checked)
+    damaged: Mapped[str | None] = mapped_column(String(200), default=None)

@@ -1,0 +1,131 @@
+"""``farm db check``: the store checked as a whole.
+
+Every artifact's bytes are read and hashed, every reference from a result to an artifact
+is followed, and the blob directory (``FARM_ARTIFACT_DIR``) is matched against the rows.
+``repair`` removes orphan blob files (and staging files a killed writer left) and marks
+each artifact whose bytes are lost ``damaged`` (a read says so in one line; the next
+genuine write of that address replaces it). It never deletes a row, nor a blob file that
+a row names.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from farm.store import artifacts
+from farm.store.models import ArtifactRow, ResultRow
+
+#: a staging file is left by a dead writer when its pid is gone, or in any case after this long
+STALE_STAGING_S = 24 * 3600.0
+_KIND_OF_STAGE = {"export": "export", "serialize": "export", "execute": "io"}
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """What ``check`` found; ``ok`` when nothing is wrong that has not been marked."""
+
+    artifacts: int
+    blob_files: int
+    references: int
+    bad: dict[str, str] = field(default_factory=dict)  # sha -> why its bytes are lost (not yet marked)
+    damaged: int = 0  # artifacts already marked damaged
+    broken_references: int = 0  # results naming an artifact that is bad, damaged or missing
+    dangling: tuple[str, ...] = ()  # addresses results name that have no row
+    orphans: tuple[str, ...] = ()  # blob-directory files no row names (incl. dead staging files)
+    repaired: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not (self.bad or self.dangling or self.orphans)
+
+    def lines(self) -> list[str]:
+        out = [f"artifacts: {self.artifacts} rows, {len(self.bad)} whose bytes are missing or do not hash to "
+               f"their address, {self.damaged} marked damaged",
+               f"references: {self.references} results name an artifact, {self.broken_references} of them "
+               f"broken, {len(self.dangling)} name an address with no row",
+               f"blob directory: {self.blob_files} files, {len(self.orphans)} orphans"]
+        out += [f"  bad {sha[:12]}: {why}" for sha, why in list(self.bad.items())[:20]]
+        out += [f"  orphan {name}" for name in self.orphans[:20]]
+        if self.repaired:
+            out.append("repaired: " + ", ".join(f"{v} {k}" for k, v in self.repaired.items()))
+        return out
+
+
+def _dead_staging(name: str, path: os.PathLike[str], now: float) -> bool:
+    parts = os.path.basename(name).split(".")
+    try:
+        pid = int(parts[1])
+        os.kill(pid, 0)
+        alive = True
+    except (IndexError, ValueError):
+        alive = False
+    except ProcessLookupError:
+        alive = False
+    except PermissionError:
+        alive = True
+    try:
+        old = now - os.stat(path).st_mtime > STALE_STAGING_S
+    except FileNotFoundError:
+        return False
+    return not alive or old
+
+
+def check(session: Session, repair: bool = False, chunk: int = 200) -> CheckReport:
+    """Verify the store behind ``session``; with ``repair``, fix what can be fixed (caller commits)."""
+    bd = artifacts.blob_dir()
+    files = bd.names() if bd else {}  # listed before the rows: a blob published meanwhile has its row
+    bad: dict[str, str] = {}
+    damaged: set[str] = set()
+    shas: set[str] = set()
+    last = ""
+    while True:  # in chunks of rows, so a large store is never read whole
+        rows = session.execute(select(ArtifactRow.sha256, ArtifactRow.data, ArtifactRow.damaged)
+                               .where(ArtifactRow.sha256 > last).order_by(ArtifactRow.sha256).limit(chunk)).all()
+        if not rows:
+            break
+        for sha, packed, mark in rows:
+            shas.add(sha)
+            if mark is not None:
+                damaged.add(sha)
+                continue
+            if packed is None:
+                packed = bd.get(sha) if bd else None
+            data = artifacts.unpack(packed)
+            if packed is None:
+                bad[sha] = "no stored bytes"
+            elif data is None:
+                bad[sha] = "cannot decompress"
+            elif artifacts.digest(data) != sha:
+                bad[sha] = f"bytes hash to {artifacts.digest(data)[:12]}"
+        last = rows[-1][0]
+        session.expunge_all()
+    refs = dict(session.execute(select(ResultRow.artifact_sha, func.count()).where(ResultRow.artifact_sha.is_not(None))
+                                .group_by(ResultRow.artifact_sha)).tuples().all())
+    dangling = tuple(sorted(s for s in refs if s not in shas))
+    broken = sum(n for s, n in refs.items() if s in bad or s in damaged or s not in shas)
+    now = time.time()
+    orphans = tuple(sorted(name for name, path in files.items()
+                           if (_dead_staging(name, path, now) if name.endswith(".tmp")
+                               else os.path.basename(name) not in shas)))
+    report = CheckReport(artifacts=len(shas), blob_files=sum(not n.endswith(".tmp") for n in files),
+                         references=sum(refs.values()), bad=bad, damaged=len(damaged), broken_references=broken,
+                         dangling=dangling, orphans=orphans)
+    if not repair or report.ok:
+        return report
+    for name in orphans:
+        files[name].unlink(missing_ok=True)
+    for sha, why in bad.items():
+        session.get(ArtifactRow, sha).damaged = why[:200]
+    stages = dict(session.execute(select(ResultRow.artifact_sha, ResultRow.stage)
+                                  .where(ResultRow.artifact_sha.in_(dangling))).tuples().all()) if dangling else {}
+    for sha in dangling:  # a reference the database let through (no foreign keys): keep it, marked
+        session.add(ArtifactRow(sha256=sha, kind=_KIND_OF_STAGE.get(stages.get(sha, ""), "module"), size=0,
+                                jax_version="", meta={}, data=None, damaged="no row: referenced but never stored"))
+    return CheckReport(artifacts=report.artifacts, blob_files=report.blob_files, references=report.references,
+                       damaged=len(damaged) + len(bad) + len(dangling), broken_references=broken,
+                       repaired={"orphan files removed": len(orphans), "artifacts marked damaged": len(bad),
+                                 "missing rows marked damaged": len(dangling)})
