@@ -23,7 +23,7 @@ def import_bundle(store: Any, paths: str | list[str], name: str | None = None,
     Every part is read and validated (``farm.pipeline.bundle_schema``) before anything is
     stored, and the run is written in one transaction: a refused bundle, or one the
     database refuses, stores no run and no blob (``FarmError``, one line)."""
-    return import_docs(store, load(paths), paths, name)
+    return import_docs(store, load(paths), paths, name, dims)
 
 
 def load(paths: str | list[str]) -> list[dict[str, Any]]:
@@ -38,18 +38,20 @@ def load(paths: str | list[str]) -> list[dict[str, Any]]:
     return docs
 
 
-def import_docs(store: Any, docs: list[dict[str, Any]], paths: str | list[str], name: str | None) -> tuple[int, str, int]:
+def import_docs(store: Any, docs: list[dict[str, Any]], paths: str | list[str], name: str | None,
+                dims: RunDims | None = None) -> tuple[int, str, int]:
     """``load``'s documents as one run, in one transaction."""
     from sqlalchemy.exc import SQLAlchemyError  # deferred: sqlalchemy (~0.35 s); bundle reading/writing needs no store
 
     try:
-        return _store(store, docs, paths, name)
+        return _store(store, docs, paths, name, dims)
     except SQLAlchemyError as e:
         first = str(getattr(e, "orig", None) or e).strip().splitlines()[0][:200]
         raise FarmError(f"the database refused the bundle ({type(e).__name__}: {first}); nothing was stored") from None
 
 
-def _store(store: Any, docs: list[dict[str, Any]], paths: str | list[str], name: str | None) -> tuple[int, str, int]:
+def _store(store: Any, docs: list[dict[str, Any]], paths: str | list[str], name: str | None,
+           dims: RunDims | None) -> tuple[int, str, int]:
     from farm.store import writes  # deferred: farm.store.writes (~0.4 s, sqlalchemy); bundle reading/writing needs no store
 
     doc = docs[0]
