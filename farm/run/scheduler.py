@@ -1,0 +1,301 @@
+"""The scheduler of one sweep: long-lived Ray workers, one per slot, fed batches of
+harnesses; a worker that dies is replaced and its harness retried once alone (then
+``crashed``), one that hangs past the time limit is killed (``timeout``); outcomes are
+handed to the driver's sink as they arrive (``farm.run.sweep`` is the driver).
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections import deque
+from typing import Any, Callable
+
+from farm.catalog import Harness
+from farm.errors import CatalogMismatch, ClusterError
+from farm.pipeline import judge_crash
+from farm.platforms import native_platform, slot_resource
+from farm.results import BAD, Options, Outcome
+from farm.run import cluster
+from farm.run.cluster import Worker, WorkerDied
+from farm.pipeline.host import fingerprint
+from farm.run.progress import Progress, SweepConfig, SweepStats
+
+
+class Sweep:
+    """Runs harnesses on Ray actors and hands outcomes to ``sink`` as they finish.
+
+    ``run`` repeats ``_step`` until nothing is left: hand out batches, wait, then for each
+    busy worker handle a finished outcome, a dead worker or a timeout; rebalance; flush.
+    """
+
+    def __init__(self, harnesses: list[Harness], options: Options, catalog: str, config: SweepConfig,
+                 sink: Callable[[list[Outcome], str], None], *, options_digest: str | None = None,
+                 reuse: dict[str, dict[str, Any]] | None = None) -> None:
+        self.harnesses = harnesses
+        self.options = options
+        self.catalog = catalog
+        self.config = config
+        self.sink = sink
+        self.stats = SweepStats()
+        self.options_digest = options_digest
+        #: fingerprint -> an earlier run's downstream records (``pipeline.Reuse`` as a dict)
+        self.reuse = reuse or {}
+        #: every harness runs natively on each kind, on a worker of that kind (one lane per kind)
+        self.kinds: tuple[str, ...] = tuple(options.run_on or ("cpu",))
+        self.kind = self.kinds[0]
+        self.queue: deque[tuple[str, list[Harness]]] = deque()
+        self.slots: list[Worker] = []
+        self.target: dict[str, int] = {}  # per kind, the workers wanted; fewer while the cluster has fewer slots
+        #: with several kinds: fingerprint -> the outcomes of the kinds done so far (merged once all are)
+        self.partial: dict[str, dict[str, Outcome]] = {}
+        self.retry_alone: set[str] = set()
+        self.node_requeues: dict[str, int] = {}
+        # After a worker dies its slot is refilled only while the cluster has room: when a
+        # node is lost, its slots go and the surviving nodes take the work.
+        self.lost_at = -1e9
+        self.last_check = 0.0
+        self.buffer: list[Outcome] = []
+        self.last_commit = time.monotonic()
+        self.progress: Progress | None = None
+
+    def run(self) -> SweepStats:
+        t0 = time.monotonic()
+        batches = self._batches()
+        for i in range(len(batches)):  # lanes interleaved: every kind makes progress
+            self.queue.extend((kind, batches[i]) for kind in self.kinds)
+        for kind in self.kinds:
+            n = min(max(1, self.config.workers or 1), max(1, len(batches)))
+            if kind != "cpu":  # an accelerator worker Ray cannot place would wait forever
+                n = max(1, min(n, cluster.capacity(kind, self.config.gpu_fraction)))
+            self.target[kind] = n
+            self.slots += [self._new_worker(kind) for _ in range(n)]
+        self.progress = Progress(len(self.harnesses), self.config.progress)
+        self.last_commit = time.monotonic()
+        try:
+            while self._step():
+                pass
+        except BaseException:  # Ctrl-C, a lost cluster, a catalog mismatch: keep what finished
+            self._flush(force=True)
+            raise
+        finally:
+            self.progress.close()
+            for s in self.slots:
+                s.kill()
+        self._flush(force=True)
+        self.stats.wall_s = time.monotonic() - t0
+        return self.stats
+
+    def _batches(self) -> list[list[Harness]]:
+        """The harnesses in order, in batches; small batches at the end keep both workers
+        busy until the last harness."""
+        hs = sorted(self.harnesses, key=lambda h: (h.family, h.group, h.dtype, h.name))
+        out, i, n = [], 0, len(hs)
+        while i < n:
+            size = max(1, min(self.config.batch, (n - i) // (2 * max(1, self.config.workers or 2)) or 1))
+            out.append(hs[i:i + size])
+            i += size
+        return out
+
+    def _new_worker(self, kind: str) -> Worker:
+        opts = {"platforms": list(self.options.platforms), "run_on": [kind], "warmup": self.options.warmup,
+                "repeats": self.options.repeats, "crossexec": self.options.crossexec,
+                "roundtrip": self.options.roundtrip, "keep_modules": self.options.keep_modules,
+                "options_digest": self.options_digest}
+        return Worker.start(kind, self.catalog, list(self.config.modules), opts, self.config.env,
+                            self.config.gpu_fraction, self.config.gpu_backend)
+
+    def _step(self) -> bool:
+        """One turn: hand out batches, wait for results, handle each worker. False once all is done."""
+        self._dispatch()
+        active = [s for s in self.slots if s.stream is not None]
+        if not active and not self.queue:
+            return False
+        if not active:  # every worker was lost; wait for the cluster to offer slots again
+            time.sleep(0.2)
+        ready = set(cluster.wait(active, timeout=0.2)) if active else set()
+        now = time.monotonic()
+        kept = []
+        for slot in self.slots:
+            slot_ = self._collect(slot, slot in ready, now) if slot.stream is not None else slot
+            if slot_ is not None:
+                kept.append(slot_)
+        self.slots = kept
+        if len(self.slots) < sum(self.target.values()) or now - self.lost_at < 60.0:
+            self._rebalance(now)
+        self._flush()
+        return True
+
+    def _dispatch(self) -> None:
+        """Give each idle worker the next batch of its kind."""
+        for slot in self.slots:
+            if slot.stream is None and self.queue:
+                i = next((i for i, (kind, _) in enumerate(self.queue) if kind == slot.kind), None)
+                if i is None:
+                    continue
+                _, batch = self.queue[i]
+                del self.queue[i]
+                key = (slot.kind, batch[0].fingerprint)
+                slot.run(batch, self.reuse, isolated=len(batch) == 1 and key in self.retry_alone)
+
+    def _collect(self, slot: Worker, ready: bool, now: float) -> Worker | None:
+        """Handle a busy worker; returns what takes its place (itself, a new worker, or None)."""
+        cur = slot.current
+        if not ready:
+            return self._check_timeout(slot, cur, now) if cur is not None else slot
+        try:
+            d = slot.next_result()
+        except WorkerDied as e:
+            self._worker_died(slot, cur, e.cause)
+            return None
+        if d is None:  # the batch is over
+            slot.stream = None
+            return slot
+        return self._finished(slot, cur, d, now)
+
+    def _finished(self, slot: Worker, cur: Harness | None, d: dict[str, Any], now: float) -> Worker:
+        """A worker streamed the outcome of ``cur``; a worker at its end of life is recycled."""
+        o = Outcome.from_dict(d)
+        if any(r.error_type == "UnknownHarness" for r in o.records):
+            raise CatalogMismatch(
+                f"a worker (pid {d.get('pid')}) does not know harness {cur.name if cur else o.name}: "
+                "its catalog differs from the driver's (code changed during the sweep, or nodes "
+                "run different farm versions). Finished results are kept; make the code the same "
+                "everywhere, then `farm sweep --resume latest`")
+        if d.get("environment"):  # a worker's first outcome: where it runs
+            self.stats.worker_envs[d.get("worker", "")] = {**d["environment"], "fingerprint": fingerprint(d["environment"])}
+        if d.get("pid"):
+            self.stats.peak_rss[d["pid"]] = max(self.stats.peak_rss.get(d["pid"], 0), d.get("rss", 0))
+        self._finish(o, slot.kind)
+        if slot.advance(now):
+            return slot
+        if slot.count >= self.config.recycle_after or d.get("rss", 0) > self.config.rss_budget:
+            return self._replace(slot)
+        return slot
+
+    def _worker_died(self, slot: Worker, cur: Harness | None, cause: str) -> None:
+        """The worker process died under ``cur``: requeue it if its node went away, else retry it
+        alone once, else record it ``crashed``; the rest of the batch goes back in the queue."""
+        if cur is not None:
+            kind, key = slot.kind, (slot.kind, cur.fingerprint)
+            tries = self.node_requeues.get(key, 0)
+            if cluster.capacity(kind, self.config.gpu_fraction) < self.target[kind] and tries < 3:
+                # its node went away (the cluster has fewer slots): not the harness's fault
+                self.node_requeues[key] = tries + 1
+                self.queue.appendleft((kind, [cur]))
+            elif key in self.retry_alone or slot.isolated:
+                self.stats.crashed += 1
+                self._finish(judge_crash(cur, Outcome.failed(cur.fingerprint, cur.name, "crashed",
+                                                             f"worker process died: {cause}"), (kind,)), kind)
+            else:
+                self.retry_alone.add(key)
+                self.queue.appendleft((kind, [cur]))
+            self._requeue_rest(slot, slot.pos + 1)
+        self._lose(slot)
+
+    def _check_timeout(self, slot: Worker, cur: Harness, now: float) -> Worker:
+        """A worker past the time limit on ``cur`` is killed and replaced; ``cur`` is a ``timeout``."""
+        limit = (cur.timeout_s or self.config.timeout_s) + (self.config.startup_s if slot.fresh else 0.0)
+        if now - slot.since <= limit:
+            return slot
+        self.stats.timeouts += 1
+        self._finish(Outcome.failed(cur.fingerprint, cur.name, "timeout", f"no result after {limit:.0f}s; worker killed"),
+                     slot.kind)
+        self._requeue_rest(slot, slot.pos + 1)
+        return self._replace(slot)
+
+    def _rebalance(self, now: float) -> None:
+        """At most once a second, match live workers to the slots the cluster has now (a node
+        may have gone or come); with none left for ``startup_s`` after a loss, give up."""
+        if now - self.last_check >= 1.0:
+            self.last_check = now
+            for kind in self.kinds:
+                self._rebalance_kind(kind)
+        lost = [k for k in self.kinds if not any(s.kind == k for s in self.slots) and any(q[0] == k for q in self.queue)]
+        if lost and now - self.lost_at > self.config.startup_s:
+            raise ClusterError(f"no node offers {', '.join(slot_resource(k) if k == 'cpu' else k for k in lost)} "
+                               f"any more ({len(self.queue)} batches left); resume the run when nodes are back")
+
+    def _rebalance_kind(self, kind: str) -> None:
+        cap = cluster.capacity(kind, self.config.gpu_fraction)
+        mine = [s for s in self.slots if s.kind == kind]
+        # More workers than slots: the newest that never started cannot be placed.
+        for s in [s for s in reversed(mine) if s.fresh and s.count == 0]:  # replacements are appended
+            if len(mine) <= cap:
+                break
+            self._requeue_rest(s, s.pos)
+            self._lose(s)
+            self.slots.remove(s)
+            mine.remove(s)
+        while len(mine) < min(self.target[kind], cap):
+            w = self._new_worker(kind)
+            self.slots.append(w)
+            mine.append(w)
+            self.stats.workers_replaced += 1
+
+    def _replace(self, slot: Worker) -> Worker:
+        slot.kill()
+        self.stats.workers_replaced += 1
+        return self._new_worker(slot.kind)
+
+    def _lose(self, slot: Worker) -> None:
+        slot.kill()
+        self.lost_at = time.monotonic()
+
+    def _requeue_rest(self, slot: Worker, after: int) -> None:
+        rest = slot.batch[after:]
+        if rest:
+            self.queue.appendleft((slot.kind, rest))
+
+    def _finish(self, o: Outcome, kind: str) -> None:
+        """Count an outcome and buffer it for the sink; with several kinds, once every kind's is in."""
+        if len(self.kinds) > 1:
+            got = self.partial.setdefault(o.fingerprint, {})
+            got[kind] = o
+            if len(got) < len(self.kinds):
+                return
+            o = merge_kinds(self.partial.pop(o.fingerprint), self.kinds)
+        self.buffer.append(o)
+        self.stats.done += 1
+        self.stats.downstream_reused += any("reused_from" in r.facts for r in o.records)
+        bad = o.worst in BAD
+        self.stats.bad += bad
+        self.progress.update(1, int(bad))
+
+    def _flush(self, force: bool = False) -> None:
+        """Hand buffered outcomes to the sink: every ``commit_every_s``, at 200, or when forced."""
+        if self.buffer and (force or time.monotonic() - self.last_commit >= self.config.commit_every_s
+                            or len(self.buffer) >= 200):
+            self.sink(self.buffer, "ray")
+            self.buffer = []
+            self.last_commit = time.monotonic()
+
+
+def merge_kinds(by_kind: dict[str, Outcome], kinds: tuple[str, ...]) -> Outcome:
+    """One outcome from each kind's: the first kind's records, then each other kind's records
+    for a (stage, platform) not yet there (its native compile/execute/compare); trace, lower
+    and export ran on every kind and are kept once. An outcome that never ran (crashed,
+    timeout: platform "any") is filed under its kind's native platform."""
+    records, arts, seen, shas = [], [], set(), set()
+    for kind in kinds:
+        o = by_kind[kind]
+        for r in o.records:
+            if len(o.records) == 1 and r.platform == "any":
+                r = dataclasses.replace(r, platform=native_platform(kind))
+            if (r.stage, r.platform) not in seen:
+                seen.add((r.stage, r.platform))
+                records.append(r)
+        for a in o.artifacts:
+            if a.sha256 not in shas:
+                shas.add(a.sha256)
+                arts.append(a)
+    outs = [by_kind[k] for k in kinds]
+    first = outs[0]
+    # the store drops the keys of a crashed/timed-out outcome (its worst status is the merged worst)
+    return dataclasses.replace(first, records=tuple(records), artifacts=tuple(arts),
+                               seconds=sum(o.seconds for o in outs),
+                               worker=" ".join(dict.fromkeys(o.worker for o in outs if o.worker)),
+                               result_key=None if any(o.result_key is None for o in outs) else first.result_key,
+                               downstream_key=first.downstream_key)
+
+
+# --------------------------------------------------------------------------- sweep
