@@ -23,7 +23,7 @@ from typing import Any
 from flask import Response, current_app, request
 from sqlalchemy import func, select
 
-from farm.store.models import ResultRow, Run
+from farm.store.models import AccuracyRow, ResultRow, Run
 
 #: Bytes of rendered pages kept per app (oldest used dropped first).
 MAX_BYTES = 64 * 2**20
@@ -72,15 +72,18 @@ class PageCache:
 def data_state(store: Any, generation: int) -> tuple[str, datetime | None] | None:
     """(digest, newest finish time) of what the pages read, or None while a run is running.
 
-    One small query: the runs' (id, status, finished_at), each with the newest result id."""
+    One small query: the runs' (id, status, finished_at), each with the newest result id;
+    and the newest accuracy row's id (``farm accuracy`` writes rows outside any run)."""
     newest = select(func.max(ResultRow.id)).scalar_subquery()
     with store.session() as s:
         runs = s.execute(select(Run.id, Run.status, Run.finished_at, newest.label("newest"))
                          .order_by(Run.id)).all()
+        accuracy = s.execute(select(func.max(AccuracyRow.id), func.count(AccuracyRow.id))).one()
     newest_result = runs[0].newest if runs else None
     if any(r.status == "running" or r.finished_at is None for r in runs):
         return None
-    key = repr((generation, newest_result, [(r.id, r.status, r.finished_at.isoformat()) for r in runs]))
+    key = repr((generation, newest_result, tuple(accuracy),
+                [(r.id, r.status, r.finished_at.isoformat()) for r in runs]))
     last = max((r.finished_at for r in runs), default=None)
     if last is not None and last.tzinfo is None:
         last = last.replace(tzinfo=timezone.utc)
