@@ -70,7 +70,8 @@ def specials(dtype: str, points: tuple[float, ...] = (), core: bool = False, nea
     around = []
     for p in points:
         for q in (p, -p):
-            c = np.array(q, dtype=np.float64).astype(dt)
+            with np.errstate(over="ignore"):  # a point beyond the dtype's range
+                c = np.array(q, dtype=np.float64).astype(dt)
             if not np.isfinite(c.astype(np.float64)):
                 continue
             up, down = c, c

@@ -44,8 +44,9 @@ class Score:
     special: dict[str, Any]
     error: str | None = None
     seconds: float = 0.0
-    #: the max over the elements with no subnormal input and a normal exact result: what a
-    #: tolerance for normal data can rely on (``max_ulp`` includes the subnormal ones)
+    #: the max over the elements with no subnormal input and an exact result of 0 or at least
+    #: 2^p times the smallest normal: what a tolerance for normal data can rely on
+    #: (``max_ulp`` includes the rest)
     max_ulp_normal: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -93,7 +94,8 @@ def score(primitive: str, dtype: str, platform: str, args: list[np.ndarray], got
     both = np.isfinite(ref) & np.isfinite(g)
     err = np.where(both, ulp_errors(g, hi, off, dtype), np.nan)
     # subnormal inputs read as zeros of their sign
-    wide = [np.asarray(a).astype(np.float64) for a in args]
+    with np.errstate(invalid="ignore"):  # NaN inputs of 16-bit types
+        wide = [np.asarray(a).astype(np.float64) for a in args]
     sub_in = np.zeros(g.shape, dtype=bool)
     for a in wide:
         sub_in |= (a != 0) & (np.abs(a) < tiny)
@@ -119,7 +121,10 @@ def score(primitive: str, dtype: str, platform: str, args: list[np.ndarray], got
     special["flushed_inputs"] = flushed_in
     special["flushed_results"] = int(out_flush.sum())
     e = err[both]
-    normal = both & ~sub_in & ((np.abs(hi) >= tiny) | (hi == 0))
+    # normal data: no subnormal input, and an exact result that is 0 or at least 2^p times the
+    # smallest normal (where no intermediate of a correct algorithm need underflow)
+    p = int(ml_dtypes.finfo(dt).nmant) + 1
+    normal = both & ~sub_in & ((np.abs(hi) >= tiny * 2.0 ** p) | (hi == 0))
     worst = _worst(err, both, args, g, hi)
     return Score(primitive, dtype, platform, int(g.size), float(e.max()) if e.size else 0.0, _distribution(e), worst,
                  special, max_ulp_normal=float(err[normal].max()) if normal.any() else 0.0)
