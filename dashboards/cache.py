@@ -75,10 +75,13 @@ def data_state(store: Any, generation: int) -> tuple[str, datetime | None] | Non
     One small query: the runs' (id, status, finished_at), each with the newest result id;
     and the newest accuracy row's id (``farm accuracy`` writes rows outside any run)."""
     newest = select(func.max(ResultRow.id)).scalar_subquery()
+    acc_max = select(func.max(AccuracyRow.id)).scalar_subquery()
+    acc_n = select(func.count(AccuracyRow.id)).scalar_subquery()
     with store.session() as s:
-        runs = s.execute(select(Run.id, Run.status, Run.finished_at, newest.label("newest"))
-                         .order_by(Run.id)).all()
-        accuracy = s.execute(select(func.max(AccuracyRow.id), func.count(AccuracyRow.id))).one()
+        runs = s.execute(select(Run.id, Run.status, Run.finished_at, newest.label("newest"),
+                                acc_max.label("acc_max"), acc_n.label("acc_n")).order_by(Run.id)).all()
+        # no run to carry them: the accuracy rows' state on its own
+        accuracy = (runs[0].acc_max, runs[0].acc_n) if runs else tuple(s.execute(select(acc_max, acc_n)).one())
     newest_result = runs[0].newest if runs else None
     if any(r.status == "running" or r.finished_at is None for r in runs):
         return None
