@@ -21,7 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--jax", help="comma list of jax versions (each in its own venv); default: this one")
     p.add_argument("--compare", metavar="OLD,NEW", help="print what moved between two stored versions and exit")
     p.add_argument("--bisect", metavar="OLD,NEW", help="with --primitive/--dtype/--platforms: measure the released "
-                                                       "versions between OLD and NEW and find where the max ULP moved")
+                                                       "versions between OLD and NEW (or the versions listed, in "
+                                                       "order, when more than two) and find where the max ULP moved")
     p.add_argument("--show", metavar="VERSION", help="print a stored table and exit")
     p.add_argument("--bounds", metavar="PATH", help="derive the tolerance bounds from every stored table, write "
                                                      "them to PATH (TOML) and exit")
@@ -100,11 +101,12 @@ def _bisect(args: argparse.Namespace, A) -> int:  # noqa: ANN001
     from farm.errors import FarmError  # noqa: PLC0415
     from farm.run.versions import key  # noqa: PLC0415
 
-    old, new = _list(args.bisect)
+    listed = _list(args.bisect)
+    old, new = listed[0], listed[-1]
     fns = functions.select(_list(args.primitive))
     dtypes, platforms = _list(args.dtype), _list(args.platforms)
     samples = args.samples or table.SAMPLES
-    between = [v for v in _released() if key(old) <= key(v) <= key(new)]
+    between = listed if len(listed) > 2 else [v for v in _released() if key(old) <= key(v) <= key(new)]
     if len(between) < 2:
         raise FarmError(f"no released versions between {old} and {new}")
     rk = table.reference_key(samples)
