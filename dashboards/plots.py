@@ -230,7 +230,7 @@ def warm() -> None:
 
 def ulp_heat(cells: list[dict[str, Any]], *, title: str = "") -> alt.Chart:
     """The accuracy heat map: one row per primitive, one column per dtype × platform, each
-    cell coloured by log2(1 + max ULP) (``farm.analysis.accuracy.cells``)."""
+    cell coloured by log2(1 + max ULP on normal data), 0 to 16 (``farm.analysis.accuracy.cells``)."""
     rows = [c for c in cells if c.get("log_ulp") is not None]
     prims = sorted({c["primitive"] for c in rows})
     cols = sorted({c["column"] for c in rows})
@@ -238,7 +238,7 @@ def ulp_heat(cells: list[dict[str, Any]], *, title: str = "") -> alt.Chart:
             .mark_rect(stroke="white", strokeWidth=0.5)
             .encode(x=alt.X("column:O", sort=cols, title=None, axis=alt.Axis(orient="top", labelAngle=-40, labelLimit=150)),
                     y=alt.Y("primitive:O", sort=prims, title=None),
-                    color=alt.Color("log_ulp:Q", title="log2(1 + max ULP)",
-                                    scale=alt.Scale(scheme="orangered", domainMin=0)),
-                    tooltip=["primitive:N", "column:N", "max_ulp:Q"])
+                    color=alt.Color("log_ulp:Q", title="log2(1 + max ULP), normal data",
+                                    scale=alt.Scale(scheme="orangered", domain=[0, 16])),
+                    tooltip=["primitive:N", "column:N", "max_ulp_normal:Q", "max_ulp:Q"])
             .properties(width=max(60, 18 * len(cols)), height=14 * max(1, len(prims))))

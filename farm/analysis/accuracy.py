@@ -46,13 +46,21 @@ def moved(old: list[Row], new: list[Row], threshold: float = 0.25) -> list[Row]:
     return out
 
 
+#: the heat map's colour saturates here (log2 of 1 + ULP): beyond 2^16 ULP a result is simply wrong
+HEAT_CAP = 16.0
+
+
 def cells(rows: list[Row]) -> list[Row]:
-    """The heat map's cells: one per row, log2 of (1 + max ULP) for the colour."""
+    """The heat map's cells: one per row, coloured by log2(1 + max ULP on normal data), capped
+    at ``HEAT_CAP`` (the subnormal-argument extremes would wash out everything else)."""
     out = []
     for r in rows:
         m = _max(r)
+        n = r.get("max_ulp_normal")
+        n = m if n is None or (isinstance(n, float) and math.isnan(n)) else float(n)
         out.append({"jax": r.get("jax"), "primitive": r["primitive"], "dtype": r["dtype"], "platform": r["platform"],
-                    "max_ulp": m, "log_ulp": None if m is None else math.log2(1 + min(m, 2.0 ** 60)),
+                    "max_ulp": m, "max_ulp_normal": n,
+                    "log_ulp": None if n is None else min(HEAT_CAP, math.log2(1 + min(n, 2.0 ** 60))),
                     "column": f"{r['dtype']} {r['platform']}", "error": r.get("error")})
     return out
 
