@@ -19,7 +19,7 @@ from farm.store import open_store
 
 #: The page modules, in navigation order.
 PAGES = ("overview", "runs", "trends", "compare", "harness", "search", "coverage", "boundary", "crosshost", "versions",
-         "api")
+         "accuracy", "api")
 
 
 def _wants_json() -> bool:
@@ -44,10 +44,10 @@ def create_app(db_url: str | None = None, token: str | None = None) -> Flask:
     app.extensions["farm_page_cache"] = PageCache()  # pages over finished runs (dashboards.cache)
 
     from dashboards import views  # deferred: dashboards.views (~0.16 s, store reports); only create_app needs them
-    from dashboards.views import api, boundary, compare, coverage, crosshost, failures, harness, overview, runs, search, trends, versions  # deferred: dashboards.views (~0.16 s, store reports); only create_app needs them
+    from dashboards.views import accuracy, api, boundary, compare, coverage, crosshost, failures, harness, overview, runs, search, trends, versions  # deferred: dashboards.views (~0.16 s, store reports); only create_app needs them
 
     views.install(app)
-    for page in (overview, runs, trends, compare, failures, harness, search, coverage, boundary, crosshost, versions, api):
+    for page in (overview, runs, trends, compare, failures, harness, search, coverage, boundary, crosshost, versions, accuracy, api):
         page.register(app)
 
     def _error(status: int, title: str, message: str) -> Any:

@@ -24,7 +24,7 @@ from typing import Any
 from flask import Response, current_app, request
 from sqlalchemy import func, select
 
-from farm.store.models import AcknowledgementRow, ResultRow, Run
+from farm.store.models import AccuracyRow, AcknowledgementRow, ResultRow, Run
 
 #: Bytes of rendered pages kept per app (oldest used dropped first).
 MAX_BYTES = 64 * 2**20
@@ -73,20 +73,27 @@ class PageCache:
 def data_state(store: Any, generation: int) -> tuple[str, datetime | None] | None:
     """(digest, newest finish time) of what the pages read, or None while a run is running.
 
-    One small query: the runs' (id, status, finished_at), each with the newest result id."""
+    One small query: the runs' (id, status, finished_at), each with the newest result id;
+    and the newest accuracy row's id (``farm accuracy`` writes rows outside any run)."""
     newest = select(func.max(ResultRow.id)).scalar_subquery()
     # acknowledgements of failure clusters (``farm triage ack``, from another process): each
     # new, changed (its time is renewed) or removed one changes their count or newest time
     acks = select(func.count(AcknowledgementRow.id)).scalar_subquery()
     acked = select(func.max(AcknowledgementRow.created_at)).scalar_subquery()
+    acc_max = select(func.max(AccuracyRow.id)).scalar_subquery()
+    acc_n = select(func.count(AccuracyRow.id)).scalar_subquery()
     with store.session() as s:
         runs = s.execute(select(Run.id, Run.status, Run.finished_at, newest.label("newest"), acks.label("acks"),
-                                acked.label("acked")).order_by(Run.id)).all()
+                                acked.label("acked"), acc_max.label("acc_max"), acc_n.label("acc_n"))
+                         .order_by(Run.id)).all()
+        # no run to carry them: the accuracy rows' state on its own
+        accuracy = (runs[0].acc_max, runs[0].acc_n) if runs else tuple(s.execute(select(acc_max, acc_n)).one())
     newest_result = runs[0].newest if runs else None
     ack_state = (runs[0].acks, str(runs[0].acked)) if runs else None
     if any(r.status == "running" or r.finished_at is None for r in runs):
         return None
-    key = repr((generation, newest_result, [(r.id, r.status, r.finished_at.isoformat()) for r in runs], ack_state))
+    key = repr((generation, newest_result, tuple(accuracy), [(r.id, r.status, r.finished_at.isoformat()) for r in runs],
+                ack_state))
     times = [r.finished_at for r in runs] + ([runs[0].acked] if runs and runs[0].acked else [])
     last = max(times, default=None)
     if last is not None and last.tzinfo is None:

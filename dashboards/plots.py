@@ -182,7 +182,7 @@ def dots(rows: list[dict[str, Any]], *, title: str = "") -> alt.Chart:
 
 
 #: The builders templates may call through ``dashboards.views.plot``.
-BUILDERS = ("lines", "status_grid", "matrix_heat", "class_lines", "boxes", "dots")
+BUILDERS = ("lines", "status_grid", "matrix_heat", "class_lines", "boxes", "dots", "ulp_heat")
 
 
 # --------------------------------------------------------------------------- rendering
@@ -226,3 +226,19 @@ def warm() -> None:
     """Start Vega's renderer (the first conversion in a process costs ~0.4 s)."""
     vlc.vegalite_to_svg({"mark": "point", "data": {"values": [{"x": 1}]},
                          "encoding": {"x": {"field": "x", "type": "quantitative"}}}, allowed_base_urls=[])
+
+
+def ulp_heat(cells: list[dict[str, Any]], *, title: str = "") -> alt.Chart:
+    """The accuracy heat map: one row per primitive, one column per dtype × platform, each
+    cell coloured by log2(1 + max ULP on normal data), 0 to 16 (``farm.analysis.accuracy.cells``)."""
+    rows = [c for c in cells if c.get("log_ulp") is not None]
+    prims = sorted({c["primitive"] for c in rows})
+    cols = sorted({c["column"] for c in rows})
+    return (alt.Chart({"values": rows}, title=title or None)
+            .mark_rect(stroke="white", strokeWidth=0.5)
+            .encode(x=alt.X("column:O", sort=cols, title=None, axis=alt.Axis(orient="top", labelAngle=-40, labelLimit=150)),
+                    y=alt.Y("primitive:O", sort=prims, title=None),
+                    color=alt.Color("log_ulp:Q", title="log2(1 + max ULP), normal data",
+                                    scale=alt.Scale(scheme="orangered", domain=[0, 16])),
+                    tooltip=["primitive:N", "column:N", "max_ulp_normal:Q", "max_ulp:Q"])
+            .properties(width=max(60, 18 * len(cols)), height=14 * max(1, len(prims))))

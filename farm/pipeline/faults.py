@@ -12,6 +12,9 @@ Activated in a worker process by ``FARM_PLANT`` (comma list), before any harness
   wrong_groups:allreduce          the all-reduce lowering rule (psum/pmax/pmin) computes its replica
                                   groups transposed: the groups of the other mesh axes (a changed
                                   lowering rule that only a structural check sees on a big mesh)
+  low_precision:PRIM:DTYPE:VIA   for DTYPE the primitive computes in VIA (a narrower float) and
+                                  converts back, on every platform: a result of lower precision
+                                  than its dtype (float16 exp via bfloat16, float32 sin via float16)
   slow:PRIM:SECONDS               executing the primitive sleeps (a host callback)
   abort:PRIM                      running the primitive aborts the process
   hang:PRIM                       running the primitive never returns
@@ -73,6 +76,27 @@ def drop_dtype(prim: str, dtype: str) -> None:
             if str(ctx.avals_in[0].dtype) == dtype:
                 raise NotImplementedError(f"{prim} has no lowering for {dtype} (planted fault)")
             return _orig(ctx, *args, **kw)
+
+        mlir.register_lowering(p, rule, platform=platform)
+
+
+def low_precision(prim: str, dtype: str, via: str = "bfloat16") -> None:
+    """The primitive, for ``dtype``, converts its operands to ``via``, computes there and
+    converts back (on every platform, so no cross-platform comparison can see it)."""
+    p = _prim(prim)
+    low = np.dtype(getattr(jax.numpy, via))
+    for platform in LOWERING_PLATFORMS:
+        orig = _original_rule(p, platform)
+
+        def rule(ctx, *args, _orig=orig, **kw):  # noqa: ANN001, ANN202
+            if str(ctx.avals_in[0].dtype) != dtype:
+                return _orig(ctx, *args, **kw)
+
+            def narrow(*xs):  # noqa: ANN002, ANN202
+                out = p.bind(*[lax.convert_element_type(x, low) for x in xs], **kw)
+                return lax.convert_element_type(out, np.dtype(dtype) if dtype != "bfloat16" else low)
+
+            return mlir.lower_fun(narrow, multiple_results=False)(ctx, *args)
 
         mlir.register_lowering(p, rule, platform=platform)
 
@@ -159,6 +183,6 @@ def wrong_groups(rule: str = "allreduce") -> None:
     parallel._replica_groups = transposed
 
 
-PLANTERS = {"wrong_lowering": wrong_lowering, "wrong_groups": wrong_groups, "drop_dtype": drop_dtype, "chlo_leak": chlo_leak,
+PLANTERS = {"wrong_lowering": wrong_lowering, "low_precision": low_precision, "wrong_groups": wrong_groups, "drop_dtype": drop_dtype, "chlo_leak": chlo_leak,
             "wrong_constant": wrong_constant, "slow": slow,
             "abort": abort, "hang": hang}

@@ -7,8 +7,15 @@ Every verdict of the jaxpr reference records the policy it was judged by (``poli
 - **Exact where the result is exact.** Integers and bools must be equal (wrap-around,
   shifts and division as XLA defines them); NaN matches NaN (any payload), an infinity
   the same infinity; for elementwise results a zero must have the reference's sign.
-- **ULP-based for elementwise math** (``kind="elementwise"``):
-  ``|got - ref| <= k*eps + k*eps*|ref|`` per element, k = 8 epsilons of the output dtype.
+- **ULP-based for elementwise math** (``kind="elementwise"``), from the measured accuracy
+  table (``farm.catalog.ulps``, docs/accuracy.md): k = the table's bound in ULP of the
+  least accurate primitive of the computation for the output dtype (``DEFAULT`` = 2 for
+  one it does not name: IEEE arithmetic), per element ``|got - ref| <= k*eps*|ref|``
+  (eps*|ref| is between one and two ULP of ref). A single primitive gets no absolute band
+  beyond the dtype's smallest normal, so a result computed at a lower precision than its
+  dtype fails, half precisions included; a composite (two or more primitives that round)
+  adds ``k*eps`` absolute, since an intermediate's rounding error propagates absolutely
+  (``x*y + z`` near cancellation).
 - **Norm-based where the device accumulates** (sums, products, dot, convolution, scans,
   FFT, decompositions: ``kind="accumulating"``, k = 64) and rounding order differs:
   ``|got - ref| <= k*eps*max|ref| + k*eps*|ref|``, i.e. relative to the max-norm of the
@@ -35,6 +42,8 @@ from typing import Any
 
 import ml_dtypes  # noqa: F401
 import numpy as np
+
+from farm.catalog import ulps
 
 #: Primitives whose device results accumulate rounding in an order the reference does not follow.
 ACCUMULATING = frozenset({
@@ -73,12 +82,38 @@ ULPS = {"elementwise": 8, "accumulating": 64, "solve": 4096}
 INVARIANT_ULPS = 16
 
 
-def policy(dtype: Any, kind: str) -> dict[str, Any]:
+#: primitives that move, select or reinterpret values without rounding them: they do not make
+#: a computation composite
+EXACT_MOVES = frozenset({
+    "broadcast_in_dim", "reshape", "squeeze", "expand_dims", "transpose", "pjit", "jit", "closed_call", "copy",
+    "copy_p", "select_n", "slice", "dynamic_slice", "concatenate", "rev", "pad", "neg", "abs", "sign", "floor",
+    "ceil", "round", "is_finite", "max", "min", "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not", "stop_gradient",
+    "clamp", "nextafter", "real", "imag", "conj", "custom_jvp_call", "custom_vjp_call"})
+
+
+def elementwise_ulps(dtype: Any, prims: frozenset[str] | set[str] = frozenset()) -> float:
+    """k for an elementwise computation of ``prims`` with results of ``dtype``: the table's
+    bound of its least accurate primitive (at least ``ulps.DEFAULT``)."""
+    name = np.dtype(dtype).name
+    if np.dtype(dtype).kind == "c":
+        name = "float32" if np.dtype(dtype).itemsize == 8 else "float64"
+    found = [b for b in (ulps.bound(p, name) for p in prims) if b is not None]
+    return max([float(ulps.DEFAULT), *found])
+
+
+def composite(prims: frozenset[str] | set[str]) -> bool:
+    """Two or more primitives that round: an intermediate's error propagates absolutely."""
+    return len(set(prims) - EXACT_MOVES) > 1
+
+
+def policy(dtype: Any, kind: str, prims: frozenset[str] | set[str] | None = None) -> dict[str, Any]:
     """The tolerance a verdict was judged by, as recorded with it."""
-    rtol, atol = tolerance(dtype, kind)
-    return {"dtype": np.dtype(dtype).name, "kind": kind, "ulps": ULPS[kind] if np.dtype(dtype).kind not in "biu" else 0,
+    rtol, atol = tolerance(dtype, kind, prims)
+    exact = np.dtype(dtype).kind in "biu"
+    k = 0 if exact else (elementwise_ulps(dtype, prims or frozenset()) if kind == "elementwise" else ULPS[kind])
+    return {"dtype": np.dtype(dtype).name, "kind": kind, "ulps": k,
             "rtol": rtol, "atol": atol, "norm": "pointwise" if kind == "elementwise" else "max-norm of the reference",
-            "exact": np.dtype(dtype).kind in "biu"}
+            "exact": exact, **({"composite": composite(prims or frozenset())} if kind == "elementwise" else {})}
 
 
 def invariant_bound(dtype: Any, n: int) -> float:
@@ -102,15 +137,21 @@ def kind_of(primitives: set[str]) -> str:
     return "accumulating" if primitives & ACCUMULATING else "elementwise"
 
 
-def tolerance(dtype: Any, kind: str = "elementwise") -> tuple[float, float]:
-    """(rtol, atol) for results of ``dtype``; atol is scaled later by the reference's magnitude."""
-    e = ULPS[kind] * eps(dtype)
-    return e, e
+def tolerance(dtype: Any, kind: str = "elementwise", prims: frozenset[str] | set[str] | None = None) -> tuple[float, float]:
+    """(rtol, atol) for results of ``dtype``; atol is scaled later by the reference's magnitude
+    (elementwise: an atol of 0 means none beyond the dtype's smallest normal). ``prims``: the
+    computation's primitives (elementwise: their bounds in the accuracy table)."""
+    if kind != "elementwise":
+        e = ULPS[kind] * eps(dtype)
+        return e, e
+    e = elementwise_ulps(dtype, prims or frozenset()) * eps(dtype)
+    return e, (e if composite(prims or frozenset()) else 0.0)
 
 
-def mismatches(ref: np.ndarray, got: np.ndarray, dtype: Any, kind: str = "elementwise") -> int:
+def mismatches(ref: np.ndarray, got: np.ndarray, dtype: Any, kind: str = "elementwise",
+               prims: frozenset[str] | set[str] | None = None) -> int:
     """How many elements of ``got`` (of ``dtype``) disagree with the reference ``ref``."""
-    return int(np.sum(bad_elements(ref, got, dtype, kind)))
+    return int(np.sum(bad_elements(ref, got, dtype, kind, prims=prims)))
 
 
 #: Primitives for which XLA leaves the sign of a zero result unspecified (max(-0.0, +0.0)).
@@ -119,10 +160,11 @@ ZERO_SIGN_UNSPECIFIED = frozenset({"max", "min", "reduce_max", "reduce_min", "cl
 
 
 def errors(ref: np.ndarray, got: np.ndarray, dtype: Any, kind: str = "elementwise",
-           floor: tuple[float, float] | None = None, signed_zeros: bool = True) -> dict[str, float]:
+           floor: tuple[float, float] | None = None, signed_zeros: bool = True,
+           prims: frozenset[str] | set[str] | None = None) -> dict[str, float]:
     """Max abs / relative / ULP error (NaN-, Inf- and exact-equality-aware) and mismatches."""
     dt = np.dtype(dtype)
-    bad = bad_elements(ref, got, dtype, kind, floor, signed_zeros)
+    bad = bad_elements(ref, got, dtype, kind, floor, signed_zeros, prims)
     if np.shape(got) != np.shape(ref) or np.size(got) == 0:
         return {"max_abs_err": 0.0 if np.size(got) == 0 else float("inf"), "max_rel_err": 0.0,
                 "max_ulp_err": 0.0, "mismatches": float(np.sum(bad))}
@@ -145,7 +187,8 @@ def _tiny(dt: np.dtype) -> float:
 
 
 def bad_elements(ref: np.ndarray, got: np.ndarray, dtype: Any, kind: str = "elementwise",
-                 floor: tuple[float, float] | None = None, signed_zeros: bool = True) -> np.ndarray:
+                 floor: tuple[float, float] | None = None, signed_zeros: bool = True,
+                 prims: frozenset[str] | set[str] | None = None) -> np.ndarray:
     """A boolean mask of the elements of ``got`` that disagree with ``ref`` (all, if the
     shapes differ). ``floor``: a harness's declared (rtol, atol) for this platform (TF32
     on cuda...), used where it is looser than the policy."""
@@ -159,7 +202,7 @@ def bad_elements(ref: np.ndarray, got: np.ndarray, dtype: Any, kind: str = "elem
     with np.errstate(all="ignore"):
         r = ref.astype(dt).astype(np.complex128 if dt.kind == "c" else np.float64)
         g = got.astype(np.complex128 if dt.kind == "c" else np.float64)
-        rtol, atol = tolerance(dt, kind)
+        rtol, atol = tolerance(dt, kind, prims)
         if floor is not None:
             rtol, atol = max(rtol, floor[0]), max(atol, floor[1])
         finite = np.isfinite(r)

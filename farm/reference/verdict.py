@@ -54,7 +54,7 @@ def judge(closed_jaxpr: Any, dyn: list[Any], outputs: list[Any], the_plan: Plan 
         return Verdict("skipped", "none", f"no independent reference: {e}", facts={"reason": str(e)})
     dtypes = [np.dtype(a.dtype) for a in closed_jaxpr.out_avals]
     how = _How(kind_of(ev.prims), not (ev.prims & ZERO_SIGN_UNSPECIFIED),
-               lambda: _flushed(closed_jaxpr, dyn, ev.masks, outputs))
+               lambda: _flushed(closed_jaxpr, dyn, ev.masks, outputs), prims=frozenset(ev.prims))
     problems, metrics = _compare(p, ev.ref, outputs, dtypes, how, floor)
     if problems and ev.cond is not None and dtypes and np.dtype(dtypes[0]).kind in "fc":
         # a solve whose matrix is ill-conditioned errs by cond * eps: judge by that, if it means anything
@@ -109,7 +109,7 @@ def _facts(p: Plan, ev: _Evaluated, dtypes: list[np.dtype], how: "_How", floor: 
            checks: list[Checked]) -> dict[str, Any]:
     """What the verdict records besides its metrics: the policy, per-output kinds, invariants."""
     facts: dict[str, Any] = {
-        "policy": policy(dtypes[0], how.kind) if dtypes else None, "floor": list(floor) if floor else None,
+        "policy": policy(dtypes[0], how.kind, how.prims) if dtypes else None, "floor": list(floor) if floor else None,
         "outputs": [o.kind for o in p.outputs],
         "invariants": [{"what": c.what, "error": _num(c.error), "bound": float(c.bound)} for c in checks]}
     if how.used_flushed:
@@ -199,6 +199,7 @@ class _How:
     make_flushed: Any
     _flushed: list[np.ndarray] | None = None
     used_flushed: bool = False
+    prims: frozenset[str] = frozenset()  # the computation's primitives (the elementwise bounds)
     counts: dict[str, int] = field(default_factory=dict)  # how the outputs disagree (``disagreement``)
 
     def count(self, more: dict[str, int]) -> None:
@@ -235,11 +236,11 @@ def _compare(p: Plan, ref: list[np.ndarray], outputs: list[Any], dtypes: list[np
         if got.shape != r.shape:
             problems.append(f"output {i} has shape {got.shape}, the reference {r.shape}")
             continue
-        m = errors(r, got, dt, kind, floor, how.signed_zeros)
+        m = errors(r, got, dt, kind, floor, how.signed_zeros, how.prims)
         if m["mismatches"]:
             alt = how.flushed()[i]
-            bad = bad_elements(r, got, dt, kind, floor, how.signed_zeros) & \
-                bad_elements(alt, got, dt, kind, floor, how.signed_zeros)
+            bad = bad_elements(r, got, dt, kind, floor, how.signed_zeros, how.prims) & \
+                bad_elements(alt, got, dt, kind, floor, how.signed_zeros, how.prims)
             how.used_flushed = how.used_flushed or int(bad.sum()) < m["mismatches"]
             m["mismatches"] = float(bad.sum())
             how.count(disagreement(got, r, bad, dt))

@@ -1,4 +1,5 @@
 """ORM models, one module per table."""
+from farm.store.models.accuracy import AccuracyRow
 from farm.store.models.acknowledgement import AcknowledgementRow
 from farm.store.models.artifact import ARTIFACT_KINDS, ArtifactRow
 from farm.store.models.base import Base
@@ -9,5 +10,5 @@ from farm.store.models.report import ReportRow
 from farm.store.models.result import ResultRow
 from farm.store.models.run import RUN_KINDS, RUN_STATUSES, Run
 
-__all__ = ["AcknowledgementRow", "ARTIFACT_KINDS", "ArtifactRow", "Base", "Environment", "HarnessRow", "OutcomeRow",
+__all__ = ["AccuracyRow", "AcknowledgementRow", "ARTIFACT_KINDS", "ArtifactRow", "Base", "Environment", "HarnessRow", "OutcomeRow",
            "ReportRow", "ResultRow", "RUN_KINDS", "RUN_STATUSES", "Run"]
