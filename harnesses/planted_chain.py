@@ -1,8 +1,8 @@
 """A planted harness of several equations, for ``farm repro --minimize``: with a wrong
 rule planted for one primitive (``FARM_PLANT=wrong_lowering:sin:cpu``) the minimizer must
-cut it down to that one equation. Not in the farm catalog: ``--catalog planted --modules
-harnesses.planted_chain`` (its own module, so the planted catalog's other users keep their
-counts)."""
+cut it down to that one equation. Not in the farm catalog: ``--catalog planted_chain --modules
+harnesses.planted_chain`` (its own module and catalog, so the planted catalog's users, in
+this process or in workers that never import this module, see the same harnesses)."""
 from jax import lax
 
 from farm.catalog import RandArg, define
@@ -19,4 +19,4 @@ def _chain(x, y):
 
 
 define(FAMILY, "chain", _chain, [RandArg((8, 4), "float32"), RandArg((8, 4), "float32")], dtype="float32",
-       group="planted_ok", catalog="planted")
+       group="planted_ok", catalog="planted_chain")

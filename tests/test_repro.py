@@ -52,7 +52,7 @@ def test_emitted_code_traces_back_to_the_same_jaxpr() -> None:
 @pytest.mark.slow
 def test_planted_wrong_rule_is_minimized_to_its_one_equation(tmp_path, monkeypatch, capsys) -> None:  # noqa: ANN001
     monkeypatch.setenv("FARM_PLANT", "wrong_lowering:sin:cpu")  # sin lowers as cos, in the farm's workers
-    rc = main(["repro", CHAIN, "--catalog", "planted", "--modules", "harnesses.planted_chain", "-o", str(tmp_path),
+    rc = main(["repro", CHAIN, "--catalog", "planted_chain", "--modules", "harnesses.planted_chain", "-o", str(tmp_path),
                "--minimize"])
     assert rc == 0, capsys.readouterr().out
     jaxpr = (tmp_path / "minimized.jaxpr").read_text()

@@ -80,7 +80,7 @@ def assert_intact(db: str, run: str, total: int, env: dict[str, str] | None = No
     store = open_store(db)
     with store.session() as s:
         row = queries.resolve_run(s, run)
-        assert (row.status, row.total) == ("finished", total), r.stdout
+        assert (row.status, row.total) == ("finished", total), (row.status, row.total, row.stats, r.stdout)
         hids = s.scalars(select(OutcomeRow.harness_id).where(OutcomeRow.run_id == row.id)).all()
         keys = s.execute(select(ResultRow.harness_id, ResultRow.platform, ResultRow.stage)
                          .where(ResultRow.run_id == row.id)).all()

@@ -126,6 +126,7 @@ def test_database_connection_cut_mid_sweep(pg_url: str) -> None:
     assert_intact(pg_url, "pg", 52)
 
 
+@pytest.mark.faults_slow  # OPEN BUG (docs/reliability.md): run b is sometimes left "running" after exit 0
 def test_two_sweeps_and_the_dashboard_share_one_sqlite_file(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'shared.db'}"
     a = start("sweep", "--db", db, *SMALL, "--name", "a")
