@@ -27,8 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("base", help="base run: id, name, latest or previous (with --across-config: the sweep's NAME)")
     p.add_argument("cand", nargs="?", help="candidate run: id, name, latest or previous")
     p.add_argument("--across-config", metavar="KEY=A,B",
-                   help="compare two configurations of one configuration sweep: runs BASE@KEY=A and BASE@KEY=B "
-                        "(farm sweep --config)")
+                   help="compare two configurations of one configuration sweep (farm sweep --config --name BASE): "
+                        "its two runs that differ only in KEY, A then B")
     p.add_argument("--format", choices=("text", "md", "json"), default="text")
     p.add_argument("--fail-on", default="status,numeric",
                    help="regression kinds that make the exit status 1 (comma list of status,numeric,perf; "
@@ -70,17 +70,16 @@ def across_config(store: Any, base: str, spec: str, cand: str | None) -> tuple[s
 def run(args: argparse.Namespace) -> int:
     from farm.analysis import failing, render_markdown, render_text  # deferred: farm.analysis (~40 ms); not needed by farm --help
     from farm.store import reports  # deferred: farm.store.reports (~0.6 s, sqlalchemy); not needed by farm --help
-
-    kinds = fail_kinds(args.fail_on)
-    store = store_from(args)
-    if args.across_config:
-        args.base, args.cand = across_config(store, args.base, args.across_config, args.cand)
-    elif args.cand is None:
-        raise ConfigError("compare needs two runs: BASE CAND (or --across-config KEY=A,B NAME)")
-    settings = reports.Settings(history=max(0, args.history), threshold=args.threshold, include_noise=args.all)
     from farm.analysis.clusters import acknowledged_changes  # deferred like the rest
     from farm.store import triage  # deferred like the rest
 
+    kinds = fail_kinds(args.fail_on)
+    if args.cand is None and not args.across_config:
+        raise ConfigError("compare needs two runs: BASE CAND (or --across-config KEY=A,B NAME)")
+    store = store_from(args)
+    if args.across_config:
+        args.base, args.cand = across_config(store, args.base, args.across_config, args.cand)
+    settings = reports.Settings(history=max(0, args.history), threshold=args.threshold, include_noise=args.all)
     rep = reports.comparison(store, args.base, args.cand, settings, recompute=args.recompute).report
     with store.session() as s:
         acks = triage.acknowledgements(s)

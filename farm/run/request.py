@@ -103,7 +103,6 @@ class SweepRequest:
         if args[:1] == ["sweep"]:
             args = args[1:]
         p = argparse.ArgumentParser(prog="farm sweep", add_help=False, allow_abbrev=False)
-        kinds = {f.name: f.type for f in fields(cls)}
         for f, flag, kind in FLAGS:
             if kind == "on":
                 p.add_argument(flag, dest=f, action="store_true")
@@ -114,7 +113,7 @@ class SweepRequest:
             else:
                 p.add_argument(flag, dest=f, type={"int": int, "float": float}.get(kind, str))
         ns = p.parse_args(args)
-        got = {f: getattr(ns, f) for f in kinds}
+        got = {f.name: getattr(ns, f.name) for f in fields(cls)}
         got["config"] = tuple(got["config"])
         return cls(**{k: v for k, v in got.items() if v is not None})
 

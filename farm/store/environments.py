@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import insert, select
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from farm.pipeline.host import describe, farm_commit, fingerprint
+from farm.store.inserts import insert_skipping
 from farm.store.models import Environment
 
 __all__ = ["describe", "farm_commit", "fingerprint", "get_or_create"]
@@ -23,10 +23,5 @@ def get_or_create(session: Session, env: dict[str, Any]) -> Environment:
         return row
     values = {"fingerprint": fp, **{k: env[k] for k in ("jax_version", "jaxlib_version", "python", "host",
                                                          "device_kinds", "xla_flags", "farm_commit")}}
-    dialect = session.get_bind().dialect.name
-    if dialect in ("sqlite", "postgresql"):
-        ins = (sqlite if dialect == "sqlite" else postgresql).insert(Environment)
-        session.execute(ins.values(**values).on_conflict_do_nothing(index_elements=["fingerprint"]))
-    else:
-        session.execute(insert(Environment).values(**values))
+    session.execute(insert_skipping(session, Environment, ["fingerprint"]).values(**values))
     return session.scalar(select(Environment).where(Environment.fingerprint == fp))

@@ -11,8 +11,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, insert, literal, select
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import func, literal, select
 from sqlalchemy.orm import Session
 
 from farm.catalog import Harness
@@ -21,31 +20,22 @@ from farm.results import NOT_REUSABLE, UPSTREAM_STAGES, Outcome, RunDims
 from farm.store import artifacts
 from farm.store.environments import fingerprint as env_fingerprint
 from farm.store.environments import get_or_create
+from farm.store.inserts import insert_skipping
 from farm.store.models import Environment, HarnessRow, OutcomeRow, ResultRow, Run
 from farm.store.models.base import utcnow
-
-
-def _insert_skipping(session: Session, model: type, keys: list[str]) -> Any:
-    """An INSERT into ``model`` that skips rows whose natural key ``keys`` exists."""
-    dialect = session.get_bind().dialect.name
-    if dialect == "sqlite":
-        return sqlite.insert(model).on_conflict_do_nothing(index_elements=keys)
-    if dialect == "postgresql":
-        return postgresql.insert(model).on_conflict_do_nothing(index_elements=keys)
-    return insert(model)
 
 
 def _insert_ignore(session: Session, model: type, rows: list[dict[str, Any]], keys: list[str]) -> None:
     if not rows:
         return
-    stmt = _insert_skipping(session, model, keys)
+    stmt = insert_skipping(session, model, keys)
     for i in range(0, len(rows), 500):
         session.execute(stmt, rows[i:i + 500])
 
 
 def _insert_select(session: Session, model: type, cols: list[str], query: Any, keys: list[str]) -> None:
     """INSERT INTO model (cols) SELECT ..., skipping rows whose natural key exists."""
-    session.execute(_insert_skipping(session, model, keys).from_select(cols, query))
+    session.execute(insert_skipping(session, model, keys).from_select(cols, query))
 
 
 def unique_name(session: Session, base: str) -> str:
