@@ -67,3 +67,11 @@ def ray_local() -> Iterator[None]:
         yield
     finally:
         ray.shutdown()
+
+
+@pytest.fixture
+def triage_db(sqlite_url: str) -> Iterator[str]:
+    """Three runs whose failures form known clusters (tests.helpers.triage)."""
+    from tests.helpers.triage import fill
+
+    yield from fill(sqlite_url)

@@ -9,9 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.test_triage import HARNESSES, PLATFORMS, ENV, outcome, reshape_error, triage_db  # noqa: F401 (fixture)
+from tests.helpers.triage import ENV, EVIL, HARNESSES, PLATFORMS, outcome
 
-EVIL = '<script>alert("pwned")</script>'
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_dashboard import dashboard_fixtures, html
+from tests.helpers.dashboard import dashboard_fixtures, html
 
 
 farm_db, app, client = dashboard_fixtures("search")

@@ -10,7 +10,7 @@ from sqlalchemy import select, update
 
 from dashboards import plots
 from dashboards.views.compare import perf_dots
-from tests.test_dashboard import EVIL, dashboard_fixtures, html, make_db
+from tests.helpers.dashboard import EVIL, dashboard_fixtures, html
 
 
 farm_db, app, client = dashboard_fixtures("trends")

@@ -328,6 +328,45 @@ def test_pipeline_artifacts_replay_and_compare_with_today(store):
     assert rows["xhost"]["status"] == "ok" and rows["xhost"]["facts"]["vs_native"] == "ok"
 
 
+def _linked(h):
+    """One catalog harness run by the pipeline, its io linked on execute (as a sweep stores it)."""
+    from farm import pipeline
+
+    o = pipeline.run_harness(h, pipeline.Options(platforms=("cpu",), crossexec=False, repeats=1))
+    io_sha = next(a.sha256 for a in o.artifacts if a.kind == "io")
+    return h.describe(), o.replace(records=[r.with_status(r.status, artifact=io_sha)
+                                            if (r.stage, r.platform) == ("execute", "cpu") else r for r in o.records])
+
+
+def test_replay_jobs_run_on_the_sweeps_workers_with_their_isolation(store):
+    """Replay hands artifact jobs to the sweep's scheduler: on Ray workers the records are the
+    in-process ones, and a job that kills its worker (today's jit of sin aborts: a planted
+    fault in the workers only) is retried alone, then ``crashed``, while the others finish."""
+    from farm import catalog
+    from farm.run.progress import SweepConfig
+    from farm.store import queries
+    from farm.store.environments import describe
+
+    by_name = {h.name: h for h in catalog.load("farm")}
+    _sweep(store, [_linked(by_name["sin_float32_3x4"]), _linked(by_name["cos_float32_3x4"])], name="two")
+    inproc = _replay(store, lambda s: replay.from_run(s, "two"), today_lowering=True, name="in-process")
+    config = SweepConfig(timeout_s=120, progress=False, env={"FARM_PLANT": "abort:sin"})
+    with store.session() as s:
+        ray_report = replay.replay(s, replay.from_run(s, "two"), env=describe(), today=TODAY, today_lowering=True,
+                                   name="on-ray", workers=1, config=config)
+    here, there = _by_name(inproc), _by_name(ray_report)
+    assert here["sin_float32_3x4"].status == here["cos_float32_3x4"].status == "ok"
+    stages = lambda rec: [(r.stage, r.platform, r.status) for r in rec.outcome.records]  # noqa: E731
+    assert stages(there["cos_float32_3x4"]) == stages(here["cos_float32_3x4"])
+    assert there["cos_float32_3x4"].outcome.records[-1].stage == "xhost"
+    assert there["sin_float32_3x4"].status == "crashed", there["sin_float32_3x4"].error
+    with store.session() as s:
+        info = queries.run_dict(s, queries.resolve_run(s, "on-ray"))
+        rows = queries.results(s, ray_report.run_id)
+    assert info["status"] == "finished"
+    assert {r["status"] for r in rows if r["harness"] == "sin_float32_3x4"} == {"crashed"}
+
+
 def test_catalog_harness_limitations_judge_the_replay(store):
     """A replayed harness still in the catalog is judged by the pipeline's limitation judge:
     a limitation on a stage that now passes is stale; a compare limitation (about the

@@ -8,26 +8,10 @@ import pytest
 from sqlalchemy import func, select, text
 
 from farm.errors import ArtifactCorrupt, BadDatabaseURL
-from farm.results import Artifact, Outcome
-from farm.results import Record
 from farm.store import artifacts, open_store, queries, writes
 from farm.store.models import ArtifactRow, Base, OutcomeRow, ResultRow
 
-ENV = {"jax_version": "0.10.2", "jaxlib_version": "0.10.2", "python": "3.11.7", "host": "test",
-       "device_kinds": ["cpu"], "xla_flags": "", "farm_commit": "abc"}
-
-
-def harness_desc(i: int) -> dict:
-    return {"fingerprint": f"fp{i:04d}", "name": f"h{i}", "catalog": "farm", "family": "fam", "primitive": "sin",
-            "group": "sin", "dtype": "float32", "shapes": [[3]], "params": {}}
-
-
-def outcome(i: int, status: str = "ok", blob: bytes = b"module text") -> Outcome:
-    sha = hashlib.sha256(blob).hexdigest()
-    return Outcome(f"fp{i:04d}", f"h{i}", [
-        Record("trace", "any", "ok", 0.001),
-        Record("compare", "cpu", status, 0.0, metrics={"max_abs_err": float("inf") if status == "fail" else 0.0}),
-        Record("serialize", "export", "ok", artifact=sha)], [Artifact(sha, "export", blob, {"jax_version": "0.9"})])
+from tests.helpers.rows import ENV, harness_desc, outcome  # noqa: F401  (shared with tests/faults)
 
 
 def test_migrations_match_models(db_url: str) -> None:

@@ -34,5 +34,6 @@ class HarnessWorker:
         return {**self.runner.info(), "ray_resources": ctx.get_assigned_resources(),
                 "gpu_ids": [str(g) for g in ray.get_gpu_ids()]}
 
-    def run_batch(self, fps: list[str], reuse: dict[str, dict[str, Any]] | None = None) -> Iterator[dict[str, Any]]:
-        yield from self.runner.run_batch(fps, reuse)
+    def run_batch(self, fps: list[str], reuse: dict[str, dict[str, Any]] | None = None,
+                  jobs: list[Any] | None = None) -> Iterator[dict[str, Any]]:
+        yield from self.runner.run_batch(fps, reuse, jobs)

@@ -98,7 +98,7 @@ class JobRunner:
     def run_one(self, fp: str, prior: dict[str, Any] | None = None, reuse: dict[str, Any] | None = None) -> dict[str, Any]:
         """One harness; ``prior``: another host's artifact for it (``xhost.Prior`` as JSON);
         ``reuse``: an earlier run's downstream records (``pipeline.Reuse`` as a dict)."""
-        from farm.pipeline import clear_caches, rss_bytes, run_harness
+        from farm.pipeline import run_harness
         from farm.results import Reuse
 
         h = self.harnesses.get(fp)
@@ -116,13 +116,21 @@ class JobRunner:
             return self._stamp(self._not_runnable(fp, h.name), 0)
         from farm.stages.xhost import Prior
 
+        return self._finish(lambda: run_harness(h, self.options, Prior.from_json(prior) if prior else None,
+                                                Reuse.from_dict(reuse) if reuse else None,
+                                                self.options_digest).to_dict(), fp, h.name)
+
+    def _finish(self, run: Any, fp: str, name: str) -> dict[str, Any]:
+        """Run one job; the farm's own bug is one error outcome, not a dead worker. Caches
+        are cleared every ``clear_every`` jobs and memory is measured."""
+        from farm.pipeline import clear_caches, rss_bytes
+
         try:
-            out = run_harness(h, self.options, Prior.from_json(prior) if prior else None,
-                              Reuse.from_dict(reuse) if reuse else None, self.options_digest).to_dict()
-        except Exception as e:  # the farm's own bug: one error outcome, not a dead worker
+            out = run()
+        except Exception as e:
             from farm.results import Outcome
 
-            out = Outcome.failed(fp, h.name, "error", f"farm error: {type(e).__name__}: {e}"[:500],
+            out = Outcome.failed(fp, name, "error", f"farm error: {type(e).__name__}: {e}"[:500],
                                  stage="trace", error_type=type(e).__name__).to_dict()
         self.count += 1
         if self.count % self.clear_every == 0:
@@ -146,6 +154,19 @@ class JobRunner:
                                   **({"ray": self.placement} if self.placement else {})}
         return out
 
-    def run_batch(self, fps: list[str], reuse: dict[str, dict[str, Any]] | None = None) -> Iterator[dict[str, Any]]:
-        for fp in fps:
-            yield self.run_one(fp, reuse=(reuse or {}).get(fp))
+    def run_batch(self, fps: list[str], reuse: dict[str, dict[str, Any]] | None = None,
+                  jobs: list[Any] | None = None) -> Iterator[dict[str, Any]]:
+        """One outcome per fingerprint, in order; ``jobs[i]``, where given, is a stored
+        artifact to run instead (``farm.pipeline.ArtifactJob``, what a replay schedules)."""
+        for i, fp in enumerate(fps):
+            job = jobs[i] if jobs else None
+            yield self.run_artifact(job) if job is not None else self.run_one(fp, reuse=(reuse or {}).get(fp))
+
+    def run_artifact(self, job: Any) -> dict[str, Any]:
+        """A stored artifact through ``run_harness``, judged by its catalog harness where this
+        worker's catalog still has it."""
+        from farm.pipeline import run_harness
+
+        h = self.harnesses.get(job.harness_fingerprint) if job.catalog else None
+        return self._finish(lambda: run_harness(job, self.options, catalog_harness=h).to_dict(),
+                            job.fingerprint, job.name)

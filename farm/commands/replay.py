@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 from typing import TYPE_CHECKING
 
 from farm.commands import add_db, store_from
@@ -25,6 +26,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dtype", help="only these dtypes (comma list)")
     p.add_argument("--against-today", action="store_true",
                    help="also run today's jit of each harness still in the catalog and compare")
+    p.add_argument("--workers", type=int, default=None,
+                   help="worker processes (Ray, with crash and timeout isolation; default: every core); "
+                        "0 runs them in this process")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds one artifact may take (default 120)")
     p.add_argument("--name", dest="run_name", help="name of the replay run")
     p.add_argument("--today", metavar="DATE", help="date to measure artifact age from (default: today)")
     p.add_argument("--format", choices=("text", "json"), default="text")
@@ -48,6 +53,7 @@ def replay_cmd(args: argparse.Namespace) -> int:
     # and replay brings jax, the store and the pipeline (measured: `import farm.cli` 0.09 s,
     # `import farm.pipeline, farm.store, jax` 2.2 s), which no other command should pay.
     from farm.run import replay  # deferred: farm.run.replay (~1.7 s, jax+store); not needed by farm --help
+    from farm.run.progress import SweepConfig
     from farm.pipeline.host import describe  # deferred: farm.pipeline.host (~0.28 s, jax); not needed by farm --help
 
     today = _date(args.today, "--today") if args.today else dt.date.today()
@@ -71,7 +77,9 @@ def replay_cmd(args: argparse.Namespace) -> int:
                             "try --jax-backcompat)")
         report = replay.replay(s, items, env=describe(), today=today, name=args.run_name,
                                filters={**filters, **source}, catalog=catalog,
-                               today_lowering=args.against_today)
+                               today_lowering=args.against_today,
+                               workers=(os.cpu_count() or 1) if args.workers is None else max(0, args.workers),
+                               config=SweepConfig(timeout_s=args.timeout, progress=False))
         if args.jax_backcompat:
             seen = replay.census_custom_calls(s, "cpu")
             report.coverage = replay.coverage(

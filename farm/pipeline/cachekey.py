@@ -61,8 +61,7 @@ FARM_CODE = ("farm/__init__.py", "farm/results.py", "farm/errors.py", "farm/plat
              "farm/catalog/ulp_bounds.toml",
              "farm/pipeline/*.py", "farm/stages/*.py", "farm/reference/*.py", "workers/*.py",
              "harnesses/__init__.py")
-FARM_CODE_EXCLUDE = ("farm/catalog/coverage.py", "farm/pipeline/replay_load.py", "farm/pipeline/replay_stages.py",
-                     "farm/pipeline/replay_judge.py", "farm/pipeline/bundles.py")
+FARM_CODE_EXCLUDE = ("farm/catalog/coverage.py", "farm/pipeline/bundles.py")
 
 #: Environment variables that change what a worker computes.
 ENV_VARS = ("XLA_FLAGS", "FARM_PLANT", "JAX_ENABLE_X64", "JAX_DEFAULT_MATMUL_PRECISION", "JAX_USE_SHARDY_PARTITIONER",

@@ -18,6 +18,7 @@ from farm.stages import compat
 from farm.catalog import Harness
 from farm.pipeline import cachekey as digest
 from farm.stages import iofile
+from farm.pipeline.artifact import ArtifactJob, run_artifact
 from farm.pipeline.compile_cache import compile_execute
 from farm.pipeline.judge import judge_record, judge_run
 from farm.pipeline.references import reference_outputs
@@ -32,9 +33,14 @@ from farm.stages import census, export, lower, sharding, trace, xhost
 # this package, and jax's import costs it ~0.9 s).
 
 
-def run_harness(h: Harness, opts: Options = Options(), prior: xhost.Prior | None = None,
-                reuse: Reuse | None = None, options_digest: str | None = None) -> Outcome:
+def run_harness(h: Harness | ArtifactJob, opts: Options = Options(), prior: xhost.Prior | None = None,
+                reuse: Reuse | None = None, options_digest: str | None = None, *,
+                catalog_harness: Harness | None = None) -> Outcome:
     """Run every stage for one harness; exceptions inside stages become records.
+
+    A stored artifact (``ArtifactJob``, what a replay schedules) runs the stages from a
+    deserialized export on (``farm.pipeline.artifact``), judged by ``catalog_harness``'s
+    tolerance and limitations where its harness is still in the catalog.
 
     ``prior``: another host's serialized export of this harness (with its inputs and
     outputs), run here too and compared three ways (the ``xhost`` stage).
@@ -44,6 +50,8 @@ def run_harness(h: Harness, opts: Options = Options(), prior: xhost.Prior | None
     cache key part it looks results up by); computed here when not given."""
     import jax
 
+    if isinstance(h, ArtifactJob):
+        return run_artifact(h, opts, catalog_harness)
     t0 = time.perf_counter()
     opt_d = options_digest or digest.options_digest(opts)
     # x64 for a harness that needs it, or everywhere in a process configured with it (farm sweep --config x64=on)

@@ -14,9 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from farm.catalog import Harness
+from farm.catalog import DEFAULT_TOL, Harness
 from farm.pipeline.compile_cache import compile_execute
 from farm.pipeline.references import upcast
+from farm.reference.decompositions import DECOMPOSITIONS, distance, size
+from farm.reference.tolerance import invariant_limit
 from farm.results import Options, Record
 from farm.stages import compare, compile as compile_stage, export, lower, xhost
 from farm.stages.execute import to_numpy
@@ -122,7 +124,7 @@ def xhost_record(job: Job, prior: xhost.Prior, platform: str, actual: list[np.nd
            ref: list[np.ndarray] | None, tol: Tolerance) -> Record:
     """Another host's artifact run here; non-unique results are judged by the invariant."""
     h = job.h
-    invariant = None if h.invariant is None else (lambda outs: invariant_error(h, job.args, outs))
+    invariant = None if h.invariant is None else (lambda outs: invariant_check(h, job.args, outs, platform))
     judge = None
     if h.reference is None and h.invariant is None and job.jaxpr is not None:
         def judge(outs: list[np.ndarray]) -> tuple[str, str | None]:  # the same verdict as compare's
@@ -180,22 +182,79 @@ def crossexec(job: Job, lo: lower.Lowered, native_lo: lower.Lowered, native: lis
 
 
 def invariant(h: Harness, args: list[Any], actual: list[np.ndarray], platform: str,
-               stage: str = "compare") -> Record:
+              stage: str = "compare") -> Record:
     """Non-unique results (eig, svd signs, sort ties): check invariants instead."""
     try:
-        err = invariant_error(h, args, actual)
+        err, bound = invariant_check(h, args, actual, platform)
+        ok = err <= bound
         rtol, atol = h.tolerance(platform)
-        ok = err <= max(rtol, atol) * 10
         return compare.Compared(stage, platform, "ok" if ok else "fail",
-                                error=None if ok else f"invariant error {err:.3g}",
+                                error=None if ok else f"invariant error {err:.3g} > {bound:.3g}",
                                 error_type=None if ok else "Mismatch",
-                                metrics={"invariant_err": err},
+                                metrics={"invariant_err": err, "invariant_bound": bound},
                                 facts={"against": "invariant", "rtol": rtol, "atol": atol})
     except Exception as e:
         return failure(compare.Compared, stage, platform, e, 0.0, facts={"against": "invariant"})
+
+
+def invariant_check(h: Harness, args: list[Any], outs: list[np.ndarray], platform: str) -> tuple[float, float]:
+    """(error, bound) of the harness's invariant on these outputs; the bound is the one every
+    invariant is held to (``farm.reference.tolerance.invariant_limit``)."""
+    dtype = np.asarray(outs[0]).dtype if len(outs) else np.dtype(h.dtype)
+    return invariant_error(h, args, outs), invariant_limit(dtype, size(outs), h.tolerance(platform))
 
 
 def invariant_error(h: Harness, args: list[Any], outs: list[np.ndarray]) -> float:
     """The harness invariant's error for these outputs, computed in float64."""
     with np.errstate(all="ignore"):
         return float(h.invariant(*[upcast(a) for a in args], *outs))
+
+
+#: How a stored artifact's outputs were judged (``facts["judged"]`` of its compare record).
+JUDGED = ("exact", "tolerance", "invariant", "none")
+#: What a stored artifact's replayed outputs are compared with (``facts["against"]``).
+STORED = "stored"
+
+
+def stored_tolerance(expected: list[np.ndarray], h: Harness | None, platform: str,
+                     dtype: str | None = None) -> tuple[float, float]:
+    """(rtol, atol) for a stored artifact's outputs, by the catalog's policy for its first
+    output's dtype: its harness's own where it is still in the catalog, else the defaults."""
+    first = str(np.asarray(expected[0]).dtype) if len(expected) else dtype
+    if h is not None:
+        return h.tolerance(platform, first)
+    return DEFAULT_TOL.get(first or "", (0.0, 0.0))
+
+
+def stored(actual: list[np.ndarray], expected: list[np.ndarray], *, primitive: str, platform: str,
+           tol: tuple[float, float]) -> compare.Compared:
+    """A replayed artifact's outputs against the outputs stored with it: exact first; a
+    changed signature fails; then within ``tol``; then, for a decomposition, by the operand
+    both output sets describe, held to the one invariant bound."""
+    promised = [{"dtype": str(np.asarray(e).dtype), "shape": list(np.shape(e))} for e in expected]
+    exact = compare.run(actual, expected, platform=platform, against=STORED, rtol=0.0, atol=0.0, exact=True,
+                        promised=promised)
+    if exact.status != "fail":
+        return _judged(exact, "exact", None)
+    if len(actual) != len(expected) or [(np.shape(a), np.asarray(a).dtype) for a in actual] != \
+            [(np.shape(e), np.asarray(e).dtype) for e in expected]:
+        return _judged(exact, "exact", "signature")
+    close = compare.run(actual, expected, platform=platform, against=STORED, rtol=tol[0], atol=tol[1], exact=False)
+    if close.status != "fail":
+        return _judged(close, "tolerance", "within_tolerance" if close.status == "ok" else None)
+    if primitive not in DECOMPOSITIONS:
+        return _judged(close, "tolerance", "mismatch")
+    err = distance(primitive, actual, expected)
+    if err is None:
+        return _judged(close, "tolerance", "non_unique_no_invariant")
+    bound = invariant_limit(np.asarray(expected[0]).dtype, size(expected), tol)
+    metrics = {**close.metrics, "invariant_err": err, "invariant_bound": bound}
+    if err <= bound:
+        return _judged(close.with_status("ok", error=None, error_type=None, metrics=metrics), "invariant", "non_unique")
+    return _judged(close.with_status("fail", metrics=metrics, error=f"{primitive}: invariant error {err:.3g} > "
+                                                                      f"{bound:.3g} (outputs also differ: {close.error})"),
+                   "invariant", "non_unique_mismatch")
+
+
+def _judged(rec: compare.Compared, judged: str, reason: str | None) -> compare.Compared:
+    return rec.with_status(rec.status, facts={**rec.facts, "judged": judged, "reason": reason})

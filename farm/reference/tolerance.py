@@ -121,6 +121,18 @@ def invariant_bound(dtype: Any, n: int) -> float:
     return INVARIANT_ULPS * max(int(n), 1) * eps(dtype)
 
 
+def invariant_limit(dtype: Any, n: int, declared: tuple[float, float] | None = None) -> float:
+    """The one bound every invariant check is held to (the reference's invariants, a catalog
+    harness's own invariant, two decompositions' outputs compared by the operand they
+    describe): ``invariant_bound``, or ten times a tolerance the harness declares where that
+    is looser (a statistical invariant, such as a random generator's moments, is not a
+    rounding error)."""
+    bound = invariant_bound(dtype, n)
+    if declared is not None:
+        bound = max(bound, 10.0 * max(declared))
+    return bound
+
+
 def eps(dtype: Any) -> float:
     dt = np.dtype(dtype)
     if dt.kind == "c":

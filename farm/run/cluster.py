@@ -160,8 +160,10 @@ class Worker:
     def run(self, batch: list[Harness], reuse: dict[str, dict[str, Any]], isolated: bool) -> None:
         """Start ``batch``, with the downstream priors (``reuse``) of those of its harnesses that have one."""
         self.batch, self.pos, self.since, self.isolated = batch, 0, time.monotonic(), isolated
+        jobs = [h if not isinstance(h, Harness) else None for h in batch]  # stored artifacts travel whole
         self.stream = self.actor.run_batch.options(num_returns="streaming").remote(
-            [h.fingerprint for h in batch], {h.fingerprint: reuse[h.fingerprint] for h in batch if h.fingerprint in reuse})
+            [h.fingerprint for h in batch], {h.fingerprint: reuse[h.fingerprint] for h in batch if h.fingerprint in reuse},
+            jobs if any(j is not None for j in jobs) else None)
 
     def advance(self, now: float) -> bool:
         """Count the harness that just finished; False (and idle) once the batch is over."""

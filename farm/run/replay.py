@@ -1,17 +1,19 @@
 """Replay: stored export artifacts re-run on the current jax through the pipeline's stages,
 and compared with the outputs stored when they were made.
 
-Replay is another source of modules for the same stages and the same judging:
+Replay is another source of jobs for the same pipeline, the same workers and the same
+judging:
 
 * where artifacts come from (``replay_sources``): a sweep's own exports (``--from RUN``,
   ``--since DATE``), or JAX's back-compat data shipped in the wheel (``--jax-backcompat``),
   imported as artifacts first;
-* the stages (``replay_stages``): ``serialize`` (the stored bytes read back), ``compile``,
-  ``execute``, ``compare``, records of the contract (``farm.results``) built by the
-  stages' own functions; ``--against-today`` adds an ``xhost`` record (the artifact beside
-  today's jit of the same harness);
-* judging (``replay_judge``): the catalog's tolerances, and the pipeline's limitation
-  judge for an artifact whose harness is still in the catalog.
+* each becomes an ``ArtifactJob`` (its bytes read and verified here) that ``run_harness``
+  runs (``farm.pipeline.artifact``): the serialize stage backwards, then compile, execute
+  and compare, judged by ``farm.pipeline.verdicts.stored`` and, for an artifact whose
+  harness is still in the catalog, its tolerance and limitations; ``--against-today`` adds
+  an ``xhost`` record (the artifact beside today's jit of the same harness);
+* the jobs run on the sweep's scheduler (``--workers N``: Ray workers, with their crash
+  and timeout isolation) or, with ``workers=0``, in this process.
 
 Each artifact's records are one ``Outcome`` in a run of kind ``replay``, so it shows in the
 dashboard and in ``farm compare``. ``farm replay`` reports each artifact by the record that
@@ -19,13 +21,12 @@ decides it (``ReplayedArtifact``): how old it is, whether it is inside JAX's sta
 compatibility window, which custom calls it uses and whether each is still guaranteed
 stable, and how the outputs were judged (exact, within tolerance, or by an invariant).
 
-This module is the driver and the public face: the names below are re-exported from the
-modules beside it.
+This module is the driver and the public face: some names below are re-exported from
+the modules they live in.
 """
 from __future__ import annotations
 
 import datetime as dt
-import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -35,29 +36,29 @@ import jax
 import numpy as np
 from sqlalchemy.orm import Session
 
-from farm.stages import compat
 from farm.catalog import Harness, by_fingerprint, load as load_catalog
 from farm.errors import FarmError
-from farm.pipeline.references import upcast
-from farm.pipeline.replay_judge import (  # noqa: F401  (public names)
-    JUDGED, NON_UNIQUE, compare_replayed, coverage, invariant_error, judge, judge_limitations, reconstruct, tolerance,
-)
-from farm.pipeline.replay_load import (  # noqa: F401  (public names)
-    FORMAT_JAX_EXPORT, FORMAT_STABLEHLO, FORMATS, WINDOW_DAYS, ReplayError, artifact_facts, custom_calls_of,
-    load_exported,
-)
+from farm.pipeline import ArtifactJob, run_harness
+from farm.pipeline.artifact import ARTIFACT_STAGES, unread
+from farm.pipeline.verdicts import JUDGED, stored, stored_tolerance  # noqa: F401  (JUDGED: public name)
+from farm.platforms import native_platform
+from farm.results import SEVERITY, Options, Outcome, Record
+from farm.run import cluster
+from farm.run.progress import SweepConfig
 from farm.run.replay_sources import (  # noqa: F401  (public names)
     BACKCOMPAT_CATALOG, BACKCOMPAT_PACKAGE, BackCompatEntry, StoredExport, backcompat_entries, census_custom_calls,
     from_run, import_backcompat, io_blob, poly_specs, primitive_of, select_exports, since,
 )
-from farm.pipeline.replay_stages import REPLAY_STAGES, Loaded, StoredArtifact, Target, run_stages
-from farm.platforms import native_platform
-from farm.results import SEVERITY, Options, Outcome, Record
-from farm.stages import trace, xhost
-from farm.stages.execute import to_numpy
-from farm.stages.record import Timer, failure
+from farm.run.scheduler import Sweep
+from farm.stages.stored import (  # noqa: F401  (public names)
+    FORMAT_JAX_EXPORT, FORMAT_STABLEHLO, FORMATS, WINDOW_DAYS, ReplayError, artifact_facts, custom_calls_of,
+    load_exported, reason_of,
+)
 from farm.store import artifacts, writes
 from farm.store.models import ArtifactRow
+
+#: The stages a replay runs (``farm.pipeline.artifact``).
+REPLAY_STAGES = ARTIFACT_STAGES
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,101 +149,132 @@ class ReplayReport:
 
 def replay(session: Session, items: Sequence[StoredExport], *, env: dict[str, Any], today: dt.date | None = None,
            name: str | None = None, filters: dict[str, Any] | None = None, catalog: str = "farm",
-           today_lowering: bool = False, opts: Options = Options()) -> ReplayReport:
+           today_lowering: bool = False, opts: Options = Options(), workers: int = 0,
+           config: SweepConfig | None = None) -> ReplayReport:
     """Replay ``items`` into a new run of kind ``replay`` (caller commits).
 
+    Each stored export becomes an ``ArtifactJob`` for ``run_harness``. ``workers`` > 0: the
+    jobs run on the sweep's scheduler (Ray workers: a crash or a hang is a ``crashed`` or
+    ``timeout`` record, the rest go on); 0: in this process, one after the other.
     ``today_lowering``: also run today's jit of each harness still in the catalog beside
     the replayed artifact (an ``xhost`` record)."""
     today = today or dt.date.today()
     platform = native_platform(jax.default_backend())
-    target = Target(platform, jax.device_count(), opts)
     run = writes.create_run(session, env=env, name=name, kind="replay", catalog=catalog, filters=filters or {},
                             platforms=[platform], run_on=[platform], total=len(items))
     writer = writes.Writer(session, run, writes.harness_ids(session, [it.harness for it in items]))
-    harnesses = _CatalogHarnesses()
-    done: list[tuple[StoredExport, ReplayedArtifact]] = []
-    for it in items:
-        outcome = replay_outcome(session, it, today=today, target=target, harness=harnesses.get(it.harness),
-                                 today_lowering=today_lowering)
-        writer.write([outcome], worker="replay")
-        done.append((it, ReplayedArtifact(outcome, platform)))
+    jobs, outcomes = [], {}
+    for i, it in enumerate(items):
+        job = artifact_job(session, it, today, today_lowering, index=i)
+        if isinstance(job, Outcome):
+            outcomes[i] = job
+        else:
+            jobs.append(job)
+    def sink(done: list[Outcome], worker: str) -> None:
+        for o in done:
+            outcomes[_index(o)] = _unindexed(o)
+        writer.write([_unindexed(o) for o in done], worker=worker)
+
+    sink(list(outcomes.values()), "replay")
+
+    if workers > 0 and jobs:
+        _on_workers(jobs, catalog, opts, config or SweepConfig(), workers, sink)
+    else:
+        harnesses = _CatalogHarnesses(catalog)
+        for job in jobs:
+            sink([run_harness(job, opts, catalog_harness=harnesses.get(job))], "replay")
+    done = [(it, ReplayedArtifact(outcomes[i], platform)) for i, it in enumerate(items)]
     report = ReplayReport(run.id, run.name, done)
     writes.finish_run(session, run, "finished", {"replayed": len(done), "counts": report.counts()})
     session.flush()
     return report
 
 
-def replay_outcome(session: Session, item: StoredExport, *, today: dt.date, target: Target,
-                   harness: Harness | None = None, today_lowering: bool = False) -> Outcome:
-    """One stored export through the replay stages, judged by its catalog harness's
-    limitations when it has one; records without their handles, as stored."""
-    t0 = time.perf_counter()
+def artifact_job(session: Session, item: StoredExport, today: dt.date, today_lowering: bool,
+                 index: int = 0) -> ArtifactJob | Outcome:
+    """The job for one stored export, its bytes read (and verified) from the store; an
+    artifact the store cannot give is its outcome at once (serialize ``error``)."""
     row = session.get(ArtifactRow, item.export_sha)
     meta = dict(row.meta or {}) if row is not None else {}
     facts = {"source": item.source_run or item.harness.get("source") or "", "export": item.export_sha,
              **artifact_facts(meta, row.jax_version if row is not None else None,
                               row.created_at if row is not None else None, today)}
-    art = StoredArtifact(item.export_sha, item.io_sha or meta.get("io"), meta, facts)
-    records = run_stages(lambda sha: artifacts.get(session, sha)[1], art, target,
-                         primitive=str(item.harness.get("primitive", "")), dtype=item.harness.get("dtype"),
-                         harness=harness)
-    if today_lowering and harness is not None and any(r.stage == "execute" and r.ok for r in records):
-        loaded = next(r.handle for r in records if r.stage == "serialize")
-        extra = against_today(harness, loaded, target.platform)
-        if extra is not None:
-            records.append(extra)
-    if harness is not None:
-        records = judge_limitations(harness, records)
-    return Outcome(item.harness["fingerprint"], item.harness["name"],
-                   [r.with_status(r.status, handle=None) for r in records], (), time.perf_counter() - t0)
+    io_sha = item.io_sha or meta.get("io")
+    fp = f"{item.harness['fingerprint']}#{index}"  # one job per artifact, several may share a harness
+    try:
+        blob = artifacts.get(session, item.export_sha)[1]
+        io = artifacts.get(session, io_sha)[1] if io_sha else None
+    except FarmError as e:  # missing, corrupt, unknown format version: one clear line
+        return unread(fp, item.harness["name"], item.export_sha, {**facts, "io": io_sha}, e, reason_of(e))
+    return ArtifactJob(fp, item.harness["name"], str(item.harness.get("primitive", "")), item.harness.get("dtype"),
+                       item.export_sha, blob, io_sha, io, meta, facts, today=today_lowering,
+                       catalog=None if item.harness.get("catalog") == BACKCOMPAT_CATALOG else
+                       item.harness.get("catalog", "farm"))
+
+
+def _index(o: Outcome) -> int:
+    return int(o.fingerprint.rsplit("#", 1)[1])
+
+
+def _unindexed(o: Outcome) -> Outcome:
+    """The outcome filed under its harness's fingerprint (as the writer stored it)."""
+    return o.replace(fingerprint=o.fingerprint.rsplit("#", 1)[0])
+
+
+def _on_workers(jobs: list[ArtifactJob], catalog: str, opts: Options, config: SweepConfig, workers: int,
+                sink: Any) -> None:
+    """The jobs on the sweep's scheduler: the same workers, isolation and judging as a sweep."""
+    config.workers = workers
+    started, config.workers = cluster.ray_init(config.address, config.workers, ("cpu",))
+    try:
+        worker_catalog = "farm" if catalog == BACKCOMPAT_CATALOG else catalog
+        Sweep(jobs, opts, worker_catalog, config, sink).run()
+    finally:
+        if started:
+            cluster.shutdown()
 
 
 class _CatalogHarnesses:
-    """The catalog harness of a stored harness description (by fingerprint), or None: the
-    back-compat data, a catalog this farm cannot load, a harness no longer in it."""
+    """The catalog harness of an artifact job (by fingerprint), or None: the back-compat
+    data, a catalog this farm cannot load, a harness no longer in it."""
 
-    def __init__(self) -> None:
+    def __init__(self, default: str) -> None:
+        self.default = default
         self._by_catalog: dict[str, dict[str, Harness]] = {}
 
-    def get(self, described: Mapping[str, Any]) -> Harness | None:
-        name = described.get("catalog", "farm")
-        if name == BACKCOMPAT_CATALOG:
+    def get(self, job: ArtifactJob) -> Harness | None:
+        if job.catalog is None:
             return None
-        if name not in self._by_catalog:
+        if job.catalog not in self._by_catalog:
             try:
-                self._by_catalog[name] = by_fingerprint(load_catalog(name))
+                self._by_catalog[job.catalog] = by_fingerprint(load_catalog(job.catalog))
             except FarmError:
-                self._by_catalog[name] = {}
-        return self._by_catalog[name].get(described.get("fingerprint"))
+                self._by_catalog[job.catalog] = {}
+        return self._by_catalog[job.catalog].get(job.harness_fingerprint)
 
 
-def against_today(h: Harness, loaded: Loaded, platform: str) -> Record | None:
-    """Today's jit of the same harness beside the stored artifact: the ``xhost`` stage (an
-    artifact made by another jax, run here, compared with the outputs stored with it and
-    with this jax's own lowering on the same inputs). None for raw StableHLO artifacts,
-    which ``jax.export`` cannot deserialize."""
-    if loaded.meta.get("format", FORMAT_JAX_EXPORT) != FORMAT_JAX_EXPORT:
-        return None
-    timer = Timer()
-    try:
-        with timer(), compat.enable_x64(h.needs_x64):
-            args = h.make_args()
-            tr = trace.run(h, args)
-            if not tr.ok:
-                return xhost.CrossHost("xhost", platform, "error", tr.seconds, error_type=tr.error_type,
-                                       error=f"today's trace failed: {tr.error}", facts={"against": "today"})
-            promised = tr.facts.get("outputs")
-            native = to_numpy(tr.handle.jitted(*tr.handle.dyn))
-            rtol, atol = h.tolerance(platform, promised[0]["dtype"] if promised else None)
-            invariant = None if h.invariant is None else (lambda outs: _invariant_error(h, args, outs))
-            prior = xhost.Prior(loaded.blob, loaded.inputs, loaded.expected, dict(loaded.meta))
-            return xhost.run(prior, platform, tr.handle.dyn, native=native, reference=None, rtol=rtol, atol=atol,
-                             exact=h.compare == "exact", promised=promised, invariant=invariant)
-    except Exception as e:
-        return failure(xhost.CrossHost, "xhost", platform, e, timer.seconds, facts={"against": "today"})
+def judge(actual: Sequence[np.ndarray], expected: Sequence[np.ndarray], primitive: str,
+          tol: tuple[float, float] | None = None) -> tuple[str, str, str | None, str | None, dict[str, float]]:
+    """(status, judged, reason, error, metrics) of replayed outputs against stored ones,
+    with the catalog's default tolerance unless ``tol`` is given."""
+    actual, expected = list(actual), list(expected)
+    rec = stored(actual, expected, primitive=primitive, platform="cpu",
+                 tol=tol if tol is not None else stored_tolerance(expected, None, "cpu"))
+    return rec.status, rec.facts["judged"], rec.facts["reason"], rec.error, dict(rec.metrics)
 
 
-def _invariant_error(h: Harness, args: list[Any], outs: list[Any]) -> float:
-    """The harness invariant's error for these outputs, in float64 (as the pipeline's)."""
-    with np.errstate(all="ignore"):
-        return float(h.invariant(*[upcast(a) for a in args], *outs))
+def coverage(seen: Any, replayed: Any) -> dict[str, Any]:
+    """Which custom-call targets seen in the catalog's cpu exports are exercised by at
+    least one back-compat artifact that replayed ``ok`` here.
+
+    ``replayed``: (custom_call_targets, status) per back-compat artifact."""
+    seen = set(seen)
+    covered: set[str] = set()
+    tested: set[str] = set()
+    for targets, status in replayed:
+        tested |= set(targets)
+        if status == "ok":
+            covered |= set(targets)
+    return {"seen": sorted(seen), "covered": sorted(seen & covered),
+            "uncovered": sorted(seen - covered),
+            "uncovered_but_tested": sorted((seen - covered) & tested)}

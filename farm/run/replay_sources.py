@@ -5,10 +5,9 @@ Each source yields ``StoredExport``s: an export artifact in the store, the ``io`
 artifact holding the inputs it ran on and the outputs it gave, and the harness it
 belongs to.
 
-This module and ``farm.run.replay`` read and write the store, which
-``farm.pipeline`` may not import (pyproject's import contracts): they break that
-contract, as replay did before it was split; the stages replay runs are in
-``replay_stages``, which does not.
+This module and ``farm.run.replay`` read and write the store, which ``farm.pipeline``
+may not import (pyproject's import contracts); the stages an artifact runs through are
+the pipeline's (``farm.pipeline.artifact``), which do not.
 """
 from __future__ import annotations
 
@@ -26,7 +25,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from farm.stages import iofile
-from farm.pipeline.replay_load import FORMAT_STABLEHLO, ReplayError
+from farm.stages.stored import FORMAT_STABLEHLO, ReplayError
 from farm.store import artifacts, queries
 from farm.store.models import ArtifactRow, HarnessRow, ResultRow, Run
 

@@ -4,21 +4,13 @@ a database filled by two real sweeps: overview → harness → module text → c
 Screenshots land in test-artifacts/ (gitignored)."""
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-CHROMIUM = "/usr/bin/chromium"
-SHOTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--no-first-run", "--disable-sync"]
-
-pytestmark = [pytest.mark.browser,
-              pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is missing (apt-get install chromium)")]
+from tests.helpers.browser import ARGS, CHROMIUM, SHOTS, pytestmark  # noqa: F401 (markers, skip)
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +19,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     from werkzeug.serving import make_server
 
     from dashboards.app import create_app
-    from tests.test_dashboard import TOKEN, make_db
+    from tests.helpers.dashboard import TOKEN, make_db
 
     db = make_db(str(tmp_path_factory.mktemp("browser") / "farm.db"))
     app = create_app(db["url"], token=TOKEN)

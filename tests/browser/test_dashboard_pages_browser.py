@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy import delete, select, update
 
-from tests.browser.test_dashboard_browser import ARGS, CHROMIUM, SHOTS, pytestmark  # noqa: F401 (markers, skip)
+from tests.helpers.browser import ARGS, CHROMIUM, SHOTS, pytestmark  # noqa: F401 (markers, skip)
 
 SLOWER = 40.0
 
@@ -45,7 +45,7 @@ def _plant_slow_execute(url: str, base: int, head: int) -> None:
 @pytest.fixture(scope="module")
 def dbs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     from farm.bench.db import make_db as copy_runs
-    from tests.test_dashboard import make_db
+    from tests.helpers.dashboard import make_db
 
     root = tmp_path_factory.mktemp("pages")
     two = make_db(str(root / "farm.db"))

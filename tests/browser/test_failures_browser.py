@@ -10,9 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.browser.test_dashboard_browser import ARGS, CHROMIUM, SHOTS, pytestmark  # noqa: F401 (markers, skip)
-from tests.test_dashboard_failures import EVIL
-from tests.test_triage import ENV, HARNESSES, PLATFORMS, outcome, triage_db  # noqa: F401 (fixture)
+from tests.helpers.browser import ARGS, CHROMIUM, SHOTS, pytestmark  # noqa: F401 (markers, skip)
+from tests.helpers.triage import ENV, EVIL, HARNESSES, PLATFORMS, outcome  # noqa: F401
 
 
 @pytest.fixture

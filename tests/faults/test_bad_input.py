@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from farm.cli import main, parser
 from farm.store import open_store, writes
-from tests.test_store import ENV, harness_desc, outcome
+from tests.helpers.rows import ENV, harness_desc, outcome
 
 #: commands whose successful parse would start real work (a benchmark, a Ray node, a server):
 #: for them only argument lists that fail to parse are tried

@@ -17,7 +17,7 @@ import pytest
 import requests
 
 from farm.store import open_store, writes
-from tests.test_store import ENV, harness_desc, outcome
+from tests.helpers.rows import ENV, harness_desc, outcome
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 pytestmark = pytest.mark.slow

@@ -22,7 +22,7 @@ from farm.errors import ArtifactCorrupt, ArtifactMismatch
 from farm.store import artifacts, open_store, writes
 from farm.store.check import check
 from farm.store.models import ArtifactRow, ResultRow, Run
-from tests.test_store import ENV, harness_desc, outcome
+from tests.helpers.rows import ENV, harness_desc, outcome
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BLOB = b"serialized export bytes" * 10

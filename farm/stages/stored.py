@@ -12,10 +12,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import jax
 import numpy as np
-from jax._src import core, tree_util
-from jax._src.export import _export
 
 from farm.stages import compat
 from farm.errors import ArtifactCorrupt, ArtifactNotFound, FarmError, UnknownFormatVersion
@@ -42,6 +39,8 @@ def load_exported(blob: bytes, meta: Mapping[str, Any], inputs: Sequence[np.ndar
         UnknownFormatVersion: a format this farm does not read, bytes that do not
             deserialize, or a calling-convention version newer than this jax reads.
     """
+    from jax._src.export import _export
+
     fmt = meta.get("format", FORMAT_JAX_EXPORT)
     cc = meta.get("calling_convention_version")
     if fmt not in FORMATS:
@@ -64,6 +63,9 @@ def load_exported(blob: bytes, meta: Mapping[str, Any], inputs: Sequence[np.ndar
 
 
 def _cc_message(cc: int) -> str:
+    import jax
+    from jax._src.export import _export
+
     return (f"calling-convention version {cc} is newer than jax {jax.__version__} reads "
             f"({_export.minimum_supported_calling_convention_version}.."
             f"{_export.maximum_supported_calling_convention_version})")
@@ -71,6 +73,9 @@ def _cc_message(cc: int) -> str:
 
 def _exported_from_bytecode(blob: bytes, meta: Mapping[str, Any], inputs: Sequence[np.ndarray],
                             expected: Sequence[np.ndarray]) -> Any:
+    from jax._src import core, tree_util
+    from jax._src.export import _export
+
     cc = meta.get("calling_convention_version")
     if not isinstance(cc, int):
         raise UnknownFormatVersion("raw StableHLO artifact has no calling-convention version in its meta")
@@ -96,6 +101,8 @@ def _exported_from_bytecode(blob: bytes, meta: Mapping[str, Any], inputs: Sequen
 
 def cc_supported(version: int) -> bool:
     """Is this calling-convention version inside what this jax promises to read?"""
+    from jax._src.export import _export
+
     return (_export.minimum_supported_calling_convention_version <= version
             <= _export.maximum_supported_calling_convention_version)
 

@@ -1,0 +1,1 @@
+"""Helpers several test modules share (data builders, constants); fixtures live in tests/conftest.py."""
