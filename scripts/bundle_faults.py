@@ -49,7 +49,7 @@ def genuine(path: str) -> dict:
     from farm import catalog
     from farm.pipeline import run_harness
     from farm.pipeline.host import describe
-    from farm.pipeline.bundles import write
+    from farm.formats.bundles import write
     from farm.results import Options
 
     hs = catalog.select(catalog.Filters.parse(primitive="sin", dtype="float32"))[:1]

@@ -18,9 +18,9 @@ import time
 from typing import Any
 
 from farm.catalog import Harness
-from farm.pipeline import judge_crash
+from farm.pipeline.isolation import Isolation
 from farm.results import Outcome
-from workers import journal as journal_
+from farm.formats import journal as journal_
 
 
 def _child(conn: Any, catalog: str, modules: list[str], options: dict[str, Any]) -> None:
@@ -64,9 +64,9 @@ class IsolatedRunner:
             self.proc.join(5)
             self.proc = None
 
-    def run(self, fp: str, name: str, timeout_s: float,
-            prior: dict[str, Any] | None = None) -> tuple[Outcome, bool]:
-        """(outcome, worker died or hung)."""
+    def run(self, fp: str, timeout_s: float, prior: dict[str, Any] | None = None) -> tuple[Outcome | None, str | None]:
+        """(outcome, None), or (None, why the process was lost: ``timeout`` or how it died);
+        a lost process is stopped and the next ``run`` starts a new one."""
         if self.proc is None:
             self.start()
         self.conn.send((fp, prior))
@@ -74,13 +74,30 @@ class IsolatedRunner:
             if self.conn.poll(timeout_s):
                 _, d = self.conn.recv()
                 self.peak_rss = max(self.peak_rss, int(d.get("rss", 0)))
-                return Outcome.from_dict(d), False
+                return Outcome.from_dict(d), None
             self.stop()
-            return Outcome.failed(fp, name, "timeout", f"no result after {timeout_s:.0f}s; worker killed"), True
+            return None, "timeout"
         except (EOFError, OSError):
             code = self.proc.exitcode if self.proc else None
             self.stop()
-            return Outcome.failed(fp, name, "crashed", f"worker process died (exit code {code})"), True
+            return None, f"exit code {code}"
+
+
+def run_isolated(runner: IsolatedRunner, h: Harness, policy: Isolation, run_on: tuple[str, ...],
+                 prior: dict[str, Any] | None = None) -> Outcome:
+    """One harness on ``runner`` under ``policy``: a hang is a ``timeout``, a death is retried
+    alone (each runner runs one harness at a time) and then ``crashed``."""
+    limit = policy.limit(h, fresh=False)  # the runner waits for its process to start first
+    tries = 0
+    while True:
+        o, lost = runner.run(h.fingerprint, limit, prior)
+        if o is not None:
+            return o
+        if lost == "timeout":
+            return policy.timed_out(h, limit)
+        if not policy.retry(tries):
+            return policy.crashed(h, lost or "unknown", run_on)
+        tries += 1
 
 
 def read_jobs(path: str) -> dict[str, Any]:
@@ -141,7 +158,8 @@ class _Pool:
         self.chosen = chosen
         self.total = len(order)
         self.priors: dict[str, Any] = jobs.get("priors", {})
-        self.timeout = float(jobs.get("timeout_s", 120))
+        #: timeout, crash and retry-alone: the policy the Ray scheduler applies too
+        self.isolation = Isolation(float(jobs.get("timeout_s", 120)), startup_s=0.0)
         self.deadline_s = deadline_s
         self.log = log
         self.todo: queue.Queue = queue.Queue()
@@ -163,10 +181,7 @@ class _Pool:
         home host can file the result under the job it sent."""
         job_fp = self.chosen[h.fingerprint][1]
         prior = self.priors.get(job_fp)
-        o, died = runner.run(h.fingerprint, h.name, h.timeout_s or self.timeout, prior)
-        if died and o.worst == "crashed":
-            o, _ = runner.run(h.fingerprint, h.name, h.timeout_s or self.timeout, prior)  # retried once alone
-            o = judge_crash(h, o, tuple(self.jobs["options"].get("run_on") or ("cpu",)))
+        o = run_isolated(runner, h, self.isolation, tuple(self.jobs["options"].get("run_on") or ("cpu",)), prior)
         if job_fp != h.fingerprint:
             o = o.replace(records=[r.with_status(r.status, facts={**r.facts, "job_fingerprint": job_fp})
                                    if r.stage == "trace" else r for r in o.records])
@@ -185,7 +200,7 @@ class _Pool:
                     return
                 o = self.run_one(runner, h)
                 if self.keep is not None:
-                    from farm.pipeline.bundles import keep_only
+                    from farm.formats.bundles import keep_only
 
                     o = keep_only([o], self.keep)[0]
                 if self.journal is not None:  # on disk (fsynced) before the next harness starts
@@ -216,7 +231,7 @@ def run_jobs(jobs_path: str, out_path: str, *, workers: int = 1, deadline_s: flo
     loads what finished, and the same command run again resumes from the journal (the
     journal is removed once the bundle is written)."""
     from farm import catalog
-    from farm.pipeline import bundles as bundle
+    from farm.formats import bundles as bundle
 
     jobs = read_jobs(jobs_path)
     cat = catalog.load(jobs["catalog"], jobs.get("modules", []))

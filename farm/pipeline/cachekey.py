@@ -59,9 +59,9 @@ VENDOR_DISTS = re.compile(r"^nvidia[-_]", re.I)
 #: of each harness's own digest (editing one family re-runs only that family).
 FARM_CODE = ("farm/__init__.py", "farm/results.py", "farm/errors.py", "farm/platforms.py", "farm/catalog/*.py",
              "farm/catalog/ulp_bounds.toml",
-             "farm/pipeline/*.py", "farm/stages/*.py", "farm/reference/*.py", "workers/*.py",
+             "farm/pipeline/*.py", "farm/stages/*.py", "farm/reference/*.py", "farm/formats/iofile.py", "workers/*.py",
              "harnesses/__init__.py")
-FARM_CODE_EXCLUDE = ("farm/catalog/coverage.py", "farm/pipeline/bundles.py")
+FARM_CODE_EXCLUDE = ("farm/catalog/coverage.py",)
 
 #: Environment variables that change what a worker computes.
 ENV_VARS = ("XLA_FLAGS", "FARM_PLANT", "JAX_ENABLE_X64", "JAX_DEFAULT_MATMUL_PRECISION", "JAX_USE_SHARDY_PARTITIONER",

@@ -17,7 +17,7 @@ import numpy as np
 from farm.stages import compat
 from farm.catalog import Harness
 from farm.pipeline import cachekey as digest
-from farm.stages import iofile
+from farm.formats import iofile
 from farm.pipeline.artifact import ArtifactJob, run_artifact
 from farm.pipeline.compile_cache import compile_execute
 from farm.pipeline.judge import judge_record, judge_run

@@ -64,15 +64,14 @@ def settings() -> dict[str, str]:
 
 def run(h: Any, src: Source, opts: Options, timeout_s: float) -> Outcome:
     """The harness run as a sweep runs it: ``run_harness`` in an isolated child process."""
-    from farm.pipeline import judge_crash
-    from workers.standalone import IsolatedRunner
+    from farm.pipeline.isolation import Isolation
+    from workers.standalone import IsolatedRunner, run_isolated
 
     runner = IsolatedRunner(src.catalog, list(src.modules), opts.to_dict())
-    try:
-        outcome, _ = runner.run(h.fingerprint, h.name, timeout_s)
+    try:  # the failure as it is, not retried: a crash that needs a retry to show is still one
+        return run_isolated(runner, h, Isolation(timeout_s, startup_s=0.0, retries_alone=0), opts.run_on)
     finally:
         runner.stop()
-    return judge_crash(h, outcome, opts.run_on)
 
 
 #: Structural checks of a module's text (chlo ops, shardings): nothing to run, so nothing a script reproduces
@@ -146,7 +145,7 @@ def check(case: Case, closed: Any, dyn: list[np.ndarray]) -> tuple[Check, list[l
         return Check("values", "the harness's float64 reference", float(facts.get("rtol", 0.0)),
                      float(facts.get("atol", 0.0)), exact=bool(facts.get("exact"))), [[r] for r in ref]
     if against in ("native", "cpu", "cuda", "rocm", "tpu"):
-        from farm.stages import iofile
+        from farm.formats import iofile
 
         io = artifact(case.outcome, "io")
         outs = iofile.unpack(io)[1] if io else []

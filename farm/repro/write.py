@@ -42,7 +42,7 @@ class Written:
 
 
 def npz(path: Path, arrays: dict[str, Any]) -> None:
-    """An .npz whose ml_dtypes arrays (bfloat16...) travel with their dtype names (as ``farm.stages.iofile``)."""
+    """An .npz whose ml_dtypes arrays (bfloat16...) travel with their dtype names (as ``farm.formats.iofile``)."""
     arrays = {k: np.asarray(a) for k, a in arrays.items()}
     buf = io.BytesIO()
     np.savez(buf, __dtypes__=np.array([f"{k}={a.dtype.name}" for k, a in arrays.items()], dtype=np.str_), **arrays)

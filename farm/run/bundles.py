@@ -1,6 +1,6 @@
 """Results bundles in the store: ``farm import`` of a standalone worker's bundles, and the
 CPU host's artifacts (priors) a device host's jobs file carries. The file format is
-``farm.pipeline.bundles`` (a device host writes it without the store)."""
+``farm.formats.bundles`` (a device host writes it without the store)."""
 from __future__ import annotations
 
 import dataclasses
@@ -9,7 +9,7 @@ from typing import Any
 from farm.stages import compat
 from farm.errors import FarmError
 from farm.results import Outcome, RunDims
-from farm.pipeline.bundles import FORMAT, VERSION, keep_only, read, write, write_parts  # noqa: F401  (public)
+from farm.formats.bundles import FORMAT, VERSION, keep_only, read, write, write_parts  # noqa: F401  (public)
 from farm.stages.xhost import Prior
 
 
@@ -20,7 +20,7 @@ def import_bundle(store: Any, paths: str | list[str], name: str | None = None,
     A standalone worker's journal (``OUT.journal.jsonl``, left by a worker killed mid-run)
     loads as a partial bundle: every harness that finished, as an ``interrupted`` run.
 
-    Every part is read and validated (``farm.pipeline.bundle_schema``) before anything is
+    Every part is read and validated (``farm.formats.bundle_schema``) before anything is
     stored, and the run is written in one transaction: a refused bundle, or one the
     database refuses, stores no run and no blob (``FarmError``, one line)."""
     return import_docs(store, load(paths), paths, name, dims)
@@ -28,7 +28,7 @@ def import_bundle(store: Any, paths: str | list[str], name: str | None = None,
 
 def load(paths: str | list[str]) -> list[dict[str, Any]]:
     """Read and validate every part (before a database is opened: a refused bundle creates nothing)."""
-    from workers import journal
+    from farm.formats import journal
 
     docs = [journal.read(p) if p.endswith(".jsonl") else read(p) for p in ([paths] if isinstance(paths, str) else paths)]
     doc = docs[0]

@@ -24,7 +24,7 @@ import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from farm.stages import iofile
+from farm.formats import iofile
 from farm.stages.stored import FORMAT_STABLEHLO, ReplayError
 from farm.store import artifacts, queries
 from farm.store.models import ArtifactRow, HarnessRow, ResultRow, Run
@@ -146,7 +146,7 @@ def _data_dicts(obj: Any, path: tuple[str, ...]) -> Iterable[tuple[tuple[str, ..
 
 
 def io_blob(inputs: Sequence[Any], outputs: Sequence[Any]) -> tuple[str, bytes]:
-    """(sha256, bytes) of the pipeline's ``io`` artifact layout (``farm.stages.iofile``)."""
+    """(sha256, bytes) of the pipeline's ``io`` artifact layout (``farm.formats.iofile``)."""
     data = iofile.pack(inputs, outputs)
     return hashlib.sha256(data).hexdigest(), data
 

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from farm.catalog import Harness
 from farm.errors import CatalogMismatch, ClusterError
-from farm.pipeline import judge_crash
+from farm.pipeline.isolation import Isolation
 from farm.platforms import native_platform, slot_resource
 from farm.results import BAD, Options, Outcome
 from farm.run import cluster
@@ -57,6 +57,8 @@ class Sweep:
         self.buffer: list[Outcome] = []
         self.last_commit = time.monotonic()
         self.progress: Progress | None = None
+        #: timeout, crash and retry-alone: the policy the standalone worker applies too
+        self.isolation = Isolation(config.timeout_s, config.startup_s)
 
     def run(self) -> SweepStats:
         t0 = time.monotonic()
@@ -182,10 +184,9 @@ class Sweep:
                 # its node went away (the cluster has fewer slots): not the harness's fault
                 self.node_requeues[key] = tries + 1
                 self.queue.appendleft((kind, [cur]))
-            elif key in self.retry_alone or slot.isolated:
+            elif not self.isolation.retry(1 if key in self.retry_alone or slot.isolated else 0):
                 self.stats.crashed += 1
-                self._finish(judge_crash(cur, Outcome.failed(cur.fingerprint, cur.name, "crashed",
-                                                             f"worker process died: {cause}"), (kind,)), kind)
+                self._finish(self.isolation.crashed(cur, cause, (kind,)), kind)
             else:
                 self.retry_alone.add(key)
                 self.queue.appendleft((kind, [cur]))
@@ -194,12 +195,11 @@ class Sweep:
 
     def _check_timeout(self, slot: Worker, cur: Harness, now: float) -> Worker:
         """A worker past the time limit on ``cur`` is killed and replaced; ``cur`` is a ``timeout``."""
-        limit = (cur.timeout_s or self.config.timeout_s) + (self.config.startup_s if slot.fresh else 0.0)
+        limit = self.isolation.limit(cur, slot.fresh)
         if now - slot.since <= limit:
             return slot
         self.stats.timeouts += 1
-        self._finish(Outcome.failed(cur.fingerprint, cur.name, "timeout", f"no result after {limit:.0f}s; worker killed"),
-                     slot.kind)
+        self._finish(self.isolation.timed_out(cur, limit), slot.kind)
         self._requeue_rest(slot, slot.pos + 1)
         return self._replace(slot)
 

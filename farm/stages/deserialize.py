@@ -16,7 +16,8 @@ import numpy as np
 
 from farm.errors import FarmError
 from farm.results import Record
-from farm.stages import compile as compile_stage, iofile
+from farm.formats import iofile
+from farm.stages import compile as compile_stage
 from farm.stages.lower import Lowered, LoweredModule
 from farm.stages.record import Timer, failure
 from farm.stages.stored import exported_facts, load_exported, reason_of

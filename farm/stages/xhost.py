@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from farm.stages import compat
-from farm.stages import iofile
+from farm.formats import iofile
 from farm.stages.compare import compare_outputs
 from farm.stages.export import NotEnoughDevices, run_exported
 from farm.stages.record import Timer, failure

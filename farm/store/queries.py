@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import Text, func, select, type_coerce
 from sqlalchemy.orm import Session
 
+from farm.analysis.rows import mark_reused
 from farm.errors import HarnessNotFound, RunNotFound
 from farm.results import worst_status
 from farm.store import series
@@ -101,19 +102,9 @@ def results(session: Session, run_id: int, *, primitive: str | None = None, dtyp
     for row in session.connection().execute(q.order_by(HarnessRow.name, r.id)).all():
         d = dict(zip(keys, row))
         d["metrics"], d["facts"] = load(d["metrics"]), load(d["facts"])
-        reused(d)
+        mark_reused(d)
         out.append(d)
     return out
-
-
-def reused(d: dict[str, Any]) -> None:
-    """Say whether a result row was reused and from which run: ``reused`` is "whole" (the
-    outcome was copied by the result cache), "downstream" (re-lowered; compile, execute and
-    compare taken from an earlier run) or None; ``reused_from`` is that run's id."""
-    whole = d.pop("cached_from", None)
-    part = (d.get("facts") or {}).get("reused_from")
-    d["reused"] = "whole" if whole else ("downstream" if part else None)
-    d["reused_from"] = whole or part
 
 
 def _raw_json(col: Any) -> Any:
@@ -140,18 +131,6 @@ class _JsonLoader:
         return d if self.shared or not isinstance(d, dict) else dict(d)
 
 
-def worst(statuses: list[str]) -> str:
-    return worst_status(statuses)
-
-
-def matrix(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, str]]]:
-    """harness -> platform -> stage -> status (pure, over ``results`` rows)."""
-    m: dict[str, dict[str, dict[str, str]]] = defaultdict(lambda: defaultdict(dict))
-    for r in rows:
-        m[r["harness"]][r["platform"]][r["stage"]] = r["status"]
-    return m
-
-
 def primitive_matrix(session: Session, run_id: int, by: str = "primitive") -> dict[str, Any]:
     """primitive (or dtype) x platform: worst status and counts per cell, in one query."""
     col = HarnessRow.primitive if by == "primitive" else HarnessRow.dtype
@@ -161,15 +140,7 @@ def primitive_matrix(session: Session, run_id: int, by: str = "primitive") -> di
          .group_by(col, ResultRow.platform, ResultRow.status))
     for key, platform, status, n in session.execute(q):
         cells[key][platform][status] += n
-    return {k: {p: {"worst": worst(list(c)), "counts": dict(c)} for p, c in v.items()} for k, v in cells.items()}
-
-
-def summary(rows: list[dict[str, Any]]) -> dict[tuple[str, str], Counter]:
-    """(stage, platform) -> Counter of statuses (pure)."""
-    out: dict[tuple[str, str], Counter] = defaultdict(Counter)
-    for r in rows:
-        out[(r["stage"], r["platform"])][r["status"]] += 1
-    return out
+    return {k: {p: {"worst": worst_status(list(c)), "counts": dict(c)} for p, c in v.items()} for k, v in cells.items()}
 
 
 def harness_history(session: Session, fingerprint: str, limit: int = 50) -> list[dict[str, Any]]:
@@ -223,7 +194,7 @@ def filtered_matrix(session: Session, run_id: int, by: str = "primitive", **filt
     q = _run_filters(q, **filters).group_by(col, ResultRow.platform, ResultRow.status)
     for key, platform, status, n in session.execute(q):
         cells[key][platform][status] += n
-    return {k: {p: {"worst": worst(list(c)), "counts": dict(c)} for p, c in v.items()} for k, v in cells.items()}
+    return {k: {p: {"worst": worst_status(list(c)), "counts": dict(c)} for p, c in v.items()} for k, v in cells.items()}
 
 
 def filter_values(session: Session, run_id: int) -> dict[str, list[str]]:
@@ -263,7 +234,7 @@ def harness_page(session: Session, run_id: int, *, limit: int = 100, offset: int
         out.setdefault(hid, {"name": name, "fingerprint": fp, "primitive": prim, "dtype": dt, "catalog": cat})
         per[hid][plat].append(st)
     rows = sorted(out.items(), key=lambda kv: kv[1]["name"])
-    return total, [{**h, "platforms": {p: worst(s) for p, s in per[hid].items()}} for hid, h in rows]
+    return total, [{**h, "platforms": {p: worst_status(s) for p, s in per[hid].items()}} for hid, h in rows]
 
 
 def harness_results(session: Session, harness_id: int, run_id: int) -> list[dict[str, Any]]:
@@ -277,7 +248,7 @@ def harness_results(session: Session, harness_id: int, run_id: int) -> list[dict
         d = {"platform": r.platform, "stage": r.stage, "status": r.status, "seconds": r.seconds,
              "error_type": r.error_type, "error": r.error, "detail": r.detail, "metrics": r.metrics,
              "facts": r.facts, "artifact": r.artifact_sha, "comparable": r.comparable, "cached_from": whole}
-        reused(d)
+        mark_reused(d)
         out.append(d)
     return out
 
@@ -314,7 +285,7 @@ def coverage(session: Session, run_id: int, **filters: Any) -> dict[str, Any]:
     for prim, dt, plat, st, n in session.execute(q):
         cells[(prim, dt)][plat][st] += n
     rows = [{"primitive": p, "dtype": d,
-             "platforms": {pl: {"worst": worst(list(c)), "counts": dict(c)} for pl, c in v.items()}}
+             "platforms": {pl: {"worst": worst_status(list(c)), "counts": dict(c)} for pl, c in v.items()}}
             for (p, d), v in sorted(cells.items())]
     sq = (select(HarnessRow.name, HarnessRow.fingerprint, HarnessRow.primitive, HarnessRow.dtype,
                  ResultRow.platform, ResultRow.stage, ResultRow.error)

@@ -21,7 +21,7 @@ from sqlalchemy import and_, exists, func, or_, select
 from sqlalchemy.orm import Session
 
 from farm.store.models import HarnessRow, OutcomeRow, ResultRow
-from farm.store.queries import worst
+from farm.results import worst_status as worst
 
 #: Server-side orders (a leading "-" reverses): name, primitive, dtype, catalog.
 SORTS = ("name", "-name", "primitive", "-primitive", "dtype", "-dtype", "catalog", "-catalog")

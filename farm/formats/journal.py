@@ -79,10 +79,10 @@ def _ends_with_newline(path: str) -> bool:
 
 
 def read(path: str) -> dict[str, Any]:
-    """A journal as a bundle document (``farm.pipeline.bundles.read``'s shape), the last
+    """A journal as a bundle document (``farm.formats.bundles.read``'s shape), the last
     outcome of each harness winning; torn lines are skipped and counted in ``run.stats``."""
-    from farm.pipeline.bundle_schema import validate
-    from farm.pipeline.bundles import inflate
+    from farm.formats.bundle_schema import validate
+    from farm.formats.bundles import inflate
 
     text = inflate(path, opener=open).decode("utf-8", errors="replace")  # under FARM_BUNDLE_MAX_MB, like a bundle
     docs, torn = [], 0

@@ -180,7 +180,7 @@ def test_split_bundle_keeps_only_chosen_artifacts_and_imports_as_one_run(sqlite_
 
 
 def test_bfloat16_inputs_and_outputs_survive_the_io_artifact() -> None:
-    from farm.stages import iofile
+    from farm.formats import iofile
 
     h = _one("sin", "bfloat16")
     out = run_harness(h, CPU)
@@ -233,7 +233,7 @@ import jax, numpy as np
 from farm import catalog
 from farm.pipeline import meshes, run_harness
 from farm.results import Options
-from farm.stages import iofile
+from farm.formats import iofile
 from farm.stages.export import run_exported
 from farm.stages.xhost import Prior
 cpu = Options(platforms=("cpu",), run_on=("cpu",), crossexec=False, repeats=1)

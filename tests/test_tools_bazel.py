@@ -49,7 +49,7 @@ def _ignore(directory: str, names: list[str]) -> set[str]:
     return skip
 
 _PROBE_BUILD = '''
-# Added by tests/test_bazel_digest.py in a throwaway copy of the workspace.
+# Added by tests/test_tools_bazel.py in a throwaway copy of the workspace.
 harness_family_test(
     name = "digest_probe",
     family = "digest_probe",
@@ -97,7 +97,7 @@ def workspace():
                           check=True, capture_output=True, text=True, env=env).stdout.strip()
     shutil.copytree(spec, shadow / "ml_dtypes", ignore=shutil.ignore_patterns("__pycache__"))
     with open(shadow / "ml_dtypes" / "__init__.py", "a") as f:
-        f.write("\n# edited by tests/test_bazel_digest.py\n")
+        f.write("\n# edited by tests/test_tools_bazel.py\n")
 
     startup = [f"--output_base={tmp / 'ob'}", "--max_idle_secs=120"]
     try:

@@ -4,7 +4,7 @@
 A gzip'd JSON document with a format name and version; bytes are base64. A bundle of
 an unknown version is refused with a clear error. A bundle is untrusted input: it is
 decompressed as a stream under a limit on its decompressed size (``FARM_BUNDLE_MAX_MB``,
-default 512 MiB: a gzip bomb stops there) and checked against ``farm.pipeline.bundle_schema``
+default 512 MiB: a gzip bomb stops there) and checked against ``farm.formats.bundle_schema``
 before anything is stored.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ import zlib
 from typing import Any
 
 from farm.errors import FarmError, UnknownFormatVersion
-from farm.pipeline.bundle_schema import validate
+from farm.formats.bundle_schema import validate
 from farm.results import Outcome
 
 FORMAT = "lowering-farm-bundle"

@@ -1,7 +1,7 @@
 """Scheduled sweeps: config, slots and catch-up, the state file, locks, regression actions.
 
 No Ray here: the sweep itself is replaced by a stub that writes a run row, so each test
-checks one scheduling behaviour in well under a second. tests/test_cluster.py runs the
+checks one scheduling behaviour in well under a second. tests/test_run_cluster.py runs the
 real thing on a multi-node cluster.
 """
 from __future__ import annotations

@@ -4,7 +4,7 @@ report on a long history, and the dashboard's run queries. Plus the benchmark
 database generator (``farm.bench.db``).
 
 Sizes are kept small enough for the whole file to take well under 30 s in the normal
-suite; ``pytest tests/test_benchmarks.py --benchmark-only`` prints the timing table.
+suite; ``pytest tests/test_bench_suite.py --benchmark-only`` prints the timing table.
 """
 from __future__ import annotations
 

@@ -1,0 +1,40 @@
+"""The one isolation policy every runner of jobs in worker processes applies: the Ray
+scheduler (``farm.run.scheduler``) and the standalone worker (``workers.standalone``).
+
+A job may take its own ``timeout_s`` or the runner's, plus ``startup_s`` on a process that
+has not finished a job yet (importing jax and the catalog); past that its process is killed
+and the job is a ``timeout`` (not retried: a hang would hang again). A process that dies
+under a job is replaced and the job retried alone ``retries_alone`` times (the death may
+have been another job's doing, or the machine's); then it is ``crashed``, which a
+``Limitation.crashes`` makes the expected failure (``judge_crash``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from farm.pipeline.judge import judge_crash
+from farm.results import Outcome
+
+
+@dataclass(frozen=True, slots=True)
+class Isolation:
+    timeout_s: float = 120.0
+    startup_s: float = 120.0
+    retries_alone: int = 1
+
+    def limit(self, job: Any, fresh: bool) -> float:
+        """Seconds ``job`` may run (a harness or an artifact job: its ``timeout_s`` first)."""
+        return (getattr(job, "timeout_s", None) or self.timeout_s) + (self.startup_s if fresh else 0.0)
+
+    def retry(self, tries_alone: int) -> bool:
+        """Whether a job whose process died, already retried alone ``tries_alone`` times, runs again."""
+        return tries_alone < self.retries_alone
+
+    def timed_out(self, job: Any, limit: float) -> Outcome:
+        return Outcome.failed(job.fingerprint, job.name, "timeout", f"no result after {limit:.0f}s; worker killed")
+
+    def crashed(self, job: Any, cause: str, run_on: tuple[str, ...]) -> Outcome:
+        """The final outcome of a job whose process died every time, judged by its limitations."""
+        return judge_crash(job, Outcome.failed(job.fingerprint, job.name, "crashed", f"worker process died: {cause}"),
+                           run_on)
