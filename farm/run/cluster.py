@@ -63,10 +63,16 @@ def ray_init(address: str | None, workers: int | None, kinds: tuple[str, ...] = 
     # address="local": always a new cluster of our own. Without it Ray reads RAY_ADDRESS and
     # $RAY_TMPDIR/ray/ray_current_cluster, which a killed `ray start --head` leaves behind, and
     # fails ("When connecting to an existing cluster, num_cpus ... must not be provided").
-    ray.init(address="local", num_cpus=max(n, os.cpu_count() or 1), include_dashboard=False, log_to_driver=False,
-             configure_logging=False,
-             resources={"cpu_slot": n, **{slot_resource(k): 1 for k in kinds if k not in DEVICE_KINDS}},
-             runtime_env={"env_vars": {"PYTHONPATH": os.environ["PYTHONPATH"]}})
+    try:
+        ray.init(address="local", num_cpus=max(n, os.cpu_count() or 1), include_dashboard=False, log_to_driver=False,
+                 configure_logging=False,
+                 resources={"cpu_slot": n, **{slot_resource(k): 1 for k in kinds if k not in DEVICE_KINDS}},
+                 runtime_env={"env_vars": {"PYTHONPATH": os.environ["PYTHONPATH"]}})
+    except Exception as e:  # e.g. its raylet did not start in time on an overloaded host
+        ray.shutdown()
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ClusterError(f"could not start a local Ray cluster: {msg} (nothing was run; "
+                           "try again, or on a busy host with fewer --workers)") from None
     return Cluster(True, n)
 
 
