@@ -119,7 +119,7 @@ def repro_cmd(args: argparse.Namespace) -> int:
     out = Path(args.out or f"repro-{args.harness.replace('/', '_')}")
     modules = tuple(m.strip() for m in (args.modules or "").split(",") if m.strip())
     catalog = args.catalog or (stored or {}).get("catalog") or "farm"
-    if catalog not in ("farm", "upstream", "all", "planted") and stored:
+    if catalog not in ("farm", "upstream", "all", "planted") and stored and not args.catalog:
         catalog = "all"
     if stored and stored["stage"] == "xhost":
         if args.minimize:

@@ -62,8 +62,9 @@ def judge(outs, expected, inputs, CHECK=CHECK):
                 g, w = np.asarray(got)[idx], np.asarray(want[0])[idx]
                 ulp = ""
                 if np.asarray(got).dtype.kind == "f" and np.isfinite(wide(w)) and np.isfinite(wide(g)):
-                    ulp = f", {abs(float(wide(g)) - float(wide(w))) / float(np.spacing(np.asarray(w).astype(got.dtype))):.0f} ULP"
-                args = ", ".join(repr(np.asarray(x)[idx] if np.shape(x) == np.shape(got) else x) for x in inputs)
+                    ulp = f", {abs(float(wide(g)) - float(wide(w))) / abs(float(np.spacing(np.asarray(w).astype(got.dtype)))):.0f} ULP"
+                args = ", ".join(repr(np.asarray(x)[idx]) if np.shape(x) == np.shape(got) else
+                                 (repr(x) if np.size(x) <= 4 else f"{np.asarray(x).dtype}{list(np.shape(x))}") for x in inputs)
                 print(f"  at {tuple(int(j) for j in idx)}: inputs ({args}) got {g!r}, expected {w!r}{ulp}")
     return failed
 '''
