@@ -86,6 +86,11 @@ from jax import lax  # noqa: E402,F401
 '''
 
 LOAD_CODE = '''
+def native():
+    """Whether PLATFORM's module is this backend's own (jax calls a CUDA or ROCm backend "gpu")."""
+    here = jax.default_backend()
+    return PLATFORM == here or (here == "gpu" and PLATFORM in ("cuda", "rocm"))
+
 def load(name):
     """The arrays of an .npz beside this script, bfloat16/float8 restored from their dtype names."""
     with np.load(HERE / name, allow_pickle=False) as z:
@@ -103,7 +108,7 @@ def prepare(inputs):
     package, an optional dependency of jax); another platform's module is lowered for that
     platform and compiled by this host's backend (what the farm's crossexec does)."""
     exported = jax.export.deserialize(bytearray((HERE / "{blob}").read_bytes()))
-    if PLATFORM == jax.default_backend():
+    if native():
         return exported.call
     return jax.jit(exported.call).trace(*inputs).lower(lowering_platforms=(PLATFORM,)).compile()
 '''
@@ -112,7 +117,7 @@ CODE_CODE = '''
 
 def prepare(inputs):
     """f, jitted; another platform's lowering is compiled by this host's backend (the farm's crossexec)."""
-    if PLATFORM == jax.default_backend():
+    if native():
         return jax.jit(f)
     return lambda *xs: jax.jit(f).trace(*xs).lower(lowering_platforms=(PLATFORM,)).compile()(*xs)
 '''
