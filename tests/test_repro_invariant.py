@@ -42,3 +42,36 @@ def test_invariant_failure_gets_a_standalone_check_with_the_farms_bound(tmp_path
     assert p.returncode == 0, p.stdout + p.stderr
     assert "within the bound" in p.stdout
     del jax
+
+
+@pytest.mark.parametrize("prim", ["eigh", "eig", "svd", "qr"])
+def test_standalone_residuals_pass_a_correct_result_and_fail_a_perturbed_one(prim: str) -> None:
+    """The scripts' NumPy residuals (farm.repro.invariant.CODE) on NumPy's own decompositions:
+    within 16 n eps, and far over it once one element of one factor moves by 1e-6."""
+    from farm.repro.invariant import CODE
+
+    ns: dict = {"np": np}
+    exec(CODE, ns)  # noqa: S102
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((5, 5))
+    params: dict = {}
+    if prim == "eigh":
+        a = a + a.T
+        w, v = np.linalg.eigh(a)
+        got = {0: v, 1: w}
+    elif prim == "eig":
+        w, vr = np.linalg.eig(a)
+        wl, vl = np.linalg.eig(a.conj().T)  # left eigenvectors, paired with w by value
+        vl = vl[:, [int(np.argmin(np.abs(wl.conj() - x))) for x in w]]
+        got = {0: w, 1: vl, 2: vr}
+    elif prim == "svd":
+        u, s, vt = np.linalg.svd(a, full_matrices=False)
+        got = {0: s, 1: u, 2: vt}
+    else:
+        q, r = np.linalg.qr(a)
+        got = {0: q, 1: r}
+    bound = invariant_bound(np.float64, 5)
+    assert all(err <= bound for _, err in ns["residuals"](prim, params, a, got)), ns["residuals"](prim, params, a, got)
+    k = 1 if prim in ("eig", "svd") else 0  # a vector factor
+    bad = {**got, k: got[k] + 1e-6 * np.eye(*got[k].shape)[::-1]}
+    assert any(err > 100 * bound for _, err in ns["residuals"](prim, params, a, bad))
