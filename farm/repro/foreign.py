@@ -57,9 +57,10 @@ def _settings(arrays: list[np.ndarray]) -> dict[str, str]:
 
 
 def _reference_sides(catalog: str, modules: tuple[str, ...], name: str, f: Foreign, out: Path
-                     ) -> tuple[list[tuple[Check, str]], str]:
+                     ) -> tuple[list[tuple[Check, str]], set[int], str]:
     """The float64 reference side (and an invariant side for non-unique outputs), where the
-    harness is known here and traces to the artifact's inputs; else none, and why."""
+    harness is known here and traces to the artifact's inputs; the outputs the invariant judges
+    (no other side compares them: two correct versions may differ in signs); else none, and why."""
     import jax
 
     from farm.repro.candidate import traced_program
@@ -70,11 +71,11 @@ def _reference_sides(catalog: str, modules: tuple[str, ...], name: str, f: Forei
     try:
         h = find(catalog, modules, name)
     except FarmError:
-        return [], f"no harness {name} in this jax's {catalog} catalog: no reference side"
+        return [], set(), f"no harness {name} in this jax's {catalog} catalog: no reference side"
     with compat.enable_x64(h.needs_x64 or bool(jax.config.jax_enable_x64) or bool(_settings(f.inputs))):
         program, dyn = traced_program(h)
         if not same_inputs(f.inputs, dyn):
-            return [], "the harness makes other inputs here than the exporter's: no reference side"
+            return [], set(), "the harness makes other inputs here than the exporter's: no reference side"
         facts = dict(f.record.get("facts") or {})
         if h.reference is not None:
             from farm.pipeline.references import reference_outputs
@@ -88,14 +89,13 @@ def _reference_sides(catalog: str, modules: tuple[str, ...], name: str, f: Forei
             verdict = judge(program.closed, dyn, list(f.outputs))
             chk, wants = policy_check(verdict.facts), reference(program.closed, dyn)
         more = invariant_side(h.name, program.closed, dyn, chk, out)
-    if more:
-        judged = more[0][0].invariant["outputs"].values()
-        wants = [[] if k in judged else alts for k, alts in enumerate(wants)]
+    judged = set(more[0][0].invariant["outputs"].values()) if more else set()
+    wants = [[] if k in judged else alts for k, alts in enumerate(wants)]
     npz(out / "reference.npz", {f"out{i}_{j}": a for i, alts in enumerate(wants) for j, a in enumerate(alts)})
     counts = [len(a) for a in wants]
     src = (f'(lambda z: [[z[f"out{{i}}_{{j}}"] for j in range(k)] if k else None for i, k in enumerate({counts})])'
            f'(load("reference.npz"))')
-    return [(chk, src), *more], ""
+    return [(chk, src), *more], judged, ""
 
 
 def reproduce_foreign(catalog: str, modules: tuple[str, ...], name: str, out: Path, f: Foreign) -> ForeignReport:
@@ -106,11 +106,11 @@ def reproduce_foreign(catalog: str, modules: tuple[str, ...], name: str, out: Pa
     out.mkdir(parents=True, exist_ok=True)
     (out / "export.bin").write_bytes(f.export)
     npz(out / "inputs.npz", {f"in{i}": a for i, a in enumerate(f.inputs)})
-    npz(out / "expected.npz", {f"out{i}_0": a for i, a in enumerate(f.outputs)})
     facts = dict(rec.get("facts") or {})
     a, b = f.exported_on or "the exporter", f.run_on or "this side"
     notes: list[str] = []
     more: list[tuple[Check, str]] = []
+    judged: set[int] = set()  # outputs only the invariant judges
     if status in ("crashed", "timeout"):
         chk = Check("crash" if status == "crashed" else "timeout")
     elif status == "error":
@@ -118,9 +118,12 @@ def reproduce_foreign(catalog: str, modules: tuple[str, ...], name: str, out: Pa
     else:
         chk = Check("values", f"jax {a}'s own outputs (the exporter's)", float(facts.get("rtol", 0.0)),
                     float(facts.get("atol", 0.0)), exact=bool(facts.get("exact")))
-        more, why = _reference_sides(catalog, modules, name, f, out)
+        more, judged, why = _reference_sides(catalog, modules, name, f, out)
         if why:
             notes.append(why)
+    npz(out / "expected.npz", {f"out{i}_0": o for i, o in enumerate(f.outputs) if i not in judged})
+    exporter = (f'(lambda z: [[z[f"out{{i}}_0"]] if f"out{{i}}_0" in z else None for i in range({len(f.outputs)})])'
+                f'(load("expected.npz"))')
     requirements = [f"jax=={f.run_on}" if f.run_on else "jax", f"jaxlib=={f.run_on}" if f.run_on else "jaxlib",
                     "numpy", "flatbuffers  # jax.export.deserialize needs it (an optional dependency of jax)"]
     (out / "requirements.txt").write_text("\n".join(requirements) + "\n")
@@ -138,7 +141,7 @@ def reproduce_foreign(catalog: str, modules: tuple[str, ...], name: str, out: Pa
         title=f"Reproducer for {name}: jax {a}'s artifact run by jax {b}, xhost {status}",
         story=story, settings=_settings(list(f.inputs) + list(f.outputs)), platform=str(rec.get("platform") or "cpu"),
         check=chk, code=None, inputs=f'[load("inputs.npz")[f"in{{i}}"] for i in range({len(f.inputs)})]',
-        expected=f'(lambda z: [[z[f"out{{i}}_0"]] for i in range({len(f.outputs)})])(load("expected.npz"))',
+        expected=exporter,
         notes=notes, more=more,
         header=f"Needs only jax, jaxlib, numpy and flatbuffers (requirements.txt: jax=={f.run_on or 'V'} fails; "
                f"jax=={f.exported_on or 'V'}, the exporter, runs its own artifact).")
