@@ -22,6 +22,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                 "platform, configuration and environment")
     p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                    help="the configuration to fail in, e.g. x64=on (keys as farm sweep --config)")
+    p.add_argument("--exported-by", metavar="RUN", help="with --run and an xhost failure: the stored run that made "
+                                                        "the artifact (default: a version sweep's NAME@jax=V)")
     p.add_argument("-o", "--out", metavar="DIR", help="the directory to write (default: repro-HARNESS)")
     p.add_argument("--minimize", action="store_true", help="delta-debug to the smallest failing program and input")
     p.add_argument("--timeout", type=number("--timeout", float, above=0), default=60.0,
@@ -57,11 +59,55 @@ def _stored(args: argparse.Namespace) -> dict[str, Any]:
            and (not args.platform or r["platform"] == args.platform)]
     if not bad:
         raise FarmError(f"{args.harness} did not fail in run {info['name']!r}: nothing to reproduce")
-    r = bad[0]
+    # as farm.repro.case.pick: undeclared before declared failures; structural checks (nothing to run) last
+    order = {"crashed": 0, "timeout": 0, "error": 1, "fail": 1, "expected_fail": 2}
+    r = min(bad, key=lambda x: (x["stage"] in ("census", "sharding"), order[x["status"]]))
     label = info["name"].partition("@")[2]
+    if (info.get("dims") or {}).get("exported_on"):  # a version sweep's pair: not a configuration
+        label = ""
     return {"run": info["name"], "catalog": info.get("catalog"), "stage": r["stage"], "platform": r["platform"], "status": r["status"],
-            "error_type": r["error_type"], "error": r["error"], "config": label,
+            "error_type": r["error_type"], "error": r["error"], "config": label, "record": r,
+            "dims": info.get("dims") or {},
             **{k: info["environment"].get(k) for k in ("jax_version", "jaxlib_version", "xla_flags")}}
+
+
+def _foreign(args: argparse.Namespace, stored: dict[str, Any]):  # noqa: ANN202
+    """The artifact of an xhost failure, read from the run that made it, and Pythons with the
+    exporter's and the runner's jax (a version sweep's cached venvs)."""
+    from farm.repro.foreign import Foreign  # deferred: jax (~1 s); not needed by farm --help
+    from farm.run.bundles import priors
+    from farm.run.versions import provision
+    from farm.stages.xhost import Prior
+
+    rec, dims = stored["record"], stored["dims"]
+    exported_on, run_on = dims.get("exported_on"), dims.get("jax_version") or stored.get("jax_version")
+    exporter = args.exported_by or (f"{dims['series']}@jax={exported_on}" if exported_on and dims.get("series") else None)
+    if exporter is None:
+        raise FarmError(f"run {stored['run']!r} does not record which run exported {args.harness}'s artifact: "
+                        "name it with --exported-by RUN")
+    found = priors(store_from(args), exporter, ["wanted"], [args.harness])
+    if "wanted" not in found:
+        raise FarmError(f"run {exporter!r} has no serialized export and CPU outputs of {args.harness}")
+    prior = Prior.from_json(found["wanted"])
+    exported_on = exported_on or prior.meta.get("jax_version")
+    pythons = {v: provision(v).python for v in {exported_on, run_on} if v}
+    return Foreign(prior.export, prior.inputs, prior.outputs, rec, stored["run"], exporter, exported_on, run_on, pythons)
+
+
+def _foreign_cmd(args: argparse.Namespace, stored: dict[str, Any], catalog: str, modules: tuple[str, ...],
+                 out: Path) -> int:
+    from farm.repro.foreign import reproduce_foreign
+
+    rep = reproduce_foreign(catalog, modules, args.harness, out, _foreign(args, stored))
+    r = rep.record
+    print(f"{rep.harness}: xhost on {r['platform']} {r['status']}: {(r.get('error') or '')[:200]}")
+    for version, w in rep.runs:
+        last = w.output.strip().splitlines()[-1] if w.output.strip() else ""
+        print(f"  {w.path} with jax {version}: exits {w.rc} ({last})")
+    if rep.runs[0][1].rc != 1:
+        print("farm: the script does not exit 1 with the failing version: it does not reproduce the failure (see above)")
+        return 1
+    return 0
 
 
 def repro_cmd(args: argparse.Namespace) -> int:
@@ -73,8 +119,13 @@ def repro_cmd(args: argparse.Namespace) -> int:
     out = Path(args.out or f"repro-{args.harness.replace('/', '_')}")
     modules = tuple(m.strip() for m in (args.modules or "").split(",") if m.strip())
     catalog = args.catalog or (stored or {}).get("catalog") or "farm"
-    if catalog not in ("farm", "upstream", "all", "planted") and stored:
+    if catalog not in ("farm", "upstream", "all", "planted") and stored and not args.catalog:
         catalog = "all"
+    if stored and stored["stage"] == "xhost":
+        if args.minimize:
+            raise ConfigError("--minimize: an xhost failure is another version's artifact, which is not minimized "
+                              "(write it without --minimize)")
+        return _foreign_cmd(args, stored, catalog, modules, out)
     rep = reproduce(catalog, modules, args.harness, out, platform=args.platform, stored=stored,
                     do_minimize=args.minimize, timeout_s=args.timeout)
     f = rep.failure

@@ -14,7 +14,8 @@ Activated in a worker process by ``FARM_PLANT`` (comma list), before any harness
                                   lowering rule that only a structural check sees on a big mesh)
   low_precision:PRIM:DTYPE:VIA   for DTYPE the primitive computes in VIA (a narrower float) and
                                   converts back, on every platform: a result of lower precision
-                                  than its dtype (float16 exp via bfloat16, float32 sin via float16)
+                                  than its dtype (float16 exp via bfloat16, float32 sin via float16,
+                                  float64 eigh via float32: an invariant failure)
   slow:PRIM:SECONDS               executing the primitive sleeps (a host callback)
   abort:PRIM                      running the primitive aborts the process
   hang:PRIM                       running the primitive never returns
@@ -51,7 +52,7 @@ def plant_from_env() -> list[str]:
 
 
 def _prim(name: str):  # noqa: ANN202
-    return getattr(lax, f"{name}_p")
+    return getattr(lax, f"{name}_p", None) or getattr(lax.linalg, f"{name}_p")  # eigh, svd, qr...
 
 
 def wrong_lowering(prim: str, platform: str) -> None:
@@ -94,9 +95,14 @@ def low_precision(prim: str, dtype: str, via: str = "bfloat16") -> None:
 
             def narrow(*xs):  # noqa: ANN002, ANN202
                 out = p.bind(*[lax.convert_element_type(x, low) for x in xs], **kw)
-                return lax.convert_element_type(out, np.dtype(dtype) if dtype != "bfloat16" else low)
+                real = np.finfo(np.dtype(dtype)).dtype if dtype != "bfloat16" else low
 
-            return mlir.lower_fun(narrow, multiple_results=False)(ctx, *args)
+                def back(o):  # noqa: ANN001, ANN202  (each output to its own kind: eigh's values are real)
+                    return lax.convert_element_type(o, np.result_type(real, np.complex64) if o.dtype.kind == "c"
+                                                    and real != low else real)
+                return [back(o) for o in out] if p.multiple_results else back(out)
+
+            return mlir.lower_fun(narrow, multiple_results=p.multiple_results)(ctx, *args)
 
         mlir.register_lowering(p, rule, platform=platform)
 

@@ -21,7 +21,7 @@ def wide(x):
     return x.astype(np.complex128 if x.dtype.kind == "c" else np.float64) if x.dtype.kind not in "biu" else x
 
 
-def mismatched(got, want, dtype):
+def mismatched(got, want, dtype, CHECK=CHECK):
     """Elements of ``got`` that disagree with ``want`` (rounded to ``dtype``) under CHECK's tolerance."""
     dt = np.dtype(dtype)
     got, want = np.asarray(got), np.asarray(want)
@@ -41,14 +41,18 @@ def mismatched(got, want, dtype):
     return bad
 
 
-def judge(outs, expected, inputs):
-    """Print every output's disagreement; True while the failure is there."""
+def judge(outs, expected, inputs, CHECK=CHECK):
+    """Print every output's disagreement with one expected side; True if there is one."""
+    if CHECK["kind"] == "invariant":
+        return invariant_failed(outs, expected, CHECK)
     failed = False
     for i, got in enumerate(outs):
         want = expected[i]
-        bad = mismatched(got, want[0], got.dtype)
+        if want is None:  # not compared on this side (e.g. judged by an invariant)
+            continue
+        bad = mismatched(got, want[0], got.dtype, CHECK)
         for alt in want[1:]:  # e.g. the reference with subnormals flushed to zero
-            bad &= mismatched(got, alt, got.dtype)
+            bad &= mismatched(got, alt, got.dtype, CHECK)
         if bad.any():
             failed = True
             print(f"output {i}: {int(bad.sum())} of {bad.size} elements disagree with {CHECK['against']} "
@@ -58,10 +62,10 @@ def judge(outs, expected, inputs):
                 g, w = np.asarray(got)[idx], np.asarray(want[0])[idx]
                 ulp = ""
                 if np.asarray(got).dtype.kind == "f" and np.isfinite(wide(w)) and np.isfinite(wide(g)):
-                    ulp = f", {abs(float(wide(g)) - float(wide(w))) / float(np.spacing(np.asarray(w).astype(got.dtype))):.0f} ULP"
-                args = ", ".join(repr(np.asarray(x)[idx] if np.shape(x) == np.shape(got) else x) for x in inputs)
+                    ulp = f", {abs(float(wide(g)) - float(wide(w))) / abs(float(np.spacing(np.asarray(w).astype(got.dtype)))):.0f} ULP"
+                args = ", ".join(repr(np.asarray(x)[idx]) if np.shape(x) == np.shape(got) else
+                                 (repr(x) if np.size(x) <= 4 else f"{np.asarray(x).dtype}{list(np.shape(x))}") for x in inputs)
                 print(f"  at {tuple(int(j) for j in idx)}: inputs ({args}) got {g!r}, expected {w!r}{ulp}")
-    print("still fails" if failed else "fixed: every output agrees")
     return failed
 '''
 
@@ -82,6 +86,11 @@ from jax import lax  # noqa: E402,F401
 '''
 
 LOAD_CODE = '''
+def native():
+    """Whether PLATFORM's module is this backend's own (jax calls a CUDA or ROCm backend "gpu")."""
+    here = jax.default_backend()
+    return PLATFORM == here or (here == "gpu" and PLATFORM in ("cuda", "rocm"))
+
 def load(name):
     """The arrays of an .npz beside this script, bfloat16/float8 restored from their dtype names."""
     with np.load(HERE / name, allow_pickle=False) as z:
@@ -99,7 +108,7 @@ def prepare(inputs):
     package, an optional dependency of jax); another platform's module is lowered for that
     platform and compiled by this host's backend (what the farm's crossexec does)."""
     exported = jax.export.deserialize(bytearray((HERE / "{blob}").read_bytes()))
-    if PLATFORM == jax.default_backend():
+    if native():
         return exported.call
     return jax.jit(exported.call).trace(*inputs).lower(lowering_platforms=(PLATFORM,)).compile()
 '''
@@ -108,7 +117,7 @@ CODE_CODE = '''
 
 def prepare(inputs):
     """f, jitted; another platform's lowering is compiled by this host's backend (the farm's crossexec)."""
-    if PLATFORM == jax.default_backend():
+    if native():
         return jax.jit(f)
     return lambda *xs: jax.jit(f).trace(*xs).lower(lowering_platforms=(PLATFORM,)).compile()(*xs)
 '''
@@ -127,16 +136,21 @@ def main():
             print(f"still fails: the process running the computation died (exit code {{rc}})"); return 1
         print("fixed: the computation ran to the end" if rc == 0 else "the child could not run"); return rc
     inputs = INPUTS()
-    fn = prepare(inputs)
     try:
-        outs = [np.asarray(o) for o in jax.tree.leaves(fn(*inputs))]
+        outs = [np.asarray(o) for o in jax.tree.leaves(prepare(inputs)(*inputs))]
+    except ImportError:  # a missing package (flatbuffers): the script cannot run, not the failure
+        raise
     except Exception as e:
-        if kind == "error":
+        if kind == "error" and (not CHECK.get("match_type") or type(e).__name__ == CHECK["error_type"]):
             print(f"still fails: {{type(e).__name__}}: {{e}}"[:2000]); return 1
         raise
-    if kind != "values":
+    if kind not in ("values", "invariant"):
         print("fixed: the computation ran without " + ("an error" if kind == "error" else "dying")); return 0
-    return 1 if judge(outs, EXPECTED(), inputs) else 0
+    failed = False
+    for check, expected in SIDES:  # every expected side is judged; any disagreement is the failure
+        failed = judge(outs, expected(), inputs, check) or failed
+    print("still fails" if failed else "fixed: every output agrees")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
@@ -166,11 +180,14 @@ class Check:
     signed_zeros: bool = True
     error_type: str | None = None
     timeout_s: float = 120.0
+    match_type: bool = False  # an error counts only if its type is ``error_type``
+    invariant: dict[str, Any] | None = None  # kind invariant: primitive, params, outputs, dtype, bound
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "against": self.against, "rtol": self.rtol, "atol": self.atol,
                 "pointwise": self.pointwise, "exact": self.exact, "signed_zeros": self.signed_zeros,
-                "error_type": self.error_type, "timeout_s": self.timeout_s}
+                "error_type": self.error_type, "timeout_s": self.timeout_s, "match_type": self.match_type,
+                **({"invariant": self.invariant} if self.invariant else {})}
 
 
 @dataclass(frozen=True)
@@ -187,17 +204,21 @@ class Script:
     inputs: str = ""  # source of INPUTS(): a list of arrays
     expected: str = ""  # source of EXPECTED(): per output, [reference, alternatives...]
     notes: list[str] = field(default_factory=list)
+    more: list[tuple[Check, str]] = field(default_factory=list)  # further expected sides: (check, source)
+    header: str = "Needs only jax, jaxlib and numpy."
 
     def render(self) -> str:
-        check = json.dumps(self.check.to_dict(), indent=None).replace("null", "None").replace("true", "True") \
-            .replace("false", "False")
+        check = _literal(self.check.to_dict())
+        sides = [("CHECK", "EXPECTED")] + [(f"CHECK_{i}", f"EXPECTED_{i}") for i in range(2, len(self.more) + 2)]
+        uses_invariant = any(c.kind == "invariant" for c in [self.check, *(c for c, _ in self.more)])
         parts = [
             "#!/usr/bin/env python3",
-            f'"""{self.title}\n\n{self.story.rstrip()}\n\nNeeds only jax, jaxlib and numpy. Exit 1 while the failure is there, '
+            f'"""{self.title}\n\n{self.story.rstrip()}\n\n{self.header} Exit 1 while the failure is there, '
             f'0 once it is fixed.\n"""',
             IMPORTS.format(settings=repr(self.settings)),
             f"PLATFORM = {self.platform!r}  # whose module runs here",
             f"CHECK = {check}",
+            *(f"CHECK_{i} = {_literal(c.to_dict())}" for i, (c, _) in enumerate(self.more, start=2)),
             *(f"# {n}" for n in self.notes),
             LOAD_CODE,
         ]
@@ -205,6 +226,17 @@ class Script:
             parts.append(EXPORT_CODE.format(blob=self.blob))
         else:
             parts.append("\n" + self.code.rstrip() + "\n" + CODE_CODE)
-        parts += [f"\ndef INPUTS():\n    return {self.inputs}\n", f"\ndef EXPECTED():\n    return {self.expected or '[]'}\n",
-                  CHECK_CODE, MAIN_CODE.format()]
+        parts += [f"\ndef INPUTS():\n    return {self.inputs}\n", f"\ndef EXPECTED():\n    return {self.expected or '[]'}\n"]
+        parts += [f"\ndef EXPECTED_{i}():\n    return {src}\n" for i, (_, src) in enumerate(self.more, start=2)]
+        parts += [f"\nSIDES = [{', '.join(f'({c}, {e})' for c, e in sides)}]\n", CHECK_CODE]
+        if uses_invariant:
+            from farm.repro.invariant import CODE
+
+            parts.append(CODE)
+        parts.append(MAIN_CODE.format())
         return "\n".join(parts)
+
+
+def _literal(d: dict[str, Any]) -> str:
+    """A dict as Python source (JSON's literals spelled as Python's)."""
+    return json.dumps(d, indent=None).replace("null", "None").replace("true", "True").replace("false", "False")

@@ -49,11 +49,12 @@ def npz(path: Path, arrays: dict[str, Any]) -> None:
     path.write_bytes(buf.getvalue())
 
 
-def verify(path: Path, timeout_s: float = 300.0) -> Written:
-    """Run a script as a user would: its own directory, no farm on the path, no planted faults."""
+def verify(path: Path, timeout_s: float = 300.0, python: str | None = None) -> Written:
+    """Run a script as a user would: its own directory, no farm on the path, no planted faults
+    (with ``python``: that interpreter, e.g. another jax version's venv)."""
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
     try:
-        p = subprocess.run([sys.executable, path.name], cwd=path.parent, env=env, capture_output=True, text=True,
+        p = subprocess.run([python or sys.executable, path.name], cwd=path.parent, env=env, capture_output=True, text=True,
                            timeout=timeout_s)
         return Written(path, p.returncode, (p.stdout + p.stderr)[-3000:])
     except subprocess.TimeoutExpired:
@@ -98,6 +99,10 @@ def write_full(case: Case, program: Any, dyn: list[np.ndarray], out: Path, name:
     """The unminimized reproducer: the farm's export artifact (or emitted code where the
     failure comes before there is one), its inputs and the expected side."""
     chk, expected = check(case, program.closed, dyn)
+    more = invariant_side(case.harness.name, program.closed, dyn, chk, out)
+    if more:  # those outputs are the invariant's: the values side leaves them out
+        judged = more[0][0].invariant["outputs"].values()
+        expected = [[] if k in judged else alts for k, alts in enumerate(expected)]
     platform = _platform(case)
     blob = artifact(case.outcome, "export")
     code, why = None, ""
@@ -123,11 +128,31 @@ def write_full(case: Case, program: Any, dyn: list[np.ndarray], out: Path, name:
                  "too)." if code is None else "the harness's program as jax.lax code."),
         settings=case.settings, platform=platform, check=chk, code=code,
         inputs=f'[load("inputs.npz")[f"in{{i}}"] for i in range({len(dyn)})]',
-        expected=f'(lambda z: [[z[f"out{{i}}_{{j}}"] for j in range(k)] for i, k in enumerate({counts})])'
-                 f'(load("expected.npz"))' if counts else "[]")
+        expected=f'(lambda z: [[z[f"out{{i}}_{{j}}"] for j in range(k)] if k else None for i, k in enumerate({counts})])'
+                 f'(load("expected.npz"))' if counts else "[]", more=more)
     path = out / name
     path.write_text(script.render())
     return verify(path)
+
+
+def invariant_side(name: str, closed: Any, dyn: list[np.ndarray], chk: Check, out: Path) -> list[tuple[Check, str]]:
+    """The invariant side of a values check whose program has non-unique outputs (its data in
+    invariant.npz), as ``Script.more``; none where every output is unique."""
+    from farm.repro import invariant
+
+    if chk.kind != "values" or chk.against not in ("the float64 reference",):
+        return []
+    try:
+        inv = invariant.side(closed, dyn)
+    except invariant.NoStandaloneCheck as e:
+        raise FarmError(f"{name}: {e}") from None
+    if inv is None:
+        return []
+    npz(out / "invariant.npz", {"operand": inv.data[0],
+                                **{f"ref{i}": a for i, a in enumerate(inv.data[1:]) if a is not None}})
+    src = (f'(lambda z: [z["operand"]] + [z.get(f"ref{{i}}") for i in range({len(inv.data) - 1})])'
+           f'(load("invariant.npz"))')
+    return [(inv.check, src)]
 
 
 def correctly_rounded(closed: Any, args: list[np.ndarray]) -> np.ndarray | None:
