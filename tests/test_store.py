@@ -11,7 +11,7 @@ from farm.errors import ArtifactCorrupt, BadDatabaseURL
 from farm.results import Artifact, Outcome
 from farm.results import Record
 from farm.store import artifacts, open_store, queries, writes
-from farm.store.models import ArtifactRow, Base, OutcomeRow, ResultRow
+from farm.store.models import ArtifactRow, Base, OutcomeRow, ResultRow, StoredResultRow
 
 ENV = {"jax_version": "0.10.2", "jaxlib_version": "0.10.2", "python": "3.11.7", "host": "test",
        "device_kinds": ["cpu"], "xla_flags": "", "farm_commit": "abc"}
@@ -38,7 +38,10 @@ def test_migrations_match_models(db_url: str) -> None:
     with store.engine.connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn), Base.metadata)
     assert diff == []
-    assert {"runs", "results", "artifacts", "harnesses", "environments", "harness_outcomes"} <= set(store.tables())
+    assert {"runs", "stored_results", "artifacts", "harnesses", "environments", "stored_outcomes"} <= set(store.tables())
+    from sqlalchemy import inspect
+
+    assert {"results", "harness_outcomes"} <= set(inspect(store.engine).get_view_names())  # what readers read
 
 
 def test_writes_are_idempotent_and_queryable(db_url: str) -> None:
@@ -67,7 +70,7 @@ def test_database_enforces_status_vocabulary(db_url: str) -> None:
         hid = writes.harness_ids(s, [harness_desc(9)])["fp0009"]
     with pytest.raises(Exception):
         with store.session() as s:
-            s.add(ResultRow(run_id=run.id, harness_id=hid, platform="cpu", stage="x", status="great", comparable="c"))
+            s.add(StoredResultRow(run_id=run.id, harness_id=hid, platform="cpu", stage="x", status="great", comparable="c"))
 
 
 def test_corrupt_artifact_is_a_clear_error(db_url: str) -> None:

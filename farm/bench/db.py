@@ -40,7 +40,7 @@ from sqlalchemy.engine import make_url
 from farm.errors import ConfigError
 from farm.results import worst_status
 from farm.store import open_store, queries, writes
-from farm.store.models import ArtifactRow, Environment, HarnessRow, OutcomeRow, ResultRow, Run
+from farm.store.models import ArtifactRow, Environment, HarnessRow, OutcomeRow, ResultRow, Run, StoredOutcomeRow, StoredResultRow
 
 #: Stages whose timings take part in the planted step.
 STEP_STAGES = ("lower", "compile", "execute")
@@ -207,8 +207,8 @@ def _write_replica(dst: Any, source: _Source, plan: _Plan, n: int, name: str) ->
         rid = new.id
         rows, factors = _replica_results(source, plan, rid, n >= plan.step_from, last)
         for i in range(0, len(rows), 5000):
-            s.connection().execute(insert(ResultRow.__table__), rows[i:i + 5000])
-        s.connection().execute(insert(OutcomeRow.__table__), [
+            s.connection().execute(insert(StoredResultRow.__table__), rows[i:i + 5000])
+        s.connection().execute(insert(StoredOutcomeRow.__table__), [
             {"run_id": rid, "harness_id": plan.hid[o["harness_id"]], "environment_id": plan.env_id,
              "worst": _worse(o["worst"], "fail") if last and o["harness_id"] in plan.flip_hids else o["worst"],
              "seconds": max(0.0, (o["seconds"] or 0.0) + factors.get(o["harness_id"], 0.0)),
