@@ -127,11 +127,12 @@ def materialize(session: Session, run: Run) -> int:
     own = ~exists().where(o.run_id == run.id, o.harness_id == b.harness_id)
     session.execute(insert_skipping(session, StoredResultRow, ["run_id", *_KEY]).from_select(
         ["run_id", *RESULT_FIELDS], select(literal(run.id), *[getattr(b, f) for f in RESULT_FIELDS])
-        .where(b.run_id == run.base_run_id, own)))
+        .where(b.run_id == run.base_run_id, own).order_by(b.id)))  # ids in the base's order: readers order by id
     n = len(_stored_ids(session, run.id))
     session.execute(insert_skipping(session, StoredOutcomeRow, ["run_id", "harness_id"]).from_select(
         ["run_id", *OUTCOME_FIELDS], select(literal(run.id), *[getattr(ob, f) for f in OUTCOME_FIELDS])
-        .where(ob.run_id == run.base_run_id, ~exists().where(o.run_id == run.id, o.harness_id == ob.harness_id))))
+        .where(ob.run_id == run.base_run_id, ~exists().where(o.run_id == run.id, o.harness_id == ob.harness_id))
+        .order_by(ob.id)))
     run.base_run_id = None
     session.flush()
     return len(_stored_ids(session, run.id)) - n

@@ -20,17 +20,17 @@ from farm.results import NOT_REUSABLE, UPSTREAM_STAGES, Outcome, RunDims
 from farm.store import artifacts, deltas
 from farm.store.environments import fingerprint as env_fingerprint
 from farm.store.environments import get_or_create
-from farm.store.inserts import insert_skipping
+from farm.store.inserts import bulk_insert_skipping, insert_skipping
 from farm.store.models import Environment, HarnessRow, OutcomeRow, ResultRow, Run, StoredOutcomeRow, StoredResultRow
 from farm.store.models.base import utcnow
 
 
 def _insert_ignore(session: Session, model: type, rows: list[dict[str, Any]], keys: list[str]) -> None:
-    if not rows:
-        return
-    stmt = insert_skipping(session, model, keys)
-    for i in range(0, len(rows), 500):
-        session.execute(stmt, rows[i:i + 500])
+    """Core bulk insert on the table, not the ORM's bulk insert: the ORM splits rows into groups
+    by which columns are None and sends each group row by row to PostgreSQL (~700 rows/s)."""
+    if rows:
+        session.flush()
+        bulk_insert_skipping(session, model.__table__, rows, keys)  # type: ignore[attr-defined]
 
 
 def _insert_select(session: Session, model: type, cols: list[str], query: Any, keys: list[str]) -> None:
