@@ -169,14 +169,16 @@ def _copy_artifacts(src: Any, dst: Any, missing: list[str]) -> None:
                 dc.execute(insert(ArtifactRow.__table__), rows)
 
 
-def _replica_results(source: _Source, plan: _Plan, rid: int, stepped: bool,
-                     last: bool) -> tuple[list[dict[str, Any]], dict[int, float]]:
+def _replica_results(source: _Source, plan: _Plan, rid: int, stepped: bool, last: bool,
+                     only: set[int] | None = None) -> tuple[list[dict[str, Any]], dict[int, float]]:
     """One copy's result rows with jittered (and maybe stepped or flipped) timings.
 
     Also returns each source harness's added seconds, so its outcome's total moves with its results."""
     factors: dict[int, float] = {}
     rows = []
     for i, r in enumerate(source.results):
+        if only is not None and r["harness_id"] not in only:
+            continue
         f = math.exp(plan.rng.gauss(0.0, plan.noise))
         if stepped and r["harness_id"] in plan.step_hids and r["stage"] in STEP_STAGES:
             f *= STEP_FACTOR
@@ -208,12 +210,12 @@ def _write_replica(dst: Any, source: _Source, plan: _Plan, n: int, name: str) ->
         s.add(new)
         s.flush()
         rid = new.id
-        rows, factors = _replica_results(source, plan, rid, n >= plan.step_from, last)
-        outcomes = source.outcomes
+        changed = None
         if plan.delta and plan.base_id is not None:  # only the harnesses this copy changes
             changed = (plan.step_hids if n >= plan.step_from else set()) | (plan.flip_hids if last else set())
-            mine = {plan.hid[h] for h in changed}
-            rows = [r for r in rows if r["harness_id"] in mine]
+        rows, factors = _replica_results(source, plan, rid, n >= plan.step_from, last, changed)
+        outcomes = source.outcomes
+        if changed is not None:
             outcomes = [o for o in outcomes if o["harness_id"] in changed]
             new.base_run_id = plan.base_id
             s.flush()
