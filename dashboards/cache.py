@@ -24,7 +24,7 @@ from typing import Any
 from flask import Response, current_app, request
 from sqlalchemy import func, select
 
-from farm.store.models import AccuracyRow, AcknowledgementRow, ResultRow, Run
+from farm.store.models import AccuracyRow, AcknowledgementRow, Run, StoredResultRow
 
 #: Bytes of rendered pages kept per app (oldest used dropped first).
 MAX_BYTES = 64 * 2**20
@@ -75,7 +75,9 @@ def data_state(store: Any, generation: int) -> tuple[str, datetime | None] | Non
 
     One small query: the runs' (id, status, finished_at), each with the newest result id;
     and the newest accuracy row's id (``farm accuracy`` writes rows outside any run)."""
-    newest = select(func.max(ResultRow.id)).scalar_subquery()
+    # the stored table, not the view: an inherited row keeps its base row's id, so the newest id is
+    # the same, and the view would resolve every delta run's rows (millions) to find it
+    newest = select(func.max(StoredResultRow.id)).scalar_subquery()
     # acknowledgements of failure clusters (``farm triage ack``, from another process): each
     # new, changed (its time is renewed) or removed one changes their count or newest time
     acks = select(func.count(AcknowledgementRow.id)).scalar_subquery()

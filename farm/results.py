@@ -89,9 +89,9 @@ class Record:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Record":
-        return cls(**{k: d.get(k) for k in ("stage", "platform", "status", "seconds", "error_type",
-                                           "error", "detail", "artifact")},
-                   metrics=d.get("metrics") or {}, facts=d.get("facts") or {})
+        g = d.get  # positional: the driver builds ~20 of these per harness, ~2x faster than **kwargs
+        return cls(d["stage"], d["platform"], d["status"], g("seconds"), g("error_type"), g("error"), g("detail"),
+                   g("metrics") or {}, g("facts") or {}, g("artifact"))
 
 
 @dataclass(frozen=True, slots=True)

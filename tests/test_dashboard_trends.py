@@ -51,7 +51,7 @@ def test_trends_page_draws_the_plots_as_svg(client: Any) -> None:
 def test_trend_summaries_are_kept_and_refused_when_a_run_changes(app: Any, client: Any,
                                                                   farm_db: dict[str, Any]) -> None:
     from farm.store import trends
-    from farm.store.models import ReportRow, ResultRow
+    from farm.store.models import ReportRow, ResultRow, StoredResultRow
 
     client.get("/trends.json")
     store = app.config["STORE"]
@@ -75,13 +75,13 @@ def test_trend_summaries_are_kept_and_refused_when_a_run_changes(app: Any, clien
         # A result of the base run changes status: the run's stamp changes, the summary is recomputed.
         rid = s.scalar(select(ResultRow.id).where(ResultRow.run_id == farm_db["base"], ResultRow.stage == "trace",
                                                   ResultRow.status == "ok").limit(1))
-        s.execute(update(ResultRow).where(ResultRow.id == rid).values(status="error"))
+        s.execute(update(StoredResultRow).where(StoredResultRow.id == rid).values(status="error"))
     try:
         after, _ = trace_fails()
         assert after == before + 1
     finally:
         with store.session() as s:
-            s.execute(update(ResultRow).where(ResultRow.id == rid).values(status="ok"))
+            s.execute(update(StoredResultRow).where(StoredResultRow.id == rid).values(status="ok"))
     assert trace_fails()[0] == before
 
 

@@ -9,7 +9,7 @@ from sqlalchemy import func, select, text
 
 from farm.errors import ArtifactCorrupt, BadDatabaseURL
 from farm.store import artifacts, open_store, queries, writes
-from farm.store.models import ArtifactRow, Base, OutcomeRow, ResultRow
+from farm.store.models import ArtifactRow, Base, OutcomeRow, ResultRow, StoredResultRow
 
 from tests.helpers.rows import ENV, harness_desc, outcome  # noqa: F401  (shared with tests/faults)
 
@@ -22,7 +22,10 @@ def test_migrations_match_models(db_url: str) -> None:
     with store.engine.connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn), Base.metadata)
     assert diff == []
-    assert {"runs", "results", "artifacts", "harnesses", "environments", "harness_outcomes"} <= set(store.tables())
+    assert {"runs", "stored_results", "artifacts", "harnesses", "environments", "stored_outcomes"} <= set(store.tables())
+    from sqlalchemy import inspect
+
+    assert {"results", "harness_outcomes"} <= set(inspect(store.engine).get_view_names())  # what readers read
 
 
 def test_writes_are_idempotent_and_queryable(db_url: str) -> None:
@@ -51,7 +54,7 @@ def test_database_enforces_status_vocabulary(db_url: str) -> None:
         hid = writes.harness_ids(s, [harness_desc(9)])["fp0009"]
     with pytest.raises(Exception):
         with store.session() as s:
-            s.add(ResultRow(run_id=run.id, harness_id=hid, platform="cpu", stage="x", status="great", comparable="c"))
+            s.add(StoredResultRow(run_id=run.id, harness_id=hid, platform="cpu", stage="x", status="great", comparable="c"))
 
 
 def test_corrupt_artifact_is_a_clear_error(db_url: str) -> None:

@@ -15,7 +15,7 @@ from sqlalchemy import event, func, select, update
 from farm.results import Outcome
 from farm.results import Record
 from farm.store import open_store, queries, reports, writes
-from farm.store.models import ReportRow, ResultRow, Run
+from farm.store.models import ReportRow, ResultRow, Run, StoredResultRow
 
 ENV = {"jax_version": "0.10.2", "jaxlib_version": "0.10.2", "python": "3.11.7", "host": "test",
        "device_kinds": ["cpu"], "xla_flags": "", "farm_commit": "abc"}
@@ -172,7 +172,7 @@ def test_altered_text_or_changed_runs_are_recomputed(runs: dict[str, Any], analy
         s.execute(update(ReportRow).values(content=ReportRow.content + " "))
     assert not reports.comparison(store, runs["base"], runs["head"]).from_store
     with store.session() as s:  # a result of the head run changed after the report
-        s.execute(update(ResultRow).where(ResultRow.run_id == runs["head"], ResultRow.status == "fail")
+        s.execute(update(StoredResultRow).where(StoredResultRow.run_id == runs["head"], StoredResultRow.status == "fail")
                   .values(status="ok"))
     c = reports.comparison(store, runs["base"], runs["head"])
     assert not c.from_store and c.report["regressions"]["status"] == []

@@ -126,10 +126,25 @@ def test_the_migration_upgrades_a_database_made_by_the_schema_before_it(db_url: 
     store = open_store(db_url, upgrade=False)
     store.upgrade("0004")  # the schema before acknowledgements
     assert "acknowledgements" not in store.tables()
-    with store.session() as s:
-        run = writes.create_run(s, env=ENV, name="old", platforms=PLATFORMS, run_on=["cpu"], total=1)
-        writes.Writer(s, run, writes.harness_ids(s, HARNESSES[:1])).write(
-            [outcome("reshape_a", *reshape_error("reshape_a", "3", "0x1"))])
+    with store.session() as s:  # rows as that schema's code wrote them (today's writer needs today's schema)
+        o = outcome("reshape_a", *reshape_error("reshape_a", "3", "0x1"))
+        s.execute(text("INSERT INTO environments (id, fingerprint, jax_version, jaxlib_version, python, host, "
+                       "device_kinds, xla_flags, farm_commit, created_at) VALUES (1, 'envfp', '0.10.2', '0.10.2', "
+                       "'3.11.7', 'test', '[\"cpu\"]', '', 'abc', '2026-01-01')"))
+        h = HARNESSES[0]
+        s.execute(text("INSERT INTO harnesses (id, fingerprint, name, catalog, family, primitive, grp, dtype, shapes, "
+                       "params, definition) VALUES (1, :fp, :name, 'farm', 'fam', 'reshape', 'reshape', 'float32', "
+                       "'[[3]]', '{}', '{}')"), {"fp": h["fingerprint"], "name": h["name"]})
+        s.execute(text("INSERT INTO runs (id, name, kind, status, started_at, catalog, filters, platforms, run_on, "
+                       "total, environment_id, stats) VALUES (1, 'old', 'sweep', 'finished', '2026-01-01', 'farm', "
+                       "'{}', '[]', '[]', 1, 1, '{}')"))
+        for r in o.records:
+            s.execute(text("INSERT INTO results (run_id, harness_id, platform, stage, status, seconds, error_type, "
+                           "error, metrics, facts, comparable) VALUES (1, 1, :p, :st, :status, 0, :et, :e, '{}', "
+                           "'{}', 'c')"), {"p": r.platform, "st": r.stage, "status": r.status, "et": r.error_type,
+                                           "e": r.error})
+        s.execute(text("INSERT INTO harness_outcomes (run_id, harness_id, environment_id, worst, seconds, worker) "
+                       "VALUES (1, 1, 1, 'error', 0, 'w')"))
     store.upgrade()
     assert "acknowledgements" in store.tables()
     with store.session() as s:

@@ -40,7 +40,7 @@ from sqlalchemy.engine import make_url
 from farm.errors import ConfigError
 from farm.results import worst_status
 from farm.store import open_store, queries, writes
-from farm.store.models import ArtifactRow, Environment, HarnessRow, OutcomeRow, ResultRow, Run
+from farm.store.models import ArtifactRow, Environment, HarnessRow, OutcomeRow, ResultRow, Run, StoredOutcomeRow, StoredResultRow
 
 #: Stages whose timings take part in the planted step.
 STEP_STAGES = ("lower", "compile", "execute")
@@ -101,6 +101,9 @@ class _Plan:
     step_from: int
     flip_rows: set[int]
     flip_hids: set[int]
+    #: delta-stored copies: every copy after the first names the first as its base and stores only the harnesses that differ
+    delta: bool = False
+    base_id: int | None = None
 
 
 def _read_source(src: Any, src_run: str) -> _Source:
@@ -166,14 +169,16 @@ def _copy_artifacts(src: Any, dst: Any, missing: list[str]) -> None:
                 dc.execute(insert(ArtifactRow.__table__), rows)
 
 
-def _replica_results(source: _Source, plan: _Plan, rid: int, stepped: bool,
-                     last: bool) -> tuple[list[dict[str, Any]], dict[int, float]]:
+def _replica_results(source: _Source, plan: _Plan, rid: int, stepped: bool, last: bool,
+                     only: set[int] | None = None) -> tuple[list[dict[str, Any]], dict[int, float]]:
     """One copy's result rows with jittered (and maybe stepped or flipped) timings.
 
     Also returns each source harness's added seconds, so its outcome's total moves with its results."""
     factors: dict[int, float] = {}
     rows = []
     for i, r in enumerate(source.results):
+        if only is not None and r["harness_id"] not in only:
+            continue
         f = math.exp(plan.rng.gauss(0.0, plan.noise))
         if stepped and r["harness_id"] in plan.step_hids and r["stage"] in STEP_STAGES:
             f *= STEP_FACTOR
@@ -205,19 +210,29 @@ def _write_replica(dst: Any, source: _Source, plan: _Plan, n: int, name: str) ->
         s.add(new)
         s.flush()
         rid = new.id
-        rows, factors = _replica_results(source, plan, rid, n >= plan.step_from, last)
+        changed = None
+        if plan.delta and plan.base_id is not None:  # only the harnesses this copy changes
+            changed = (plan.step_hids if n >= plan.step_from else set()) | (plan.flip_hids if last else set())
+        rows, factors = _replica_results(source, plan, rid, n >= plan.step_from, last, changed)
+        outcomes = source.outcomes
+        if changed is not None:
+            outcomes = [o for o in outcomes if o["harness_id"] in changed]
+            new.base_run_id = plan.base_id
+            s.flush()
         for i in range(0, len(rows), 5000):
-            s.connection().execute(insert(ResultRow.__table__), rows[i:i + 5000])
-        s.connection().execute(insert(OutcomeRow.__table__), [
+            s.connection().execute(insert(StoredResultRow.__table__), rows[i:i + 5000])
+        s.connection().execute(insert(StoredOutcomeRow.__table__), [
             {"run_id": rid, "harness_id": plan.hid[o["harness_id"]], "environment_id": plan.env_id,
              "worst": _worse(o["worst"], "fail") if last and o["harness_id"] in plan.flip_hids else o["worst"],
              "seconds": max(0.0, (o["seconds"] or 0.0) + factors.get(o["harness_id"], 0.0)),
-             "worker": o["worker"]} for o in source.outcomes])
+             "worker": o["worker"]} for o in outcomes]) if outcomes else None
+    if plan.delta and plan.base_id is None:
+        plan.base_id = rid
     return rid, len(rows)
 
 
 def make_db(src_url: str, dst_url: str, *, runs: int = 10, src_run: str = "latest", seed: int = 0,
-            noise: float = 0.05, step_fraction: float = 0.01, flip_fraction: float = 0.002,
+            noise: float = 0.05, step_fraction: float = 0.01, flip_fraction: float = 0.002, delta: bool = False,
             log: Callable[[str], None] = lambda s: print(s, file=sys.stderr)) -> dict[str, Any]:
     """Copy the results of one run of ``src_url`` into ``runs`` new runs of ``dst_url``.
 
@@ -229,6 +244,9 @@ def make_db(src_url: str, dst_url: str, *, runs: int = 10, src_run: str = "lates
       src_run: which source run (id, name, ``latest`` or ``previous``).
       seed: the RNG seed; the same seed gives the same database.
       noise, step_fraction, flip_fraction: the variations (see the module docstring).
+      delta: store copies 2.. as delta runs of copy 1 (``farm.store.deltas``): nightlies whose
+        results were reused whole, so no timing noise; each stores only its stepped and flipped
+        harnesses.
 
     Returns:
       ``{"source": name, "runs": [ids], "results": n, "outcomes": n, "artifacts": n,
@@ -257,8 +275,8 @@ def make_db(src_url: str, dst_url: str, *, runs: int = 10, src_run: str = "lates
         step_hids = {h for h in sorted(hid) if rng.random() < step_fraction}
         flip_rows = {i for i, r in enumerate(source.results)
                      if r["stage"] == "execute" and r["status"] == "ok" and rng.random() < flip_fraction}
-        plan = _Plan(runs, seed, noise, rng, env_id, hid, step_hids, runs // 2, flip_rows,
-                     {source.results[i]["harness_id"] for i in flip_rows})
+        plan = _Plan(runs, seed, 0.0 if delta else noise, rng, env_id, hid, step_hids, runs // 2, flip_rows,
+                     {source.results[i]["harness_id"] for i in flip_rows}, delta)
         run_ids: list[int] = []
         for n, name in enumerate(names):
             rid, n_rows = _write_replica(dst, source, plan, n, name)

@@ -74,7 +74,7 @@ def _subprocess_seconds(code: str) -> float:
     return time.perf_counter() - t0
 
 
-GROUPS = ("catalog", "pipeline", "sweep", "overhead", "dashboard", "load", "full")
+GROUPS = ("catalog", "pipeline", "sweep", "overhead", "fleet", "dashboard", "load", "full")
 
 
 def run(quick: bool = True, log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), *,
@@ -95,6 +95,10 @@ def run(quick: bool = True, log: Callable[[str], None] = lambda s: print(s, file
         figs += sweep_figures(quick, log)
     if "overhead" in want:
         figs += overhead_figures(quick, log)
+    if "fleet" in want:
+        from farm.bench.fleet_figures import fleet_figures  # deferred: ray and the fleet, only here
+
+        figs += fleet_figures(quick, log)
     if "full" in want and not quick:
         figs += full_catalog_figures(log)
     if "dashboard" in want:

@@ -27,6 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--runs", type=number("--runs", minimum=1), default=10, help="runs to make (default 10)")
     g.add_argument("--src-run", default="latest", help="the source run (id, name or latest; default latest)")
     g.add_argument("--seed", type=int, default=0, help="RNG seed (default 0)")
+    g.add_argument("--delta", action="store_true",
+                   help="store every copy after the first as a delta run of it (reused nightlies: no timing "
+                        "noise; each stores only its stepped and flipped harnesses)")
     p.set_defaults(func=run)
 
 
@@ -36,7 +39,8 @@ def run(args: argparse.Namespace) -> int:
         from farm.bench.db import make_db  # deferred: farm.bench.db (~0.35 s, sqlalchemy+store); not needed by farm --help
 
         src, dst = args.make_db
-        print(json.dumps(make_db(src, dst, runs=args.runs, src_run=args.src_run, seed=args.seed), indent=1))
+        print(json.dumps(make_db(src, dst, runs=args.runs, src_run=args.src_run, seed=args.seed,
+                                 delta=args.delta), indent=1))
         return 0
     only = tuple(x.strip() for x in (args.only or "").split(",") if x.strip())
     figs = bench.run(quick=args.quick, only=only, dashboard_db=args.dashboard_db)

@@ -210,9 +210,42 @@ class Worker:
 
 
 def wait(workers: list[Worker], timeout: float) -> list[Worker]:
-    """Wait up to ``timeout`` seconds for a busy worker to have something; those that do."""
+    """Wait up to ``timeout`` seconds for a busy worker to have something; then every worker
+    that does (a second wait that does not block): one turn of the driver serves them all,
+    instead of one turn per outcome."""
     import ray
 
-    ready, _ = ray.wait([w.stream for w in workers], num_returns=1, timeout=timeout)
+    streams = [w.stream for w in workers]
+    ready, rest = ray.wait(streams, num_returns=1, timeout=timeout)
+    if ready and rest:
+        more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
+        ready += more
     ids = {id(g) for g in ready}
     return [w for w in workers if id(w.stream) in ids]
+
+
+def fetch(workers: list[Worker]) -> list[dict[str, Any] | None | WorkerDied]:
+    """The next outcome of each ready worker in one ``ray.get`` (None: its batch is over; a
+    ``WorkerDied``: it died), instead of one call per worker."""
+    import ray
+    from ray.exceptions import RayError
+
+    refs: list[Any] = []
+    for w in workers:
+        try:
+            refs.append(next(w.stream))
+        except StopIteration:
+            refs.append(None)
+        except RayError as e:
+            refs.append(WorkerDied(type(e).__name__))
+    live = [r for r in refs if r is not None and not isinstance(r, WorkerDied)]
+    try:
+        got = dict(zip(map(id, live), ray.get(live))) if live else {}
+    except RayError:  # one of them died: ask each alone to tell which
+        got = {}
+        for r in live:
+            try:
+                got[id(r)] = ray.get(r)
+            except RayError as e:
+                got[id(r)] = WorkerDied(type(e).__name__)
+    return [r if r is None or isinstance(r, WorkerDied) else got[id(r)] for r in refs]

@@ -20,6 +20,10 @@ from farm.run.cluster import Worker, WorkerDied
 from farm.pipeline.host import fingerprint
 from farm.run.progress import Progress, SweepConfig, SweepStats
 
+_NOT_READY = object()  # a busy worker with nothing streamed this turn
+#: outcomes the driver buffers before handing them to the sink (or ``commit_every_s``)
+FLUSH_AT = 1000
+
 
 class Sweep:
     """Runs harnesses on Ray actors and hands outcomes to ``sink`` as they finish.
@@ -114,11 +118,12 @@ class Sweep:
             return False
         if not active:  # every worker was lost; wait for the cluster to offer slots again
             time.sleep(0.2)
-        ready = set(cluster.wait(active, timeout=0.2)) if active else set()
+        ready = cluster.wait(active, timeout=0.2) if active else []
+        got = {id(w): d for w, d in zip(ready, cluster.fetch(ready))} if ready else {}
         now = time.monotonic()
         kept = []
         for slot in self.slots:
-            slot_ = self._collect(slot, slot in ready, now) if slot.stream is not None else slot
+            slot_ = self._collect(slot, got.get(id(slot), _NOT_READY), now) if slot.stream is not None else slot
             if slot_ is not None:
                 kept.append(slot_)
         self.slots = kept
@@ -139,15 +144,15 @@ class Sweep:
                 key = (slot.kind, batch[0].fingerprint)
                 slot.run(batch, self.reuse, isolated=len(batch) == 1 and key in self.retry_alone)
 
-    def _collect(self, slot: Worker, ready: bool, now: float) -> Worker | None:
-        """Handle a busy worker; returns what takes its place (itself, a new worker, or None)."""
+    def _collect(self, slot: Worker, d: Any, now: float) -> Worker | None:
+        """Handle a busy worker and what it streamed (``cluster.fetch``: an outcome, None at the
+        end of its batch, a ``WorkerDied``, or ``_NOT_READY``); returns what takes its place
+        (itself, a new worker, or None)."""
         cur = slot.current
-        if not ready:
+        if d is _NOT_READY:
             return self._check_timeout(slot, cur, now) if cur is not None else slot
-        try:
-            d = slot.next_result()
-        except WorkerDied as e:
-            self._worker_died(slot, cur, e.cause)
+        if isinstance(d, WorkerDied):
+            self._worker_died(slot, cur, d.cause)
             return None
         if d is None:  # the batch is over
             slot.stream = None
@@ -262,9 +267,9 @@ class Sweep:
         self.progress.update(1, int(bad))
 
     def _flush(self, force: bool = False) -> None:
-        """Hand buffered outcomes to the sink: every ``commit_every_s``, at 200, or when forced."""
+        """Hand buffered outcomes to the sink: every ``commit_every_s``, at ``FLUSH_AT``, or when forced."""
         if self.buffer and (force or time.monotonic() - self.last_commit >= self.config.commit_every_s
-                            or len(self.buffer) >= 200):
+                            or len(self.buffer) >= FLUSH_AT):
             self.sink(self.buffer, "ray")
             self.buffer = []
             self.last_commit = time.monotonic()

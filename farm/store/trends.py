@@ -61,13 +61,13 @@ def compute(session: Session, run_id: int) -> dict[str, Any]:
     r = ResultRow
     counts = [{"stage": st, "platform": pl, "status": status, "n": n} for st, pl, status, n in session.execute(
         select(r.stage, r.platform, r.status, func.count()).where(r.run_id == run_id)
-        .group_by(r.stage, r.platform, r.status))]
+        .group_by(r.stage, r.platform, r.status).order_by(r.stage, r.platform, r.status))]
     by_stage: dict[str, list[float]] = {}
     for stage, sec in session.execute(select(r.stage, r.seconds)
                                       .where(r.run_id == run_id, r.status.in_(TIMED), r.seconds > 0)):
         by_stage.setdefault(stage, []).append(sec)
     seconds = []
-    for stage, vals in by_stage.items():
+    for stage, vals in sorted(by_stage.items()):  # rows come in storage order, which a delta run changes
         vals.sort()
         seconds.append({"stage": stage, "n": len(vals), **_quantiles(vals), "total": math.fsum(vals)})
     return {"format_version": FORMAT_VERSION, "run_id": run_id, "counts": counts, "seconds": seconds}

@@ -17,20 +17,20 @@ from sqlalchemy.orm import Session
 from farm.catalog import Harness
 from farm.errors import ConfigError
 from farm.results import NOT_REUSABLE, UPSTREAM_STAGES, Outcome, RunDims
-from farm.store import artifacts
+from farm.store import artifacts, deltas
 from farm.store.environments import fingerprint as env_fingerprint
 from farm.store.environments import get_or_create
-from farm.store.inserts import insert_skipping
-from farm.store.models import Environment, HarnessRow, OutcomeRow, ResultRow, Run
+from farm.store.inserts import bulk_insert_skipping, insert_skipping
+from farm.store.models import Environment, HarnessRow, OutcomeRow, ResultRow, Run, StoredOutcomeRow, StoredResultRow
 from farm.store.models.base import utcnow
 
 
 def _insert_ignore(session: Session, model: type, rows: list[dict[str, Any]], keys: list[str]) -> None:
-    if not rows:
-        return
-    stmt = insert_skipping(session, model, keys)
-    for i in range(0, len(rows), 500):
-        session.execute(stmt, rows[i:i + 500])
+    """Core bulk insert on the table, not the ORM's bulk insert: the ORM splits rows into groups
+    by which columns are None and sends each group row by row to PostgreSQL (~700 rows/s)."""
+    if rows:
+        session.flush()
+        bulk_insert_skipping(session, model.__table__, rows, keys)  # type: ignore[attr-defined]
 
 
 def _insert_select(session: Session, model: type, cols: list[str], query: Any, keys: list[str]) -> None:
@@ -150,8 +150,8 @@ class Writer:
                           "result_key": o.result_key if reusable else None,
                           "downstream_key": o.downstream_key if reusable else None})
         self.session.flush()
-        _insert_ignore(self.session, ResultRow, results, ["run_id", "harness_id", "platform", "stage"])
-        _insert_ignore(self.session, OutcomeRow, marks, ["run_id", "harness_id"])
+        _insert_ignore(self.session, StoredResultRow, results, ["run_id", "harness_id", "platform", "stage"])
+        _insert_ignore(self.session, StoredOutcomeRow, marks, ["run_id", "harness_id"])
 
 
 def _finite(metrics: dict[str, float]) -> dict[str, float | str]:
@@ -194,11 +194,11 @@ def copy_cached(session: Session, run: Run, keys: dict[int, str]) -> dict[int, i
         for i in range(0, len(ids), 500):
             chunk = ids[i:i + 500]
             # one INSERT ... SELECT per chunk in the database: no row makes a round trip through Python
-            _insert_select(session, ResultRow, ["run_id", *cols],
+            _insert_select(session, StoredResultRow, ["run_id", *cols],
                            select(literal(run.id), *[getattr(ResultRow, c) for c in cols])
                            .where(ResultRow.run_id == src, ResultRow.harness_id.in_(chunk)),
                            ["run_id", "harness_id", "platform", "stage"])
-            _insert_select(session, OutcomeRow, ["run_id", "environment_id", "worker", "cached_from", *ocols],
+            _insert_select(session, StoredOutcomeRow, ["run_id", "environment_id", "worker", "cached_from", *ocols],
                            select(literal(run.id), literal(run.environment_id), literal("cache"),
                                   func.coalesce(OutcomeRow.cached_from, OutcomeRow.run_id),
                                   *[getattr(OutcomeRow, c) for c in ocols])
@@ -237,11 +237,20 @@ def downstream_priors(session: Session, run: Run, harness_ids_: list[int]) -> di
             for hid, (_, origin, key) in newest.items()}
 
 
-def finish_run(session: Session, run: Run, status: str, stats: dict[str, Any] | None = None) -> None:
+def finish_run(session: Session, run: Run, status: str, stats: dict[str, Any] | None = None, *,
+               delta: bool = True, max_fraction: float = deltas.MAX_FRACTION) -> deltas.Delta | None:
+    """End a run. A finished run is compacted into a delta of an earlier identical run where
+    that stores at most ``max_fraction`` of its harnesses (``farm.store.deltas``); readers
+    cannot tell the difference. Returns what compaction did (None: not attempted)."""
+    session.flush()
+    d = deltas.compact(session, run, max_fraction=max_fraction) if delta and status == "finished" else None
     run.status = status
     run.finished_at = utcnow()
+    if d is not None and d.base is not None:
+        stats = {**(stats or {}), "delta": d.to_dict()}
     if stats:
         run.stats = {**(run.stats or {}), **stats}
+    return d
 
 
 def count_outcomes(session: Session, run_id: int) -> int:

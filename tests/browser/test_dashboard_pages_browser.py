@@ -22,18 +22,18 @@ def _plant_slow_execute(url: str, base: int, head: int) -> None:
     """exp's cpu execute: five timed samples in ``base`` (one sweep with repeats=1 has one,
     too few for a verdict) and the same SLOWER times slower in ``head``."""
     from farm.store import open_store
-    from farm.store.models import HarnessRow, ReportRow, ResultRow
+    from farm.store.models import HarnessRow, ReportRow, ResultRow, StoredResultRow
 
     store = open_store(url)
     try:
         with store.session() as s:
             hid = s.scalar(select(HarnessRow.id).where(HarnessRow.primitive == "exp"))
             t = s.scalar(select(ResultRow.metrics).where(ResultRow.run_id == base, ResultRow.harness_id == hid,
-                                                         ResultRow.platform == "cpu", ResultRow.stage == "execute"))
+                                                         StoredResultRow.platform == "cpu", StoredResultRow.stage == "execute"))
             for run, k in ((base, 1.0), (head, SLOWER)):
                 samples = [t["execute_s"] * k * (1 + 0.01 * i) for i in range(5)]
-                s.execute(update(ResultRow).where(ResultRow.run_id == run, ResultRow.harness_id == hid,
-                                                  ResultRow.platform == "cpu", ResultRow.stage == "execute")
+                s.execute(update(StoredResultRow).where(StoredResultRow.run_id == run, StoredResultRow.harness_id == hid,
+                                                  StoredResultRow.platform == "cpu", StoredResultRow.stage == "execute")
                           .values(metrics={"execute_s": samples[2], "execute_min_s": samples[0],
                                            "execute_max_s": samples[-1], "repeats": 5.0},
                                   facts={"samples_s": samples, "warmup_calls": 10}))

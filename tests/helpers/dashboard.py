@@ -27,7 +27,7 @@ def make_db(path: str) -> dict[str, Any]:
     from farm.results import Options
     from farm.run.sweep import SweepConfig, sweep
     from farm.store import open_store
-    from farm.store.models import ArtifactRow, HarnessRow, ResultRow
+    from farm.store.models import ArtifactRow, HarnessRow, ResultRow, StoredResultRow
 
     url = f"sqlite:///{path}"
     store = open_store(url)
@@ -51,11 +51,11 @@ def make_db(path: str) -> dict[str, Any]:
         fps = dict(s.execute(select(HarnessRow.primitive, HarnessRow.fingerprint)).tuples().all())
         hid = dict(s.execute(select(HarnessRow.primitive, HarnessRow.id)).tuples().all())
         head = runs[1]
-        s.execute(update(ResultRow).where(ResultRow.run_id == head, ResultRow.harness_id == hid["sin"],
-                                          ResultRow.platform == "cpu", ResultRow.stage == "execute")
+        s.execute(update(StoredResultRow).where(StoredResultRow.run_id == head, StoredResultRow.harness_id == hid["sin"],
+                                                StoredResultRow.platform == "cpu", StoredResultRow.stage == "execute")
                   .values(status="fail", error_type="RuntimeError", error=EVIL, detail="Traceback\n" + EVIL))
-        s.execute(update(ResultRow).where(ResultRow.run_id == head, ResultRow.harness_id == hid["add"],
-                                          ResultRow.platform == "cpu", ResultRow.stage == "compare")
+        s.execute(update(StoredResultRow).where(StoredResultRow.run_id == head, StoredResultRow.harness_id == hid["add"],
+                                                StoredResultRow.platform == "cpu", StoredResultRow.stage == "compare")
                   .values(status="unexpected_pass", error="expected to fail, passed"))
         exp_module = s.scalar(select(ResultRow.facts).where(
             ResultRow.run_id == head, ResultRow.harness_id == hid["exp"], ResultRow.platform == "cpu",

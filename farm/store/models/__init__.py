@@ -5,10 +5,11 @@ from farm.store.models.artifact import ARTIFACT_KINDS, ArtifactRow
 from farm.store.models.base import Base
 from farm.store.models.environment import Environment
 from farm.store.models.harness import HarnessRow
-from farm.store.models.outcome import OutcomeRow
+from farm.store.models.outcome import OUTCOME_FIELDS, OutcomeRow, StoredOutcomeRow
 from farm.store.models.report import ReportRow
-from farm.store.models.result import ResultRow
+from farm.store.models.result import RESULT_FIELDS, ResultRow, StoredResultRow
 from farm.store.models.run import RUN_KINDS, RUN_STATUSES, Run
 
 __all__ = ["AccuracyRow", "AcknowledgementRow", "ARTIFACT_KINDS", "ArtifactRow", "Base", "Environment", "HarnessRow", "OutcomeRow",
-           "ReportRow", "ResultRow", "RUN_KINDS", "RUN_STATUSES", "Run"]
+           "OUTCOME_FIELDS", "ReportRow", "RESULT_FIELDS", "ResultRow", "RUN_KINDS", "RUN_STATUSES", "Run",
+           "StoredOutcomeRow", "StoredResultRow"]

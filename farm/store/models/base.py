@@ -20,6 +20,12 @@ class Base(DeclarativeBase):
     type_annotation_map = {dict: JSON, list: JSON}
 
 
+class ViewBase(DeclarativeBase):
+    """Read-only mappings of SQL views (created by migrations, not by ``Base.metadata``)."""
+    metadata = MetaData(naming_convention=NAMING)
+    type_annotation_map = {dict: JSON, list: JSON}
+
+
 def utcnow() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
 

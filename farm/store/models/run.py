@@ -40,3 +40,8 @@ class Run(Base):
     exported_on: Mapped[str | None] = mapped_column(String(32), default=None)
     schedule: Mapped[str | None] = mapped_column(String(100), default=None, index=True)
     slot: Mapped[str | None] = mapped_column(String(16), default=None)
+    #: a delta run: the fully stored run whose outcome and result rows this run shares for every
+    #: harness it stored none of (``farm.store.deltas``); None: every row is stored. A base
+    #: cannot be deleted while a run names it (``farm db prune`` keeps or materializes it).
+    base_run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id"), default=None,
+                                                    index=True)
