@@ -3,26 +3,17 @@ XLA CPU finding, each script run in a subprocess that cannot import the farm."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from farm.cli import main
 from farm.repro.minimize import ddmin
+from tests.helpers.repro import run_without_farm
 
 CHAIN = "planted_ok.chain_float32_8x4_8x4"
 #: XLA CPU's atan2 with subnormal arguments (docs/findings.md): a declared Limitation, still a bug
 ATAN2 = "special_values.atan2_float32_361_361"
-
-
-def run_without_farm(script) -> subprocess.CompletedProcess:  # noqa: ANN001
-    """Run a script as its user would, with every ``farm`` import made to fail."""
-    code = ("import runpy, sys; sys.modules['farm'] = None; sys.argv = [sys.argv[1]]; "
-            "runpy.run_path(sys.argv[0], run_name='__main__')")
-    return subprocess.run([sys.executable, "-c", code, script.name], cwd=script.parent, capture_output=True,
-                          text=True, timeout=300, env={"PATH": "/usr/bin:/bin"})
 
 
 def test_ddmin_finds_a_one_minimal_subset() -> None:

@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from farm.cli import main
-from tests.test_repro import run_without_farm
+from tests.helpers.repro import run_without_farm
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHAIN = "planted_ok.chain_float32_8x4_8x4"

@@ -10,7 +10,7 @@ import pytest
 
 from farm.cli import main
 from farm.reference.tolerance import invariant_bound
-from tests.test_repro import run_without_farm
+from tests.helpers.repro import run_without_farm
 
 EIGH = "eigh_float64_4x4"
 

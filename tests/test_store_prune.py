@@ -12,7 +12,7 @@ from sqlalchemy import select
 from farm.cli import main
 from farm.store import open_store, prune, reports
 from farm.store.models import Run
-from tests.test_delta_runs import N, _outcomes_with, effective, outcome, write_run
+from tests.helpers.deltas import N, _outcomes_with, effective, outcome, write_run
 
 
 def _runs(store: Any) -> dict[str, int]:
