@@ -98,3 +98,37 @@ def test_sqlite_uses_wal(sqlite_url: str) -> None:
     store = open_store(sqlite_url)
     with store.engine.connect() as c:
         assert c.execute(text("PRAGMA journal_mode")).scalar() == "wal"
+
+
+def test_a_database_at_the_schema_main_had_before_delta_runs_upgrades_and_reads_the_same(db_url: str) -> None:
+    """A database the previous main made (schema 0007, rows as its writer stored them) upgrades
+    to today's head, and every row reads back through today's queries."""
+    store = open_store(db_url, upgrade=False)
+    store.upgrade("0007")
+    with store.session() as s:
+        s.execute(text("INSERT INTO environments (id, fingerprint, jax_version, jaxlib_version, python, host, "
+                       "device_kinds, xla_flags, farm_commit, created_at) VALUES (1, 'envfp', '0.10.2', '0.10.2', "
+                       "'3.11.7', 'test', '[\"cpu\"]', '', 'abc', '2026-01-01')"))
+        s.execute(text("INSERT INTO harnesses (id, fingerprint, name, catalog, family, primitive, grp, dtype, shapes, "
+                       "params, definition) VALUES (1, 'fp0001', 'h1', 'farm', 'fam', 'sin', 'sin', 'float32', "
+                       "'[[3]]', '{}', '{}')"))
+        s.execute(text("INSERT INTO runs (id, name, kind, status, started_at, catalog, filters, platforms, run_on, "
+                       "total, environment_id, stats, series, config) VALUES (1, 'nightly@x64=on', 'sweep', "
+                       "'finished', '2026-01-01', 'farm', '{}', '[\"cpu\"]', '[\"cpu\"]', 1, 1, '{}', 'nightly', "
+                       "'x64=on')"))
+        for stage, status in (("trace", "ok"), ("compare", "fail")):
+            s.execute(text("INSERT INTO results (run_id, harness_id, platform, stage, status, seconds, metrics, "
+                           "facts, comparable) VALUES (1, 1, 'cpu', :st, :status, 0.5, '{\"max_ulp_err\": 9.0}', "
+                           "'{}', 'c')"), {"st": stage, "status": status})
+        s.execute(text("INSERT INTO harness_outcomes (run_id, harness_id, environment_id, worst, seconds, worker) "
+                       "VALUES (1, 1, 1, 'fail', 0.5, 'w')"))
+    store.upgrade()
+    with store.session() as s:
+        run = queries.resolve_run(s, "nightly@x64=on")
+        info = queries.run_dict(s, run)
+        rows = queries.results(s, run.id)
+    assert info["status"] == "finished" and info["done"] == 1 and info["status_counts"] == {"ok": 1, "fail": 1}
+    assert info["dims"]["series"] == "nightly" and info["dims"]["config"] == "x64=on"
+    assert [(r["stage"], r["status"], r["metrics"]) for r in rows] == [
+        ("trace", "ok", {"max_ulp_err": 9.0}), ("compare", "fail", {"max_ulp_err": 9.0})]
+    store.dispose()
