@@ -121,10 +121,11 @@ class Static:
     distributions of the site directories (and the file -> sha256 index of their
     RECORDs), the standard library, the ``.pth`` files and the ``jax_plugins`` namespace."""
 
-    def __init__(self, sha: Callable[[str], str], tree: Callable[[str, set[str]], str]) -> None:
+    def __init__(self, sha: Callable[[str], str], tree: Callable[[str, set[str]], str],
+                 sites: list[str] | None = None) -> None:
         self.records: dict[str, str] = {}  # path -> sha256 as RECORD lists it
         dists: list[tuple[str, str]] = []
-        self.sites = site_dirs()
+        self.sites = site_dirs() if sites is None else [os.path.realpath(s) for s in sites]
         for s in self.sites:
             for info in _glob(s, "*.dist-info") + _glob(s, "*.egg-info"):
                 record = _read(os.path.join(info, "RECORD"))
@@ -190,8 +191,8 @@ class Loaded:
     ``cachekey`` hashes); ``sha(path)`` hashes a file (memoized)."""
 
     def __init__(self, covered: Callable[[str], bool], sha: Callable[[str], str],
-                 tree: Callable[[str, set[str]], str], root: Path) -> None:
-        self._covered, self._sha, self._tree, self.root = covered, sha, tree, root
+                 tree: Callable[[str, set[str]], str], root: Path, sites: list[str] | None = None) -> None:
+        self._covered, self._sha, self._tree, self.root, self._sites = covered, sha, tree, root, sites
         self._static: Static | None = None
         self._seen: dict[str, tuple[str, str] | None] = {}  # file -> its part of the key, once per process
         self._size = -1
@@ -202,7 +203,7 @@ class Loaded:
     @property
     def static(self) -> Static:
         if self._static is None:
-            self._static = Static(self._sha, self._tree)
+            self._static = Static(self._sha, self._tree, self._sites)
         return self._static
 
     def files(self) -> frozenset[tuple[str, str]]:
