@@ -228,9 +228,13 @@ LOADED = hermetic.Loaded(_covered, FILES.sha, lambda root, skip: FILES.tree(root
 
 
 def loaded_digest() -> str:
-    """Digest of every module this process has loaded (``farm.pipeline.hermetic``)."""
+    """Digest of every module this process has loaded (``farm.pipeline.hermetic``). The
+    file memo is written back after the first one only (writing it costs ~0.1 s; what a
+    process loads later is little and mostly hashed already)."""
     d = LOADED.digest()
-    FILES.save()
+    if not LOADED.saved:
+        FILES.save()
+        LOADED.saved = True
     return d
 
 

@@ -199,6 +199,7 @@ class Loaded:
         self._files: frozenset[tuple[str, str]] = frozenset()
         self._digest = ""
         self.computed = 0  # how often the digest was recomputed (a measure of its cost)
+        self.saved = False  # whether the file memo was written back after the first digest
 
     @property
     def static(self) -> Static:
