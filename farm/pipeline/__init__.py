@@ -6,7 +6,8 @@ limitations. This module is its public face; the code lives in the modules besid
 - ``judge``: limitations applied as data (``judge_crash`` for a dead worker's outcome);
 - ``compile_cache``: ``CompileCache``, one compile per distinct module in a worker;
 - ``memory``: ``clear_caches`` and ``rss_bytes`` for long-lived workers;
-- ``cachekey``, ``references``, ``iofile``, ``irctx``, ``faults``, ``replay``.
+- ``cachekey`` (with ``hermetic``: what a process loaded and its jax/XLA environment;
+  ``filedigests``: memoized file hashes), ``references``, ``iofile``, ``irctx``, ``faults``, ``replay``.
 
 jax is imported inside the functions that use it, here and in ``farm.stages``: the
 store imports this package (``farm.pipeline.cachekey``) and must not pay jax's ~0.9 s.

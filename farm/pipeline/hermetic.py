@@ -133,8 +133,8 @@ class Static:
                 dists.append((os.path.basename(info), hashlib.sha256(meta.encode()).hexdigest()))
                 for row in csv.reader((record or "").splitlines()):
                     if len(row) >= 2 and row[1].startswith("sha256="):
-                        rel = row[0] if ".." not in row[0] else os.path.normpath(os.path.join(s, row[0]))[len(s) + 1:]
-                        self.records[s + os.sep + rel] = row[1][7:].rstrip("=")
+                        path = s + os.sep + row[0] if ".." not in row[0] else os.path.normpath(os.path.join(s, row[0]))
+                        self.records[path] = row[1][7:].rstrip("=")
         pth = sorted((p, sha(p)) for s in self.sites for p in _glob(s, "*.pth"))
         self.stdlib = [d for d in stdlib_dirs() if d not in self.sites]
         stdlib = [(d, tree(d, _STDLIB_SKIP)) for d in self.stdlib]
