@@ -135,9 +135,10 @@ class Static:
                     if len(row) >= 2 and row[1].startswith("sha256="):
                         path = s + os.sep + row[0] if ".." not in row[0] else os.path.normpath(os.path.join(s, row[0]))
                         self.records[path] = row[1][7:].rstrip("=")
-        pth = sorted((p, sha(p)) for s in self.sites for p in _glob(s, "*.pth"))
+        # names and contents, never where they are: hosts with the same environment elsewhere agree
+        pth = sorted((os.path.basename(p), sha(p)) for s in self.sites for p in _glob(s, "*.pth"))
         self.stdlib = [d for d in stdlib_dirs() if d not in self.sites]
-        stdlib = [(d, tree(d, _STDLIB_SKIP)) for d in self.stdlib]
+        stdlib = sorted(tree(d, _STDLIB_SKIP) for d in self.stdlib)
         self.plugin_dirs = _namespace_dirs("jax_plugins")
         plugins = [(os.path.basename(os.path.dirname(d)), tree(d, {"__pycache__"})) for d in self.plugin_dirs]
         self.digest = _sha(sorted(dists), pth, stdlib, plugins, sys.version, sys.implementation.cache_tag)
