@@ -1,7 +1,9 @@
 """Configurations share compile, execute and compare where they make the same module
 from the same inputs, and only there: ``farm sweep --config x64=off,on`` over three
 harnesses, one whose module x64 leaves alone, one whose module it changes (an ``arange``
-is int32 or int64) and one whose inputs it changes."""
+is int32 or int64) and one whose inputs it changes. Lowered for cpu and tpu: the
+multi-platform export differs between the two (its platform index is i32 or i64), and
+only the round trip, off by default, runs it."""
 from __future__ import annotations
 
 import json
@@ -61,7 +63,7 @@ def test_x64_off_and_on_share_downstream_results_only_where_module_and_inputs_ar
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}", "RAY_USAGE_STATS_ENABLED": "0"}
     p = subprocess.run([sys.executable, "-m", "farm", "sweep", "--config", "x64=off,on", "--catalog", "x64reuse",
                         "--modules", "farm_test_x64reuse", "--db", f"sqlite:///{db}", "--name", "cfg",
-                        "--platforms", "cpu", "--no-crossexec", "--repeats", "1", "--workers", "1"],
+                        "--platforms", "cpu,tpu", "--repeats", "1", "--workers", "1"],
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stderr[-3000:]
     assert "0 reused whole" in p.stderr.split("configuration x64=on")[1]  # the Python side differs: no whole outcome
@@ -71,7 +73,7 @@ def test_x64_off_and_on_share_downstream_results_only_where_module_and_inputs_ar
     con.close()
     same, differs, shifted = "same_module.sin_float32_3", "module_differs.add_float32_3", "inputs_differ.sin_float32_3"
     assert set(on) == set(off) == {same, differs, shifted}
-    downstream = ("compile/cpu", "execute/cpu", "compare/cpu")
+    downstream = ("compile/cpu", "execute/cpu", "compare/cpu", "crossexec/tpu")
     # the same module from the same inputs: compiled, run and compared once, for both configurations
     assert on[same]["lower/cpu"][2] == off[same]["lower/cpu"][2]
     assert {on[same][k][1] for k in downstream} == {off_id}, on[same]
