@@ -9,6 +9,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import types
 from dataclasses import replace
 from pathlib import Path
 
@@ -95,6 +96,66 @@ def test_unchanged_files_are_not_hashed_again(tmp_path) -> None:  # noqa: ANN001
     assert again.sha(str(f)) == first and again.hashed_bytes == 0
     f.write_text("two")  # new size and mtime: hashed again
     assert again.sha(str(f)) != first and again.hashed_bytes == 3
+
+
+def test_environment_is_every_variable_jax_xla_or_a_plugin_reads() -> None:
+    from farm.pipeline.hermetic import environment
+
+    env = {"JAX_RANDOM_SEED_OFFSET": "1", "XLA_PYTHON_CLIENT_ALLOCATOR": "platform", "NCCL_ALGO": "ring",
+           "NVIDIA_TF32_OVERRIDE": "0", "LIBTPU_INIT_ARGS": "x", "HIP_LAUNCH_BLOCKING": "1", "FARM_PLANT": "p",
+           "CUDA_VISIBLE_DEVICES": "0", "TPU_VISIBLE_CHIPS": "0", "TF_CPP_MIN_LOG_LEVEL": "2", "HOME": "/root"}
+    assert set(environment(env)) == {"JAX_RANDOM_SEED_OFFSET", "XLA_PYTHON_CLIENT_ALLOCATOR", "NCCL_ALGO",
+                                     "NVIDIA_TF32_OVERRIDE", "LIBTPU_INIT_ARGS", "HIP_LAUNCH_BLOCKING", "FARM_PLANT"}
+    d = digest.options_digest(Options())
+    assert digest.options_digest(Options(), env={"JAX_RANDOM_SEED_OFFSET": "1"}).split(":")[0] != d.split(":")[0]
+    # x64 changes the result key, not the downstream one: its effect is in the modules and inputs
+    x64 = digest.options_digest(Options(), env={"JAX_ENABLE_X64": "1"})
+    assert x64.split(":")[0] != d.split(":")[0] and x64.split(":")[1] == d.split(":")[1]
+    assert digest.options_digest(Options(), env={"XLA_FLAGS": "--x"}).split(":")[1] != d.split(":")[1]
+
+
+def test_loaded_modules_installed_files_edited_in_place_and_memo(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    """A distribution's file as its RECORD lists it is covered by the distribution; the
+    same file edited in place, or a module no distribution installed, is hashed itself;
+    the digest is recomputed only when sys.modules grows."""
+    import base64
+    import hashlib
+    import importlib
+
+    from farm.pipeline import hermetic
+
+    site, loose = tmp_path / "site", tmp_path / "loose"
+    (site / "farm_test_dist").mkdir(parents=True)
+    loose.mkdir()
+    code = b"X = 1\n"
+    (site / "farm_test_dist" / "__init__.py").write_bytes(code)
+    b64 = base64.urlsafe_b64encode(hashlib.sha256(code).digest()).decode().rstrip("=")
+    (site / "farm_test_dist-1.0.dist-info").mkdir()
+    (site / "farm_test_dist-1.0.dist-info" / "RECORD").write_text(f"farm_test_dist/__init__.py,sha256={b64},6\n")
+    (loose / "farm_test_loose.py").write_text("Y = 2\n")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.syspath_prepend(str(loose))
+    importlib.import_module("farm_test_dist")
+    importlib.import_module("farm_test_loose")
+
+    def loaded() -> hermetic.Loaded:
+        return hermetic.Loaded(digest._covered, lambda p: hashlib.sha256(Path(p).read_bytes()).hexdigest(),
+                               lambda root, skip: digest.FILES.tree(root, skip), ROOT,
+                               sites=[str(site), *hermetic.site_dirs()])
+
+    first = loaded()
+    parts = first.parts()
+    assert "farm_test_dist" not in parts and "farm_test_loose" in parts
+    d = first.digest()
+    assert first.digest() == d and first.computed == 1  # sys.modules unchanged: not recomputed
+    (site / "farm_test_dist" / "__init__.py").write_bytes(b"X = 2\n")  # edited in place, RECORD unchanged
+    again = loaded()
+    assert again.parts()["farm_test_dist"] != parts.get("farm_test_dist") and again.digest() != d
+    monkeypatch.setitem(sys.modules, "farm_test_extra", types.ModuleType("farm_test_extra"))
+    again.digest()
+    assert again.computed == 1  # one more module, but no file: the same set, nothing hashed
+    for name in ("farm_test_dist", "farm_test_loose"):
+        sys.modules.pop(name, None)
 
 
 def test_farm_code_digest_covers_everything_a_worker_imports() -> None:

@@ -9,7 +9,9 @@ limitations. This module is its public face; the code lives in the modules besid
 - ``compile_cache``: ``CompileCache``, one compile per distinct module in a worker;
 - ``memory``: ``clear_caches`` and ``rss_bytes`` for long-lived workers;
 - ``verdicts``: how outputs are judged (reference, jaxpr reference, invariant, stored);
-- ``cachekey``, ``references``, ``irctx``, ``faults``.
+- ``isolation``: the timeout / retry-alone / crashed policy every runner of worker processes applies;
+- ``cachekey`` (with ``hermetic``: what a process loaded and its jax/XLA environment;
+  ``filedigests``: memoized file hashes), ``references``, ``irctx``, ``faults``.
 
 jax is imported inside the functions that use it, here and in ``farm.stages``: the
 store imports this package (``farm.pipeline.cachekey``) and must not pay jax's ~0.9 s.

@@ -10,11 +10,20 @@ costs a directory walk and a stat per file.
 
 Two keys per harness (see ``result_key`` and ``downstream_key``):
 
-- the *result* key covers everything: a hit copies the whole outcome;
+- the *result* key covers everything: a hit copies the whole outcome. Everything
+  includes what the process runs with beyond those trees (``farm.pipeline.hermetic``):
+  every Python module it has loaded (a sitecustomize, an overlay on ``PYTHONPATH``, a
+  ``jax_plugins`` namespace module, a ``--modules`` module: memoized per process by the
+  set of loaded files) and every environment variable with a prefix jax, XLA or a PJRT
+  plugin reads (``JAX_``, ``XLA_``, ``TF_``, ``PJRT_``, ``TPU_``, ``LIBTPU``, ``CUDA_``...);
 - the *downstream* key replaces the Python side (jax's lowering rules, the harness's
   function) with what it produced: the exact modules, the serialized export and the
   input bytes. When only Python changed, trace and lower run again (they are cheap) and
   compile, execute, compare and crossexec are reused only if this key is unchanged.
+  Neither a configuration's name nor a jax version is in it, and the flags whose whole
+  effect is in the modules (x64, the default matmul precision) are left out of it: a
+  ``--config x64=off,on`` sweep, or two jax versions on one jaxlib, share compile,
+  execute and compare wherever the modules and inputs are the same.
 
 No database, Ray or jax imports: device hosts use this too.
 """
@@ -28,16 +37,17 @@ import json
 import os
 import re
 import sys
-import tempfile
-import threading
 import types
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from farm.pipeline import hermetic
+from farm.pipeline.filedigests import FileDigests
+
 #: Bump when the meaning of a key changes: every earlier result stops matching.
-KEY_VERSION = "2"
+KEY_VERSION = "3"
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -63,88 +73,16 @@ FARM_CODE = ("farm/__init__.py", "farm/results.py", "farm/errors.py", "farm/plat
              "harnesses/__init__.py")
 FARM_CODE_EXCLUDE = ("farm/catalog/coverage.py",)
 
-#: Environment variables that change what a worker computes.
-ENV_VARS = ("XLA_FLAGS", "FARM_PLANT", "JAX_ENABLE_X64", "JAX_DEFAULT_MATMUL_PRECISION", "JAX_USE_SHARDY_PARTITIONER",
-            "JAX_PLATFORMS",
-            "JAX_NUM_CPU_DEVICES", "JAX_DEFAULT_PRNG_IMPL", "JAX_THREEFRY_PARTITIONABLE", "LIBTPU_INIT_ARGS")
+#: Environment variables that change what a worker computes: every one with a prefix jax,
+#: XLA or a PJRT plugin reads (``hermetic.ENV_PREFIXES``), and the farm's ``FARM_PLANT``.
+ENV_PREFIXES = hermetic.ENV_PREFIXES
+#: Flags whose whole effect is in the modules and the inputs they make (the dtypes jax
+#: canonicalizes to, the precision of each dot): left out of the downstream key.
+CAPTURED_BY_MODULE = ("JAX_ENABLE_X64", "JAX_DEFAULT_MATMUL_PRECISION")
 from farm.results import NOT_REUSABLE  # noqa: E402,F401  (the contract's)
 
 
 # ------------------------------------------------------------------ file hashing
-class FileDigests:
-    """sha256 of files, memoized by (size, mtime_ns) in memory and in a JSON file."""
-
-    def __init__(self, path: Path | None = None) -> None:
-        self.path = path or Path(os.environ.get("FARM_DIGEST_CACHE") or
-                                 Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-                                 / "lowering-farm" / "file-digests.json")
-        self._memo: dict[str, list[Any]] | None = None
-        self._dirty = False
-        self._lock = threading.Lock()
-        self.hashed_bytes = 0
-
-    def _load(self) -> dict[str, list[Any]]:
-        if self._memo is None:
-            try:
-                self._memo = json.loads(self.path.read_text())
-            except (OSError, ValueError):
-                self._memo = {}
-        return self._memo
-
-    def sha(self, path: str, st: os.stat_result | None = None) -> str:
-        st = st or os.stat(path)
-        memo = self._load()
-        hit = memo.get(path)
-        if hit and hit[0] == st.st_size and hit[1] == st.st_mtime_ns:
-            return hit[2]
-        h = hashlib.sha256()
-        with open(path, "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
-        self.hashed_bytes += st.st_size
-        with self._lock:
-            memo[path] = [st.st_size, st.st_mtime_ns, h.hexdigest()]
-            self._dirty = True
-        return memo[path][2]
-
-    def tree(self, root: str | Path) -> str:
-        """Digest of every file under ``root`` (relative paths and contents; no bytecode caches)."""
-        root = str(root)
-        h = hashlib.sha256()
-        if os.path.isfile(root):
-            h.update(self.sha(root).encode())
-            return h.hexdigest()
-        entries: list[tuple[str, str]] = []
-        for dirpath, dirnames, filenames in os.walk(root):
-            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
-            for name in filenames:
-                if name.endswith((".pyc", ".pyo")):
-                    continue
-                p = os.path.join(dirpath, name)
-                try:
-                    st = os.stat(p)
-                except OSError:
-                    continue  # a dangling link
-                entries.append((os.path.relpath(p, root), self.sha(p, st)))
-        for rel, sha in sorted(entries):
-            h.update(f"{rel}\0{sha}\n".encode())
-        return h.hexdigest()
-
-    def save(self) -> None:
-        """Write the memo back (atomically: several workers may do this at once)."""
-        if not self._dirty or self._memo is None:
-            return
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".file-digests.")
-            with os.fdopen(fd, "w") as f:
-                json.dump(self._memo, f)
-            os.replace(tmp, self.path)
-            self._dirty = False
-        except OSError:
-            pass  # a read-only home: the memo is only a speed-up
-
-
 FILES = FileDigests()
 
 
@@ -196,6 +134,8 @@ class Installation:
     reference: str
     parts: Mapping[str, str]
     seconds: float = 0.0
+    #: the directories hashed (jax, jaxlib, plugins, references): their files are covered
+    roots: tuple[str, ...] = ()
 
     @property
     def digest(self) -> str:
@@ -206,10 +146,11 @@ class Installation:
                 "reference": self.reference, "parts": dict(self.parts), "seconds": round(self.seconds, 3)}
 
 
-def _packages_digest(modules: Iterable[str], parts: dict[str, str]) -> str:
+def _packages_digest(modules: Iterable[str], parts: dict[str, str], hashed: list[str]) -> str:
     out = []
     for m in modules:
         roots = _module_roots(m)
+        hashed += roots
         d = _sha([FILES.tree(r) for r in roots]) if roots else "absent"
         parts[m] = d
         out.append((m, d))
@@ -230,7 +171,8 @@ def _installation() -> Installation:
 
     t0 = time.perf_counter()
     parts: dict[str, str] = {}
-    python = _packages_digest(PYTHON_PACKAGES, parts)
+    roots: list[str] = []
+    python = _packages_digest(PYTHON_PACKAGES, parts, roots)
     compiler_modules: list[str] = []
     vendor: list[tuple[str, str]] = []
     for dist in sorted(importlib.metadata.distributions(), key=lambda d: (d.metadata["Name"] or "").lower()):
@@ -240,12 +182,13 @@ def _installation() -> Installation:
         elif VENDOR_DISTS.match(name):
             record = dist.read_text("RECORD") or dist.version
             vendor.append((name, hashlib.sha256(record.encode()).hexdigest()))
-    compiler = _sha(_packages_digest(sorted(compiler_modules), parts), vendor)
+    compiler = _sha(_packages_digest(sorted(compiler_modules), parts, roots), vendor)
     for name, d in vendor:
         parts[name] = d
-    reference = _packages_digest(REFERENCE_PACKAGES, parts)
+    reference = _packages_digest(REFERENCE_PACKAGES, parts, roots)
     FILES.save()
-    return Installation(python, compiler, reference, parts, time.perf_counter() - t0)
+    return Installation(python, compiler, reference, parts, time.perf_counter() - t0,
+                        tuple(sorted({os.path.realpath(r) for r in roots})))
 
 
 # ------------------------------------------------------------------ farm code
@@ -262,6 +205,35 @@ def farm_code() -> str:
     """Digest of the farm's stage, pipeline and worker code."""
     d = _sha([(str(p.relative_to(ROOT)), FILES.sha(str(p))) for p in farm_code_files()])
     FILES.save()
+    return d
+
+
+# ------------------------------------------------------------------ loaded modules
+def _covered(path: str) -> bool:
+    """Whether a file's content is in the key already: the installation's trees, the
+    farm code, a harness family module (each harness's digest holds its own)."""
+    if any(path.startswith(r + os.sep) or path == r for r in installation().roots):
+        return True
+    p = Path(path)
+    return p in _farm_code_set() or (p.parent == ROOT / "harnesses" and p.suffix == ".py")
+
+
+@functools.lru_cache(maxsize=1)
+def _farm_code_set() -> frozenset[Path]:
+    return frozenset(p.resolve() for p in farm_code_files())
+
+
+LOADED = hermetic.Loaded(_covered, FILES.sha, lambda root, skip: FILES.tree(root, skip), ROOT)
+
+
+def loaded_digest() -> str:
+    """Digest of every module this process has loaded (``farm.pipeline.hermetic``). The
+    file memo is written back after the first one only (writing it costs ~0.1 s; what a
+    process loads later is little and mostly hashed already)."""
+    d = LOADED.digest()
+    if not LOADED.saved:
+        FILES.save()
+        LOADED.saved = True
     return d
 
 
@@ -339,28 +311,45 @@ def np_ufunc_types() -> tuple[type, ...]:
 
 # ------------------------------------------------------------------ options and keys
 def options_digest(options: Any, env: Mapping[str, str] | None = None, device_kinds: Iterable[str] = ()) -> str:
-    """The sweep options that change results, the worker environment variables that do,
-    the device kinds and the Python version."""
+    """The sweep options that change results, the worker environment variables that do
+    (every one jax, XLA or a plugin reads: ``hermetic.ENV_PREFIXES``), the device kinds
+    and the Python version, as ``RESULT:DOWNSTREAM``: the downstream half leaves out the
+    flags whose whole effect is in the modules and inputs (``CAPTURED_BY_MODULE``), so
+    that configurations that make the same modules share compile, execute and compare."""
     fields = {k: getattr(options, k) for k in getattr(options, "__dataclass_fields__", {})}
-    environ = {**{k: os.environ.get(k, "") for k in ENV_VARS}, **{k: v for k, v in (env or {}).items()}}
-    return _sha(KEY_VERSION, fields, sorted(environ.items()), sorted(device_kinds), sys.version)
+    environ = hermetic.environment({**os.environ, **{k: v for k, v in (env or {}).items()}})
+    downstream = {k: v for k, v in environ.items() if k not in CAPTURED_BY_MODULE}
+    kinds, version = sorted(device_kinds), sys.version
+    return (f"{_sha(KEY_VERSION, fields, sorted(environ.items()), kinds, version)}:"
+            f"{_sha(KEY_VERSION, fields, sorted(downstream.items()), kinds, version)}")
 
 
-def result_key(harness: Any, options: str, install: Installation | None = None, code: str | None = None) -> str:
-    """Key of a whole outcome: a hit means nothing that shapes the result has changed."""
+def _halves(options: str) -> tuple[str, str]:
+    result, _, downstream = options.partition(":")
+    return result, downstream or result
+
+
+def result_key(harness: Any, options: str, install: Installation | None = None, code: str | None = None,
+               loaded: str | None = None) -> str:
+    """Key of a whole outcome: a hit means nothing that shapes the result has changed,
+    down to every module the process has loaded (``loaded_digest``)."""
     install = install or installation()
-    return _sha(KEY_VERSION, "result", harness_digest(harness), install.digest, code or farm_code(), options)[:40]
+    return _sha(KEY_VERSION, "result", harness_digest(harness), install.digest, code or farm_code(), options,
+                loaded or loaded_digest())[:40]
 
 
 def downstream_key(harness: Any, options: str, modules: Mapping[str, str], inputs_sha: str,
                    install: Installation | None = None, code: str | None = None) -> str:
     """Key of what runs after lowering (compile, execute, compare, crossexec): the exact
     module of every platform (and the export artifact), the input bytes, the compiler,
-    the references' libraries, the harness definition and the farm code. jax's Python
-    is not in it: what it produced is."""
+    the references' libraries, the harness definition, the farm code and the options and
+    flags that act after lowering. jax's Python (and whatever else the process loaded
+    that patches it) is not in it: what it produced is. Nor is a version label or a
+    configuration's name: two configurations or two jax versions whose modules, inputs
+    and compiler are the same share one key."""
     install = install or installation()
     return _sha(KEY_VERSION, "downstream", harness_digest(harness), install.compiler, install.reference,
-                code or farm_code(), options, sorted(modules.items()), inputs_sha)[:40]
+                code or farm_code(), _halves(options)[1], sorted(modules.items()), inputs_sha)[:40]
 
 
 def inputs_digest(arrays: Iterable[Any]) -> str:

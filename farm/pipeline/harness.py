@@ -92,7 +92,7 @@ def _run_traced(h: Harness, opts: Options, prior: xhost.Prior | None, reuse: Reu
     arts = [*module_arts, *export_arts]
     if abstract:
         return recs + _too_big(h, opts), arts, None
-    dkey = _downstream_key(h, options_digest, args, lowered, serialized)
+    dkey = _downstream_key(h, options_digest, args, lowered, serialized if opts.roundtrip else None)
     if reuse is not None and reuse.key == dkey and prior is None:
         return recs + _reused(reuse), arts, dkey
     job = Job(h, opts, args, tr.handle.dyn, tr.facts.get("outputs"), tr.handle.traced.jaxpr)
@@ -166,9 +166,12 @@ def _export(tr: trace.Traced, platforms: tuple[str, ...], h: Harness
 
 def _downstream_key(h: Harness, options_digest: str, args: list[Any], lowered: dict[str, lower.Lowered],
                     serialized: export.Serialized | None) -> str:
+    """``serialized``: the export artifact where a downstream stage runs it (the round
+    trip), else None. Only the round trip does: the multi-platform artifact differs between
+    x64 on and off (its platform index is i32 or i64) where every module is the same."""
     modules = {p: lo.facts["module_sha256"] if lo.ok else f"{lo.status}:{lo.error_type}:{lo.error}"
                for p, lo in lowered.items()}
-    modules["export"] = serialized.artifact if serialized is not None else "none"
+    modules["export"] = serialized.artifact if serialized is not None else "not run downstream"
     return digest.downstream_key(h, options_digest, modules, digest.inputs_digest(args))
 
 

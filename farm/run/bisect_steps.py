@@ -98,7 +98,8 @@ class Stepper:
 
     def __init__(self, names: list[str], catalog: str, options: dict[str, Any], *, modules: list[str] | None = None,
                  timeout_s: float = 600.0, cache_dir: Path | None = None, use_cache: bool = True) -> None:
-        from farm.pipeline.cachekey import ENV_VARS, farm_code
+        from farm.pipeline.cachekey import farm_code
+        from farm.pipeline.hermetic import environment
 
         self.spec = {"catalog": catalog, "modules": list(modules or []), "names": list(names), "options": options}
         self.timeout_s = timeout_s
@@ -106,7 +107,7 @@ class Stepper:
         self.use_cache = use_cache
         self.ran = 0  # processes started (cache misses)
         env = step_environ()
-        self._fixed = [STEP_KEY_VERSION, self.spec, farm_code(), _harness_files(), {v: env.get(v) for v in ENV_VARS}]
+        self._fixed = [STEP_KEY_VERSION, self.spec, farm_code(), _harness_files(), environment(env)]
 
     def key(self, identity: str) -> str:
         return hashlib.sha256(json.dumps([self._fixed, identity], sort_keys=True, default=str).encode()).hexdigest()

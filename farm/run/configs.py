@@ -6,9 +6,10 @@ x64=on,off --config shardy=on,off`` sweeps the selection once per combination, e
 fresh driver process with that environment (JAX reads these flags when it starts, and the
 upstream catalog is built differently with x64 on), one run per configuration named
 ``NAME@x64=on,shardy=off``. The workers get the same environment (``SweepConfig.env``),
-and the result cache keys include it (``farm.pipeline.cachekey.ENV_VARS``), so nothing
-is reused across configurations. ``farm compare --across-config x64=off,on NAME``
-compares two configurations of one sweep.
+and the result keys include it (``farm.pipeline.hermetic.ENV_PREFIXES``), so no whole
+outcome is reused across configurations; compile, execute and compare are, wherever a
+configuration makes the same modules from the same inputs (``cachekey.downstream_key``).
+``farm compare --across-config x64=off,on NAME`` compares two configurations of one sweep.
 """
 from __future__ import annotations
 

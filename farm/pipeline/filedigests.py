@@ -1,0 +1,87 @@
+"""sha256 of files, memoized by path, size and mtime in memory and on disk (shared by
+every process on the host), so checking unchanged files costs a stat each."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+
+class FileDigests:
+    """sha256 of files, memoized by (size, mtime_ns) in memory and in a JSON file."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or Path(os.environ.get("FARM_DIGEST_CACHE") or
+                                 Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+                                 / "lowering-farm" / "file-digests.json")
+        self._memo: dict[str, list[Any]] | None = None
+        self._dirty = False
+        self._lock = threading.Lock()
+        self.hashed_bytes = 0
+
+    def _load(self) -> dict[str, list[Any]]:
+        if self._memo is None:
+            try:
+                self._memo = json.loads(self.path.read_text())
+            except (OSError, ValueError):
+                self._memo = {}
+        return self._memo
+
+    def sha(self, path: str, st: os.stat_result | None = None) -> str:
+        st = st or os.stat(path)
+        memo = self._load()
+        hit = memo.get(path)
+        if hit and hit[0] == st.st_size and hit[1] == st.st_mtime_ns:
+            return hit[2]
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+        self.hashed_bytes += st.st_size
+        with self._lock:
+            memo[path] = [st.st_size, st.st_mtime_ns, h.hexdigest()]
+            self._dirty = True
+        return memo[path][2]
+
+    def tree(self, root: str | Path, skip: Iterable[str] = ("__pycache__",)) -> str:
+        """Digest of every file under ``root`` (relative paths and contents; no bytecode
+        caches, no directory named in ``skip``)."""
+        root = str(root)
+        h = hashlib.sha256()
+        if os.path.isfile(root):
+            h.update(self.sha(root).encode())
+            return h.hexdigest()
+        entries: list[tuple[str, str]] = []
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(d for d in dirnames if d not in skip)
+            for name in filenames:
+                if name.endswith((".pyc", ".pyo")):
+                    continue
+                p = os.path.join(dirpath, name)
+                try:
+                    st = os.stat(p)
+                except OSError:
+                    continue  # a dangling link
+                entries.append((os.path.relpath(p, root), self.sha(p, st)))
+        for rel, sha in sorted(entries):
+            h.update(f"{rel}\0{sha}\n".encode())
+        return h.hexdigest()
+
+    def save(self) -> None:
+        """Write the memo back (atomically: several workers may do this at once)."""
+        if not self._dirty or self._memo is None:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".file-digests.")
+            with os.fdopen(fd, "w") as f:
+                json.dump(self._memo, f)
+            os.replace(tmp, self.path)
+            self._dirty = False
+        except OSError:
+            pass  # a read-only home: the memo is only a speed-up
