@@ -126,7 +126,10 @@ class Sweep:
         return True
 
     def _dispatch(self) -> None:
-        """Give each idle worker the next batch of its kind."""
+        """Give each idle worker the next batch of its kind (none past the deadline: what is
+        running finishes, what is queued is dropped)."""
+        if self.config.deadline is not None and self.queue and time.monotonic() > self.config.deadline:
+            self.queue.clear()
         for slot in self.slots:
             if slot.stream is None and self.queue:
                 i = next((i for i, (kind, _) in enumerate(self.queue) if kind == slot.kind), None)
