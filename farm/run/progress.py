@@ -25,6 +25,7 @@ class SweepConfig:
     gpu_fraction: float = 0.25  # the share of one GPU each gpu worker holds (Ray num_gpus)
     gpu_backend: str = "cuda"  # what a gpu worker's JAX_PLATFORMS pins it to: cuda, rocm or auto (no pin)
     deadline: float | None = None  # time.monotonic() after which no batch is handed out (a fuzz budget)
+    keep_order: bool = False  # run harnesses in the order given (a fuzz campaign's families interleaved)
 
 
 @dataclass

@@ -88,7 +88,8 @@ class Sweep:
     def _batches(self) -> list[list[Harness]]:
         """The harnesses in order, in batches; small batches at the end keep both workers
         busy until the last harness."""
-        hs = sorted(self.harnesses, key=lambda h: (h.family, h.group, h.dtype, h.name))
+        hs = self.harnesses if self.config.keep_order else \
+            sorted(self.harnesses, key=lambda h: (h.family, h.group, h.dtype, h.name))
         out, i, n = [], 0, len(hs)
         while i < n:
             size = max(1, min(self.config.batch, (n - i) // (2 * max(1, self.config.workers or 2)) or 1))
