@@ -1,0 +1,114 @@
+"""farm fuzz: cases drawn from a seed, valid, run as a run of kind fuzz; a planted
+shape-dependent fault found and shrunk, and a clean run of the same cases finding nothing."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+
+import jax
+import numpy as np
+import pytest
+
+from farm.catalog.cases import Case, define_case
+from farm.cli import main
+from farm.fuzz import generate, strategies
+from farm.fuzz.campaign import Plan, draw
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PLANT = "odd_reduction:reduce_sum"
+
+
+def test_the_same_seed_draws_the_same_cases_and_another_seed_others() -> None:
+    plan = Plan.parse(None, None, None, seed=3, cases=25, per_round=5)
+    a, b = draw(plan), draw(plan)
+    assert [h.fingerprint for h in a.harnesses] == [h.fingerprint for h in b.harnesses]
+    assert len(a.harnesses) == 25 and len({h.fingerprint for h in a.harnesses}) == 25  # duplicates dropped
+    assert {a.cases[h.fingerprint].family for h in a.harnesses[:5]} == set(strategies.FAMILIES)  # interleaved
+    other = draw(dataclasses.replace(plan, seed=4))
+    assert [h.fingerprint for h in other.harnesses] != [h.fingerprint for h in a.harnesses]
+
+
+def test_drawn_cases_are_valid_programs() -> None:
+    """Every family's cases trace (shapes, axes, padding, dimension numbers agree)."""
+    for fam in strategies.FAMILIES:
+        for c in generate.draw_round(strategies.cases([fam], strategies.DEFAULT_DTYPES), 11, 0, 15):
+            h = define_case(c, catalog="fuzz_test")
+            args = h.make_args()
+            statics = h.static_argnums()
+            dyn = [a for i, a in enumerate(args) if i not in statics]
+            assert [tuple(np.shape(a)) for a in dyn] == [tuple(s) for s in c.shapes], h.name
+            jax.eval_shape(lambda *d, h=h, args=args: _call(h, args, d), *dyn)
+
+
+def _call(h, args, dyn):  # noqa: ANN001, ANN202
+    it = iter(dyn)
+    return h.fun(*[a if i in h.static_argnums() else next(it) for i, a in enumerate(args)])
+
+
+def test_a_case_is_its_data_every_field_changes_the_harness() -> None:
+    """Cases are deduplicated by fingerprint: no field may be left out of it."""
+    base = Case("reduction", "reduce_sum", "float32", ((17, 3),), (("axes", (0,)), ("op", "reduce_sum")))
+    fps = {define_case(base, catalog="fuzz_test").fingerprint}
+    for change in (dict(dtype="float16"), dict(shapes=((19, 3),)), dict(params=(("axes", (1,)), ("op", "reduce_sum"))),
+                   dict(values="special", density=0.5), dict(values="special", density=0.1), dict(seed=1)):
+        fps.add(define_case(dataclasses.replace(base, **change), catalog="fuzz_test").fingerprint)
+    assert len(fps) == 7
+    assert Case.from_dict(json.loads(base.to_json())) == base
+
+
+def test_special_values_land_where_asked() -> None:
+    c = Case("elementwise_unary", "sin", "float32", ((64,),), (("op", "sin"),), "special", 0.5)
+    x = define_case(c, catalog="fuzz_test").make_args()[0]
+    assert x.shape == (64,) and not np.isfinite(x).all() and np.isfinite(x).any()
+
+
+_PLANTED = """
+import numpy as np, jax
+from jax import lax
+from farm.pipeline.faults import plant_from_env
+plant_from_env()
+f = lambda x: lax.reduce_sum(x, (0,))
+print([float(jax.jit(f)(np.ones((n, 2), np.float32))[0]) for n in (16, 17, 18, 19, 15)])
+"""
+
+
+def test_planted_fault_depends_on_the_reduced_axis_length() -> None:
+    env = {**os.environ, "FARM_PLANT": PLANT, "PYTHONPATH": ROOT}
+    p = subprocess.run([sys.executable, "-c", _PLANTED], env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split("\n")[0] == "[16.0, 16.0, 18.0, 18.0, 15.0]"  # odd and > 16: one element short
+
+
+@pytest.mark.slow
+def test_campaign_finds_and_shrinks_the_planted_fault_and_a_clean_run_finds_nothing(tmp_path, monkeypatch,
+                                                                                     capsys) -> None:  # noqa: ANN001
+    db = f"sqlite:///{tmp_path / 'f.db'}"
+    found = tmp_path / "found"
+    argv = ["fuzz", "--primitive", "reduce_sum", "--dtype", "int32", "--seed", "2", "--cases", "8", "--budget", "600s",
+            "--workers", "1", "--db", db, "--found", str(found), "--format", "json"]
+    monkeypatch.setenv("FARM_PLANT", PLANT)
+    assert main(argv + ["--name", "planted"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["cases"] == 8 and res["bad"] >= 1
+    assert res["per_stage"] == {"compare": res["bad"]}
+    kept = [json.loads(p.read_text()) for p in found.glob("*.json")]
+    assert len(kept) == 1 and kept[0]["signature"]["primitives"] == ["reduce_sum"]
+    case = kept[0]["case"]
+    axes = case["params"]["axes"]
+    # shrunk by hypothesis to the smallest length the fault needs: one reduced axis of 17
+    assert sorted(case["shapes"][0][a] for a in axes) == [17], case
+    assert kept[0]["found_with"]["seed"] == 2 and (found / ".hypothesis").is_dir()
+
+    monkeypatch.delenv("FARM_PLANT")
+    assert main(argv + ["--name", "clean"]) == 0
+    clean = json.loads(capsys.readouterr().out)
+    assert clean["cases"] == 8 and clean["bad"] == 0 and clean["signatures"] == []
+
+    assert main(["runs", "--db", db, "--format", "json"]) == 0  # the store's readers see both runs
+    runs = json.loads(capsys.readouterr().out)
+    assert {r["name"]: r["kind"] for r in runs} == {"planted": "fuzz", "clean": "fuzz"}
+    assert main(["triage", "planted", "--db", db, "--format", "json"]) == 0
+    assert "reduce_sum" in capsys.readouterr().out
