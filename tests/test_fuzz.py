@@ -16,6 +16,10 @@ from farm.catalog.cases import Case, define_case
 from farm.cli import main
 from farm.fuzz import generate, strategies
 from farm.fuzz.campaign import Plan, draw
+from farm.fuzz.probe import Probe
+from farm.fuzz.shrink import shrink, signatures
+from farm.fuzz.worker_catalog import define
+from farm.results import BAD, Options, Outcome, Record
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PLANT = "odd_reduction:reduce_sum"
@@ -82,8 +86,38 @@ def test_planted_fault_depends_on_the_reduced_axis_length() -> None:
     assert p.stdout.split("\n")[0] == "[16.0, 16.0, 18.0, 18.0, 15.0]"  # odd and > 16: one element short
 
 
+def _odd_long_axis(c: Case) -> bool:
+    return c.primitive == "reduce_sum" and any(c.shapes[0][a] % 2 and c.shapes[0][a] > 16 for a in c.param("axes"))
+
+
+def _oracle(c: Case) -> Outcome:
+    """What the planted fault does to a case's compare record, computed from the case alone:
+    a cheap stand-in for the pipeline to test the replay and shrinking (the slow test runs it all)."""
+    bad = _odd_long_axis(c)
+    return Outcome("fp", "name", (Record("compare", "cpu", "fail" if bad else "ok", error_type="Mismatch" if bad else None,
+                                         error="output 0: 3 of 3 elements differ" if bad else None),))
+
+
+def test_shrinking_replays_the_round_and_reaches_the_smallest_failing_case() -> None:
+    plan = Plan.parse("reduction", "float32,int32", "reduce_sum", seed=5, per_round=25)
+    rounds = [(r, c) for r in range(6) for c in generate.draw_round(plan.strategy(r), plan.seed, r, plan.per_round)]
+    r, first = next((r, c) for r, c in rounds if _odd_long_axis(c))
+    key = define_case(first, catalog="fuzz_test").fingerprint
+    known = {define_case(c, catalog="fuzz_test").fingerprint: _oracle(c) for _, c in rounds}
+    target = next(iter(signatures(known[key], "reduce_sum")))
+    ran: list[Case] = []
+    res = shrink(plan.strategy(r), plan.seed, r, plan.per_round, target, known,
+                 lambda c: ran.append(c) or _oracle(c), lambda c: define_case(c, catalog="fuzz_test").fingerprint,
+                 max_runs=500)
+    assert res.steps[0] == first  # the replay met the campaign's own case first, answered without running it
+    assert first not in ran
+    assert res.case is not None and _odd_long_axis(res.case)
+    assert res.case.shapes == ((17,),) and res.case.values == "normal", res.case  # the smallest that fails
+    assert res.runs == len(ran) > 0
+
+
 @pytest.mark.slow
-def test_campaign_finds_and_shrinks_the_planted_fault_and_a_clean_run_finds_nothing(tmp_path, monkeypatch,
+def test_campaign_finds_and_shrinks_the_planted_fault_and_without_it_the_case_passes(tmp_path, monkeypatch,
                                                                                      capsys) -> None:  # noqa: ANN001
     db = f"sqlite:///{tmp_path / 'f.db'}"
     found = tmp_path / "found"
@@ -96,19 +130,29 @@ def test_campaign_finds_and_shrinks_the_planted_fault_and_a_clean_run_finds_noth
     assert res["per_stage"] == {"compare": res["bad"]}
     kept = [json.loads(p.read_text()) for p in found.glob("*.json")]
     assert len(kept) == 1 and kept[0]["signature"]["primitives"] == ["reduce_sum"]
-    case = kept[0]["case"]
-    axes = case["params"]["axes"]
-    # shrunk by hypothesis to the smallest length the fault needs: one reduced axis of 17
-    assert sorted(case["shapes"][0][a] for a in axes) == [17], case
+    case = Case.from_dict(kept[0]["case"])
+    original = Case.from_dict(kept[0]["original"])
+    assert _odd_long_axis(case) and len(case.shapes[0]) == 1, case  # shrunk, and still what the fault needs
+    assert strategies_size(case) <= strategies_size(original)
     assert kept[0]["found_with"]["seed"] == 2 and (found / ".hypothesis").is_dir()
 
-    monkeypatch.delenv("FARM_PLANT")
-    assert main(argv + ["--name", "clean"]) == 0
-    clean = json.loads(capsys.readouterr().out)
-    assert clean["cases"] == 8 and clean["bad"] == 0 and clean["signatures"] == []
-
-    assert main(["runs", "--db", db, "--format", "json"]) == 0  # the store's readers see both runs
+    assert main(["runs", "--db", db, "--format", "json"]) == 0  # the store's readers see the run
     runs = json.loads(capsys.readouterr().out)
-    assert {r["name"]: r["kind"] for r in runs} == {"planted": "fuzz", "clean": "fuzz"}
+    assert [(r["name"], r["kind"], r["done"]) for r in runs] == [("planted", "fuzz", 8)]
     assert main(["triage", "planted", "--db", db, "--format", "json"]) == 0
     assert "reduce_sum" in capsys.readouterr().out
+
+    # without the plant, the same pipeline passes the kept case and the case it came from
+    monkeypatch.delenv("FARM_PLANT")
+    probe = Probe(Options(repeats=1))
+    try:
+        for c in (case, original):
+            h = define(c)
+            o = probe.run(c, h.name, h.fingerprint)
+            assert not [r for r in o.records if r.status in BAD], o
+    finally:
+        probe.close()
+
+
+def strategies_size(c: Case) -> int:
+    return sum(int(np.prod(s)) for s in c.shapes)

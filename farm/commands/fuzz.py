@@ -40,6 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="where shrunk findings are written, one JSON per cause (copy into harnesses/found/ to keep)")
     p.add_argument("--no-shrink", action="store_true", help="write findings as drawn, unshrunk")
     p.add_argument("--shrink-budget", type=_seconds, default=120.0, help="time for shrinking all causes")
+    p.add_argument("--shrink-runs", type=number("--shrink-runs", minimum=1), default=40,
+                   help="candidates run per cause while shrinking")
     p.add_argument("--platforms", default="cpu,cuda,rocm,tpu", help="platforms to lower and export for")
     p.add_argument("--run-on", default="cpu", help="device kinds to compile and execute on")
     p.add_argument("--name", dest="run_name", help="name the run")
@@ -55,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     platforms = parse_targets(args.platforms, LOWERING_PLATFORMS, "platform")
     run_on = parse_targets(args.run_on, DEVICE_KINDS, "device kind (--run-on)")
     plan = Plan.parse(args.family, args.dtype, args.primitive, seed=args.seed, budget_s=args.budget,
-                      workers=args.workers, cases=args.cases, shrink_s=0.0 if args.no_shrink else args.shrink_budget,
+                      workers=args.workers, cases=args.cases, shrink_runs=args.shrink_runs, shrink_s=0.0 if args.no_shrink else args.shrink_budget,
                       options=Options(platforms=platforms, run_on=run_on, repeats=1))
     store = store_from(args, create=True)
     print(f"farm: fuzzing {','.join(plan.rounds_families())} in {','.join(plan.dtypes)} for {args.budget:.0f}s "
