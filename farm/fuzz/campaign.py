@@ -3,8 +3,9 @@ normal scheduler, shrink each new failure signature, write the findings, summari
 
 Rounds: round ``r`` draws ``per_round`` cases of family ``families[r % n]`` with hypothesis
 seed ``round_seed(seed, r)`` (``farm.fuzz.generate``), so every family gets its share and
-the same seed gives the same cases. The sweep stops handing out cases at the budget's end
-(``SweepConfig.deadline``); what is running finishes. Each case is a harness of the
+the same seed gives the same cases. The sweep stops handing out cases when the budget is
+spent (``SweepConfig.budget_s``, counted from the first outcome, once the workers are up);
+what is running finishes. Each case is a harness of the
 ``fuzz`` catalog that the workers rebuild from the cases file (``farm.fuzz.worker_catalog``),
 so a crash or a hang is an outcome like any sweep's (the scheduler's isolation).
 """
@@ -29,7 +30,7 @@ from farm.results import BAD, Options, Outcome
 
 #: Cases drawn per second of budget and worker before the campaign starts (generous: a
 #: campaign that runs out of cases ends early; drawing costs ~10 ms a case).
-DRAW_RATE = 1.5
+DRAW_RATE = 2.5
 
 
 @dataclass(frozen=True)
@@ -157,14 +158,13 @@ def run_campaign(store: Any, plan: Plan, *, name: str | None = None, found_dir: 
     from farm.run.sweep import SweepConfig, sweep
 
     t0 = time.perf_counter()
-    deadline = time.monotonic() + plan.budget_s  # the budget counts drawing and starting the cluster too
     drawn = draw(plan, log)
     fd, path = tempfile.mkstemp(prefix="farm-fuzz-", suffix=".jsonl")
     os.close(fd)
     try:
         worker_catalog.write_cases(path, [drawn.cases[h.fingerprint] for h in drawn.harnesses])
         cfg = SweepConfig(workers=plan.workers, batch=2, timeout_s=60.0, modules=("farm.fuzz.worker_catalog",),
-                          env={ENV: path}, progress=progress, deadline=deadline, keep_order=True)
+                          env={ENV: path}, progress=progress, budget_s=plan.budget_s, keep_order=True)
         t1 = time.perf_counter()
         run, stats = sweep(store, drawn.harnesses, options=plan.options, catalog=CATALOG,
                            filters={"fuzz": plan.to_dict()}, config=cfg, name=name, kind="fuzz", log=log)
@@ -188,16 +188,22 @@ def _outcomes(store: Any, run_id: int, done: int) -> dict[str, Outcome]:
     from farm.results import Record
     from farm.store import queries
 
+    from sqlalchemy import select
+
+    from farm.store.models import HarnessRow, OutcomeRow
+
     with store.session() as s:
         rows = queries.results(s, run_id)
-    recs: dict[str, list[Record]] = {}
+        order = s.execute(select(HarnessRow.fingerprint).join(OutcomeRow, OutcomeRow.harness_id == HarnessRow.id)
+                          .where(OutcomeRow.run_id == run_id).order_by(OutcomeRow.id)).scalars().all()
+    recs: dict[str, list[Record]] = {fp: [] for fp in order}  # in the order they were stored
     names: dict[str, str] = {}
     for r in rows:
         names[r["fingerprint"]] = r["harness"]
         recs.setdefault(r["fingerprint"], []).append(Record(
             r["stage"], r["platform"], r["status"], r["seconds"] or 0.0, r["error_type"], r["error"],
             metrics=r["metrics"] or {}, facts=r["facts"] or {}))
-    return {fp: Outcome(fp, names[fp], tuple(rs)) for fp, rs in recs.items()}
+    return {fp: Outcome(fp, names[fp], tuple(rs)) for fp, rs in recs.items() if rs}
 
 
 def _result(run: Any, drawn: Drawn, outcomes: dict[str, Outcome], timings: dict[str, float]) -> Result:
@@ -207,7 +213,7 @@ def _result(run: Any, drawn: Drawn, outcomes: dict[str, Outcome], timings: dict[
     secs: Counter[str] = Counter()
     by_sig: dict[str, dict[str, Any]] = {}
     bad = 0
-    for fp, o in outcomes.items():
+    for i, (fp, o) in enumerate(outcomes.items()):
         case = drawn.cases.get(fp)
         stages = {r.stage for r in o.records if r.status in BAD}
         per_stage.update(stages)
@@ -218,7 +224,7 @@ def _result(run: Any, drawn: Drawn, outcomes: dict[str, Outcome], timings: dict[
             continue
         for key, sig in signatures(o, case.primitive).items():
             e = by_sig.setdefault(key, {"key": key, "describe": sig.describe(), "signature": sig, "cases": [],
-                                        "platforms": set()})
+                                        "platforms": set(), "first_at": i + 1})  # the i+1-th case stored
             e["cases"].append(fp)
             e["platforms"] |= {r.platform for r in o.records
                                if r.status in BAD and signatures(Outcome(fp, o.name, (r,)), case.primitive)}
@@ -251,8 +257,9 @@ def summary_lines(res: Result) -> list[str]:
                                                  sorted(res.stage_seconds.items(), key=lambda kv: -kv[1]) if v > 0))
     out.append("failures per stage: " + (", ".join(f"{k} {v}" for k, v in sorted(res.per_stage.items())) or "none"))
     for e in res.signatures:
-        out.append(f"  {e['key']}  {len(e['cases'])} case(s) on {','.join(sorted(e['platforms']))}: "
-                   f"{e['describe'][:150]}")
+        at = e["first_at"] / res.rate if res.rate else 0.0
+        out.append(f"  {e['key']}  {len(e['cases'])} case(s) on {','.join(sorted(e['platforms']))}, first at case "
+                   f"{e['first_at']} (~{at:.0f}s of running): {e['describe'][:150]}")
     out += [f"  kept: {p}" for p in res.found]
     return out
 

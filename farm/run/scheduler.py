@@ -57,6 +57,8 @@ class Sweep:
         self.buffer: list[Outcome] = []
         self.last_commit = time.monotonic()
         self.progress: Progress | None = None
+        #: when the budget (``config.budget_s``, counted from the first outcome) runs out
+        self.deadline: float | None = None
 
     def run(self) -> SweepStats:
         t0 = time.monotonic()
@@ -127,9 +129,9 @@ class Sweep:
         return True
 
     def _dispatch(self) -> None:
-        """Give each idle worker the next batch of its kind (none past the deadline: what is
+        """Give each idle worker the next batch of its kind (none past the budget: what is
         running finishes, what is queued is dropped)."""
-        if self.config.deadline is not None and self.queue and time.monotonic() > self.config.deadline:
+        if self.deadline is not None and self.queue and time.monotonic() > self.deadline:
             self.queue.clear()
         for slot in self.slots:
             if slot.stream is None and self.queue:
@@ -259,6 +261,8 @@ class Sweep:
                 return
             o = merge_kinds(self.partial.pop(o.fingerprint), self.kinds)
         self.buffer.append(o)
+        if self.deadline is None and self.config.budget_s is not None:
+            self.deadline = time.monotonic() + self.config.budget_s
         self.stats.done += 1
         self.stats.downstream_reused += any("reused_from" in r.facts for r in o.records)
         bad = o.worst in BAD
