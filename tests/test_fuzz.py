@@ -176,3 +176,24 @@ def test_reference_reduces_over_a_zero_sized_axis(op: str, dtype: str) -> None:
     assert judge(jax.make_jaxpr(f)(x), [x], [got]).status == "ok"
     wrong = np.logical_not(got) if dtype == "bool" else np.zeros_like(got) if dtype == "float32" else got + 1
     assert judge(jax.make_jaxpr(f)(x), [x], [wrong]).status == "fail"
+
+
+def test_kept_findings_are_catalog_harnesses_that_expect_their_failure() -> None:
+    """``harnesses/found/*.json`` (written by farm fuzz, copied by a user) are the farm
+    catalog's ``found`` family, each with the Limitation of the failure it was found with."""
+    from farm import catalog
+    from farm.analysis.signatures import Signature
+    from farm.fuzz.found import entry
+
+    found = catalog.select(catalog.Filters(family=("found",)))
+    files = sorted(p for p in os.listdir(os.path.join(ROOT, "harnesses", "found")) if p.endswith(".json"))
+    assert len(found) == len(files) >= 1
+    for h in found:
+        assert h.catalog == "farm" and h.source.startswith("found/") and h.limitations
+        d = json.load(open(os.path.join(ROOT, "harnesses", h.source)))
+        assert h.limitations[0].stage == d["expect"]["stage"] and h.limitation("cpu", d["expect"]["stage"])
+        case = Case.from_dict(d["case"])
+        # what farm fuzz writes is what harnesses/found.py reads back
+        again = entry(case, Signature.from_dict(d["signature"]), platforms=d["expect"]["platforms"], original=case,
+                      campaign={}, jax_version="x", runs=0)
+        assert Case.from_dict(again["case"]) == case and again["expect"]["stage"] == d["expect"]["stage"]

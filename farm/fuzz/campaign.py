@@ -207,7 +207,7 @@ def _outcomes(store: Any, run_id: int, done: int) -> dict[str, Outcome]:
 
 
 def _result(run: Any, drawn: Drawn, outcomes: dict[str, Outcome], timings: dict[str, float]) -> Result:
-    from farm.fuzz.shrink import signatures
+    from farm.analysis.signatures import signature
 
     per_stage: Counter[str] = Counter()
     secs: Counter[str] = Counter()
@@ -222,12 +222,15 @@ def _result(run: Any, drawn: Drawn, outcomes: dict[str, Outcome], timings: dict[
             secs[r.stage] += r.seconds
         if case is None:
             continue
-        for key, sig in signatures(o, case.primitive).items():
-            e = by_sig.setdefault(key, {"key": key, "describe": sig.describe(), "signature": sig, "cases": [],
-                                        "platforms": set(), "first_at": i + 1})  # the i+1-th case stored
-            e["cases"].append(fp)
-            e["platforms"] |= {r.platform for r in o.records
-                               if r.status in BAD and signatures(Outcome(fp, o.name, (r,)), case.primitive)}
+        for r in o.records:
+            sig = signature(r.to_dict(), primitives=[case.primitive])
+            if sig is None:
+                continue
+            e = by_sig.setdefault(sig.key, {"key": sig.key, "describe": sig.describe(), "signature": sig, "cases": [],
+                                            "platforms": set(), "first_at": i + 1})  # the (i+1)-th case stored
+            if fp not in e["cases"][-1:]:
+                e["cases"].append(fp)
+            e["platforms"].add(r.platform)
     sigs = sorted(by_sig.values(), key=lambda e: (-len(e["cases"]), e["key"]))
     return Result(run.id, run.name, len(outcomes), len(drawn.harnesses), bad, dict(per_stage), dict(secs), timings,
                   sigs)
