@@ -38,7 +38,9 @@ def test_the_same_seed_draws_the_same_cases_and_another_seed_others() -> None:
 def test_drawn_cases_are_valid_programs() -> None:
     """Every family's cases trace (shapes, axes, padding, dimension numbers agree)."""
     for fam in strategies.FAMILIES:
-        for c in generate.draw_round(strategies.cases([fam], strategies.DEFAULT_DTYPES), 11, 0, 15):
+        for c in generate.draw_round(strategies.cases([fam], strategies.DEFAULT_DTYPES), 11, 0, 15) + [
+                Case(fam, p, "int32", ((3,),) * (1 + (fam == "elementwise_binary")), (("bcast", None), ("op", p)))
+                for p in strategies.FAMILIES[fam][1] if fam.startswith("elementwise")]:
             h = define_case(c, catalog="fuzz_test")
             args = h.make_args()
             statics = h.static_argnums()

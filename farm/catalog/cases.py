@@ -121,14 +121,18 @@ def value_arg(shape: tuple[int, ...], dtype: str, kind: str = "normal", density:
 
 
 # --------------------------------------------------------------------------- the programs
+#: primitives whose ``jax.lax`` function has another name
+LAX_FUNCTIONS = {"not": "bitwise_not", "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor"}
+
+
 def unary(x, op):  # noqa: ANN001, ANN201
-    return getattr(lax, op)(x)
+    return getattr(lax, LAX_FUNCTIONS.get(op, op))(x)
 
 
 def binary(x, y, op, bcast):  # noqa: ANN001, ANN201
     if bcast is not None:  # y has fewer dimensions: broadcast it into x's shape first
         y = lax.broadcast_in_dim(y, x.shape, bcast)
-    return getattr(lax, op)(x, y)
+    return getattr(lax, LAX_FUNCTIONS.get(op, op))(x, y)
 
 
 def reduction(x, op, axes):  # noqa: ANN001, ANN201
