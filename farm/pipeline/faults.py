@@ -16,6 +16,10 @@ Activated in a worker process by ``FARM_PLANT`` (comma list), before any harness
                                   converts back, on every platform: a result of lower precision
                                   than its dtype (float16 exp via bfloat16, float32 sin via float16,
                                   float64 eigh via float32: an invariant failure)
+  odd_reduction:PRIM:MIN         the reduction skips the last element of every reduced axis whose
+                                  length is odd and greater than MIN (default 16), on every platform:
+                                  a shape-dependent wrong rule that no catalog harness's shape hits
+                                  (`farm fuzz` finds it; docs/fuzzing.md)
   slow:PRIM:SECONDS               executing the primitive sleeps (a host callback)
   abort:PRIM                      running the primitive aborts the process
   hang:PRIM                       running the primitive never returns
@@ -107,6 +111,29 @@ def low_precision(prim: str, dtype: str, via: str = "bfloat16") -> None:
         mlir.register_lowering(p, rule, platform=platform)
 
 
+def odd_reduction(prim: str = "reduce_sum", minimum: str = "16") -> None:
+    """``prim`` (a reduction with an ``axes`` param) ignores the last element of each reduced
+    axis of odd length > ``minimum``, on every platform (so only the reference sees it)."""
+    p = _prim(prim)
+    low = int(minimum)
+    for platform in LOWERING_PLATFORMS:
+        orig = _original_rule(p, platform)
+
+        def rule(ctx, x, *rest, _orig=orig, axes, **kw):  # noqa: ANN001, ANN202
+            shape = ctx.avals_in[0].shape
+            odd = [a for a in axes if shape[a] % 2 == 1 and shape[a] > low]
+            if not odd:
+                return _orig(ctx, x, *rest, axes=axes, **kw)
+
+            def short(v):  # noqa: ANN001, ANN202  (the odd axes one shorter: even, so the next lowering is the original)
+                v = lax.slice(v, (0,) * v.ndim, tuple(d - (i in odd) for i, d in enumerate(v.shape)))
+                return p.bind(v, axes=axes, **kw)
+
+            return mlir.lower_fun(short, multiple_results=False)(ctx, x)
+
+        mlir.register_lowering(p, rule, platform=platform)
+
+
 def chlo_leak(prim: str, platform: str) -> None:
     def rule(ctx, x, **kw):  # noqa: ANN001, ANN202
         return [chlo.sinh(x)]
@@ -190,5 +217,5 @@ def wrong_groups(rule: str = "allreduce") -> None:
 
 
 PLANTERS = {"wrong_lowering": wrong_lowering, "low_precision": low_precision, "wrong_groups": wrong_groups, "drop_dtype": drop_dtype, "chlo_leak": chlo_leak,
-            "wrong_constant": wrong_constant, "slow": slow,
+            "wrong_constant": wrong_constant, "odd_reduction": odd_reduction, "slow": slow,
             "abort": abort, "hang": hang}

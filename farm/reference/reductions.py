@@ -34,12 +34,28 @@ def _min2(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.logical_and(a, b) if a.dtype == np.bool_ else np.minimum(a, b)
 
 
-def _fold(x: np.ndarray, axes: tuple[int, ...], op: Any) -> np.ndarray:
-    """Reduce ``axes`` of ``x`` with a binary ``op``, one slice at a time (in index order)."""
+def _identity(dtype: np.dtype, kind: str) -> Any:
+    """The value a reduction over no elements gives (lax's init value): max -inf, min +inf,
+    and all ones, or and xor zero; for integers their extremes, for bool False/True."""
+    if dtype == np.bool_:
+        return kind in ("min", "and")
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return {"max": info.min, "min": info.max, "and": ~dtype.type(0)}.get(kind, 0)
+    return {"max": -np.inf, "min": np.inf}[kind]
+
+
+def _fold(x: np.ndarray, axes: tuple[int, ...], op: Any, kind: str = "") -> np.ndarray:
+    """Reduce ``axes`` of ``x`` with a binary ``op``, one slice at a time (in index order);
+    over no elements (a zero-sized reduced axis) the ``kind``'s identity."""
     if not axes:
         return x.copy()
     rest = [d for d in range(x.ndim) if d not in axes]
-    moved = np.transpose(x, list(axes) + rest).reshape((-1,) + tuple(x.shape[d] for d in rest))
+    out_shape = tuple(x.shape[d] for d in rest)
+    n = int(np.prod([x.shape[a] for a in axes]))
+    if n == 0:
+        return np.full(out_shape, _identity(x.dtype, kind), dtype=x.dtype)
+    moved = np.transpose(x, list(axes) + rest).reshape((n,) + out_shape)
     acc = moved[0]
     for i in range(1, moved.shape[0]):
         acc = op(acc, moved[i])
@@ -58,17 +74,17 @@ def _reduce_prod(ctx: Ctx, x: np.ndarray, *, axes: tuple[int, ...], **_: Any) ->
 
 @register("reduce_max")
 def _reduce_max(ctx: Ctx, x: np.ndarray, *, axes: tuple[int, ...], **_: Any) -> np.ndarray:
-    return _fold(x, tuple(axes), _max2)
+    return _fold(x, tuple(axes), _max2, "max")
 
 
 @register("reduce_min")
 def _reduce_min(ctx: Ctx, x: np.ndarray, *, axes: tuple[int, ...], **_: Any) -> np.ndarray:
-    return _fold(x, tuple(axes), _min2)
+    return _fold(x, tuple(axes), _min2, "min")
 
 
 def _logical(name: str, logical: Any, bitwise: Any) -> None:
     register(name)(lambda ctx, x, *, axes, _l=logical, _b=bitwise, **_: _fold(
-        x, tuple(axes), _l if x.dtype == np.bool_ else _b))
+        x, tuple(axes), _l if x.dtype == np.bool_ else _b, name.removeprefix("reduce_")))
 
 
 _logical("reduce_and", np.logical_and, np.bitwise_and)

@@ -219,7 +219,9 @@ def bad_elements(ref: np.ndarray, got: np.ndarray, dtype: Any, kind: str = "elem
             rtol, atol = max(rtol, floor[0]), max(atol, floor[1])
         finite = np.isfinite(r)
         scale = float(np.max(np.abs(r[finite]), initial=1.0)) if kind != "elementwise" else 1.0
-        close = np.abs(g - r) <= np.maximum(atol * scale, _tiny(dt)) + rtol * np.abs(r)
+        # only a finite reference has a neighbourhood (rtol * inf would accept anything); an
+        # infinite one is matched by ``same`` or not at all
+        close = finite & (np.abs(g - r) <= np.maximum(atol * scale, _tiny(dt)) + rtol * np.abs(r))
         same = (g == r) | (np.isnan(g) & np.isnan(r))
         bad = ~(close | same)
         if signed_zeros and kind == "elementwise" and dt.kind == "f":  # a zero must have the reference's sign

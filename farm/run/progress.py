@@ -24,6 +24,10 @@ class SweepConfig:
     env: dict[str, str] = field(default_factory=dict)  # extra environment for worker processes
     gpu_fraction: float = 0.25  # the share of one GPU each gpu worker holds (Ray num_gpus)
     gpu_backend: str = "cuda"  # what a gpu worker's JAX_PLATFORMS pins it to: cuda, rocm or auto (no pin)
+    #: seconds of running after the first outcome (the workers are up), past which no batch is
+    #: handed out and what is queued is dropped (a fuzz campaign's budget); None: run everything
+    budget_s: float | None = None
+    keep_order: bool = False  # run harnesses in the order given (a fuzz campaign's families interleaved)
 
 
 @dataclass

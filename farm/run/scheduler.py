@@ -63,6 +63,8 @@ class Sweep:
         self.progress: Progress | None = None
         #: timeout, crash and retry-alone: the policy the standalone worker applies too
         self.isolation = Isolation(config.timeout_s, config.startup_s)
+        #: when the budget (``config.budget_s``, counted from the first outcome) runs out
+        self.deadline: float | None = None
 
     def run(self) -> SweepStats:
         t0 = time.monotonic()
@@ -94,7 +96,8 @@ class Sweep:
     def _batches(self) -> list[list[Harness]]:
         """The harnesses in order, in batches; small batches at the end keep both workers
         busy until the last harness."""
-        hs = sorted(self.harnesses, key=lambda h: (h.family, h.group, h.dtype or "", h.name))
+        hs = self.harnesses if self.config.keep_order else \
+            sorted(self.harnesses, key=lambda h: (h.family, h.group, h.dtype or "", h.name))
         out, i, n = [], 0, len(hs)
         while i < n:
             size = max(1, min(self.config.batch, (n - i) // (2 * max(1, self.config.workers or 2)) or 1))
@@ -133,7 +136,10 @@ class Sweep:
         return True
 
     def _dispatch(self) -> None:
-        """Give each idle worker the next batch of its kind."""
+        """Give each idle worker the next batch of its kind (none past the budget: what is
+        running finishes, what is queued is dropped)."""
+        if self.deadline is not None and self.queue and time.monotonic() > self.deadline:
+            self.queue.clear()
         for slot in self.slots:
             if slot.stream is None and self.queue:
                 i = next((i for i, (kind, _) in enumerate(self.queue) if kind == slot.kind), None)
@@ -260,6 +266,8 @@ class Sweep:
                 return
             o = merge_kinds(self.partial.pop(o.fingerprint), self.kinds)
         self.buffer.append(o)
+        if self.deadline is None and self.config.budget_s is not None:
+            self.deadline = time.monotonic() + self.config.budget_s
         self.stats.done += 1
         self.stats.downstream_reused += any("reused_from" in r.facts for r in o.records)
         bad = o.worst in BAD

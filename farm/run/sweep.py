@@ -45,9 +45,10 @@ class _Plan:
 
 def sweep(store: Any, harnesses: list[Harness], *, options: Options, catalog: str, filters: dict[str, Any],
           config: SweepConfig, name: str | None = None, resume: str | None = None, force: bool = False,
-          dims: RunDims | None = None,
+          dims: RunDims | None = None, kind: str = "sweep",
           log: Callable[[str], None] = lambda s: print(s, file=sys.stderr)) -> tuple[Any, SweepStats]:
-    """Create (or resume) a run, skip what is done or cached, run the rest on Ray."""
+    """Create (or resume) a run, skip what is done or cached, run the rest on Ray. ``kind``:
+    the run's kind (``fuzz`` for a fuzz campaign's run)."""
     # A local CPU sweep is always feasible: start Ray only if something is left to run
     # (a warm re-sweep whose results are all cached never pays for a cluster).
     lazy = config.address is None and tuple(options.run_on) == ("cpu",) and not cluster.running()
@@ -58,7 +59,7 @@ def sweep(store: Any, harnesses: list[Harness], *, options: Options, catalog: st
         if not lazy:
             check_feasible(options.run_on, config.gpu_fraction)
         plan = _plan(store, harnesses, options=options, catalog=catalog, filters=filters, config=config,
-                     name=name, resume=resume, force=force, dims=dims)
+                     name=name, resume=resume, force=force, dims=dims, kind=kind)
         _announce(plan, log)
         if plan.todo and lazy:
             started, config.workers = ray_init(config.address, config.workers, tuple(options.run_on))
@@ -75,7 +76,7 @@ def sweep(store: Any, harnesses: list[Harness], *, options: Options, catalog: st
 
 def _plan(store: Any, harnesses: list[Harness], *, options: Options, catalog: str, filters: dict[str, Any],
           config: SweepConfig, name: str | None, resume: str | None, force: bool,
-          dims: RunDims | None = None) -> _Plan:
+          dims: RunDims | None = None, kind: str = "sweep") -> _Plan:
     """Open (or resume) the run, copy the cached outcomes into it, and find the level-2
     priors for the harnesses left to run."""
     env = describe(device_kinds=list(options.run_on))  # as a worker sees it (the driver may have no devices)
@@ -88,7 +89,7 @@ def _plan(store: Any, harnesses: list[Harness], *, options: Options, catalog: st
         else:
             run = writes.create_run(s, env=env, name=name, catalog=catalog, filters=filters,
                                     platforms=options.platforms, run_on=options.run_on, total=len(harnesses),
-                                    dims=dims)
+                                    dims=dims, kind=kind)
         hids = writes.harness_ids(s, harnesses)
         done = writes.finished(s, run.id)
         todo = [h for h in harnesses if hids[h.fingerprint] not in done]

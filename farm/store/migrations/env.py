@@ -11,15 +11,27 @@ target_metadata = Base.metadata
 def run() -> None:
     conn = config.attributes.get("connection")
     if conn is not None:
-        context.configure(connection=conn, target_metadata=target_metadata, render_as_batch=True)
-        with context.begin_transaction():
-            context.run_migrations()
+        _migrate(conn)
         return
     engine = create_engine(config.get_main_option("sqlalchemy.url"))
     with engine.begin() as connection:
-        context.configure(connection=connection, target_metadata=target_metadata, render_as_batch=True)
+        _migrate(connection)
+
+
+def _migrate(conn) -> None:  # noqa: ANN001
+    """SQLite rebuilds a table to change a constraint (batch mode): with foreign keys on, the
+    rebuild's DROP TABLE would first delete every row that cascades from it, so they are off
+    while migrating (the pragma is set outside a transaction: pysqlite opens none for it)."""
+    sqlite = conn.dialect.name == "sqlite"
+    if sqlite:
+        conn.exec_driver_sql("PRAGMA foreign_keys=OFF")
+    try:
+        context.configure(connection=conn, target_metadata=target_metadata, render_as_batch=True)
         with context.begin_transaction():
             context.run_migrations()
+    finally:
+        if sqlite:
+            conn.exec_driver_sql("PRAGMA foreign_keys=ON")
 
 
 if context.is_offline_mode():

@@ -9,7 +9,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 from farm.store.models.base import Base, in_list, utcnow
 
 RUN_STATUSES = ("running", "finished", "interrupted", "failed")
-RUN_KINDS = ("sweep", "replay", "import")
+RUN_KINDS = ("sweep", "replay", "import", "fuzz")
 
 
 class Run(Base):
