@@ -29,7 +29,7 @@ def _plant_slow_execute(url: str, base: int, head: int) -> None:
         with store.session() as s:
             hid = s.scalar(select(HarnessRow.id).where(HarnessRow.primitive == "exp"))
             t = s.scalar(select(ResultRow.metrics).where(ResultRow.run_id == base, ResultRow.harness_id == hid,
-                                                         StoredResultRow.platform == "cpu", StoredResultRow.stage == "execute"))
+                                                         ResultRow.platform == "cpu", ResultRow.stage == "execute"))
             for run, k in ((base, 1.0), (head, SLOWER)):
                 samples = [t["execute_s"] * k * (1 + 0.01 * i) for i in range(5)]
                 s.execute(update(StoredResultRow).where(StoredResultRow.run_id == run, StoredResultRow.harness_id == hid,
