@@ -164,7 +164,10 @@ def run_campaign(store: Any, plan: Plan, *, name: str | None = None, found_dir: 
     try:
         worker_catalog.write_cases(path, [drawn.cases[h.fingerprint] for h in drawn.harnesses])
         cfg = SweepConfig(workers=plan.workers, batch=2, timeout_s=60.0, modules=("farm.fuzz.worker_catalog",),
-                          env={ENV: path}, progress=progress, budget_s=plan.budget_s, keep_order=True)
+                          # a planted fault travels with the cases: workers of a cluster that is
+                          # already running (another sweep's) did not inherit this process's variables
+                          env={ENV: path, **{k: os.environ[k] for k in ("FARM_PLANT",) if k in os.environ}},
+                          progress=progress, budget_s=plan.budget_s, keep_order=True)
         t1 = time.perf_counter()
         run, stats = sweep(store, drawn.harnesses, options=plan.options, catalog=CATALOG,
                            filters={"fuzz": plan.to_dict()}, config=cfg, name=name, kind="fuzz", log=log)
