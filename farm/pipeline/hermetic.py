@@ -79,11 +79,12 @@ FARM_VARS = ("FARM_PLANT",)
 
 #: The farm's modules that never make a result (relative to the repository root): left
 #: out of the loaded-module digest. Everything a worker imports is in ``FARM_CODE``
-#: instead (checked by tests/test_result_cache.py).
+#: instead (checked by tests/test_result_cache.py). The test suite drives sweeps
+#: in-process: its modules (helpers, fault drivers, the synthetic jax history) never run
+#: in a worker, and a driver that loaded one must compute the workers' key.
 NOT_SHAPING = ("farm/cli.py", "farm/__main__.py", "farm/commands/*", "farm/run/*", "farm/store/*",
                "farm/analysis/*", "farm/bench/*", "farm/repro/*", "farm/accuracy/*", "dashboards/*",
-               "tests/__init__.py", "tests/conftest.py", "tests/test_*.py", "tests/*/conftest.py",
-               "tests/*/test_*.py", "tests/helpers/*.py")
+               "tests/*")
 #: Entry scripts: the runner (farm's CLI, Ray's worker loop, a multiprocessing child).
 ENTRY_MODULES = ("__main__", "__mp_main__")
 #: Standard-library directories that hold no standard library (or only its tests).
