@@ -83,7 +83,7 @@ FARM_VARS = ("FARM_PLANT",)
 #: in-process: its modules (helpers, fault drivers, the synthetic jax history) never run
 #: in a worker, and a driver that loaded one must compute the workers' key.
 NOT_SHAPING = ("farm/cli.py", "farm/__main__.py", "farm/commands/*", "farm/run/*", "farm/store/*",
-               "farm/analysis/*", "farm/bench/*", "farm/repro/*", "farm/accuracy/*", "dashboards/*",
+               "farm/analysis/*", "farm/bench/*", "farm/repro/*", "farm/accuracy/*", "farm/fuzz/*", "dashboards/*",
                "tests/*")
 #: Entry scripts: the runner (farm's CLI, Ray's worker loop, a multiprocessing child).
 ENTRY_MODULES = ("__main__", "__mp_main__")
