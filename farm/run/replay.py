@@ -180,7 +180,7 @@ def replay(session: Session, items: Sequence[StoredExport], *, env: dict[str, An
     if workers > 0 and jobs:
         _on_workers(jobs, catalog, opts, config or SweepConfig(), workers, sink)
     else:
-        harnesses = _CatalogHarnesses(catalog)
+        harnesses = _CatalogHarnesses()
         for job in jobs:
             sink([run_harness(job, opts, catalog_harness=harnesses.get(job))], "replay")
     done = [(it, ReplayedArtifact(outcomes[i], platform)) for i, it in enumerate(items)]
@@ -238,8 +238,7 @@ class _CatalogHarnesses:
     """The catalog harness of an artifact job (by fingerprint), or None: the back-compat
     data, a catalog this farm cannot load, a harness no longer in it."""
 
-    def __init__(self, default: str) -> None:
-        self.default = default
+    def __init__(self) -> None:
         self._by_catalog: dict[str, dict[str, Harness]] = {}
 
     def get(self, job: ArtifactJob) -> Harness | None:
