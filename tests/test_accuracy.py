@@ -177,3 +177,15 @@ def _version() -> str:
     import jax
 
     return jax.__version__
+
+
+def test_a_bad_db_is_refused_before_any_measuring(monkeypatch, capsys) -> None:  # noqa: ANN001
+    from farm.cli import main
+
+    def measure(*a, **k):  # noqa: ANN002, ANN003, ANN202
+        raise AssertionError("measured before the --db was checked")
+
+    monkeypatch.setattr(table, "measure", measure)
+    rc = main(["accuracy", "--primitive", "exp", "--dtype", "bfloat16", "--db", "sqlite:////nonexistent-dir/x.db"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "farm: error:" in err and "Traceback" not in err

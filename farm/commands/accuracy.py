@@ -44,17 +44,21 @@ def run(args: argparse.Namespace) -> int:
     fns = functions.select(_list(args.primitive))
     dtypes, platforms = _list(args.dtype), _list(args.platforms)
     samples = args.samples or table.SAMPLES
+    store = None
+    if not args.no_store:  # a bad --db is one line now, not after minutes of measuring
+        from farm.commands import store_from  # noqa: PLC0415
+
+        store = store_from(args, create=True)
     out = []
     for version, python in _pythons(args.jax):
         t = table.measure(fns, dtypes, platforms, samples=samples, python=python, log=_err)
         rows = [{"jax": t.jax, "jaxlib": t.jaxlib, "reference_key": table.reference_key(samples), **r.to_dict()}
                 for r in t.rows]
         _err(f"jax {t.jax} (jaxlib {t.jaxlib}): {len(rows)} rows in {t.seconds:.1f} s")
-        if not args.no_store:
-            from farm.commands import store_from  # noqa: PLC0415
+        if store is not None:
             from farm.store import accuracy as S  # noqa: PLC0415
 
-            with store_from(args, create=True).session() as s:
+            with store.session() as s:
                 S.put(s, t.jax, t.jaxlib, table.reference_key(samples), rows)
         out.append((t, rows))
     if args.format == "json":

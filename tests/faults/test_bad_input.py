@@ -19,9 +19,10 @@ from farm.cli import main, parser
 from farm.store import open_store, writes
 from tests.helpers.rows import ENV, harness_desc, outcome
 
-#: commands whose successful parse would start real work (a benchmark, a Ray node, a server):
-#: for them only argument lists that fail to parse are tried
-STARTS_WORK = {"bench", "worker", "serve", "schedule"}
+#: commands whose successful parse would start real work (a benchmark, a Ray node, a server,
+#: minutes of ULP measurement with ``--no-store``): for them only argument lists that fail to
+#: parse are tried (``farm accuracy`` with a bad ``--db`` is tested in tests/test_accuracy.py)
+STARTS_WORK = {"bench", "worker", "serve", "schedule", "accuracy"}
 #: options that would start other processes or reach other machines with any value
 SPAWNS = {"--config", "--jax", "--address", "--submit", "--modules", "--help", "-h"}
 EXAMPLES = int(os.environ.get("FARM_HYPOTHESIS_EXAMPLES", "6"))
