@@ -178,6 +178,30 @@ def test_farm_code_digest_covers_everything_a_worker_imports() -> None:
     assert not missing, f"imported by workers but not in farm.pipeline.cachekey.FARM_CODE: {missing}"
 
 
+
+def test_the_loaded_digest_is_the_same_whichever_farm_modules_the_driver_imported() -> None:
+    """The driver looks results up by the key the workers stored them under: importing any
+    more of the farm's own modules (the CLI's, the store's, coverage, the dashboards) must
+    not change the loaded-module digest. (A driver that had run ``farm coverage`` in-process
+    computed another key, and every later lookup missed.)"""
+    script = ("import importlib, pkgutil, sys\n"
+              "from workers.runtime import JobRunner\n"
+              "from farm.pipeline import cachekey\n"
+              "r = JobRunner('farm', [], {'platforms': ['cpu'], 'run_on': ['cpu']})\n"
+              "h = next(iter(r.harnesses.values())); r.run_one(h.fingerprint)\n"
+              "before = cachekey.loaded_digest()\n"
+              "import farm, workers, dashboards\n"
+              "for pkg in (farm, workers, dashboards):\n"
+              "    for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + '.'):\n"
+              "        if '__main__' not in m.name and '.migrations' not in m.name:\n"
+              "            importlib.import_module(m.name)\n"
+              "print(len(sys.modules), before, cachekey.loaded_digest())")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    _, before, after = out.stdout.strip().splitlines()[-1].split()
+    assert before == after, "importing more of the farm's own modules changed the loaded-module digest"
+
 # ------------------------------------------------------------------ the store
 def _outcome(h, status: str, key: str | None = "k") -> Outcome:  # noqa: ANN001
     return Outcome(h.fingerprint, h.name, [Record("trace", "any", "ok"), Record("execute", "cpu", status)],

@@ -24,9 +24,9 @@ the digest stays the same in the driver (which looks results up) and in the work
 - everything else is hashed by module name and content: that is how overlays,
   sitecustomize, usercustomize and ``--modules`` modules get in.
 
-Left out (``NOT_SHAPING``): the farm's own modules that read or schedule results but
-never make them (the CLI, ``farm.run``, ``farm.store``, ``farm.analysis``, the dashboards
-and the like, and the test suite's test modules, which drive sweeps in-process), and the
+Left out (``NOT_SHAPING``): the farm's own packages, whose result-shaping part is hashed
+whole in ``FARM_CODE`` and the harness digests, while the rest (the CLI, ``farm.run``,
+``farm.store``, the dashboards, the test suite) only reads or schedules results; and the
 process's entry script (``__main__``: the farm CLI, Ray's worker loop or a
 multiprocessing child). The digest is memoized per process by the set of loaded files
 and recomputed only when ``sys.modules`` has changed size; file contents are memoized by
@@ -77,14 +77,14 @@ ENV_IGNORED = re.compile(r"(_VISIBLE_DEVICES|_VISIBLE_CHIPS|^TF_CPP_[A-Z_]*)$")
 #: The farm's own variables that change what a worker computes.
 FARM_VARS = ("FARM_PLANT",)
 
-#: The farm's modules that never make a result (relative to the repository root): left
-#: out of the loaded-module digest. Everything a worker imports is in ``FARM_CODE``
-#: instead (checked by tests/test_result_cache.py). The test suite drives sweeps
-#: in-process: its modules (helpers, fault drivers, the synthetic jax history) never run
-#: in a worker, and a driver that loaded one must compute the workers' key.
-NOT_SHAPING = ("farm/cli.py", "farm/__main__.py", "farm/commands/*", "farm/run/*", "farm/store/*",
-               "farm/analysis/*", "farm/bench/*", "farm/repro/*", "farm/accuracy/*", "farm/fuzz/*", "dashboards/*",
-               "tests/*")
+#: The farm's own packages (relative to the repository root): never a loaded-module part.
+#: What of them shapes a result is hashed whole, loaded or not: ``FARM_CODE`` holds every
+#: farm module a worker imports (checked by tests/test_result_cache.py) and each harness's
+#: digest its family module. The rest (the CLI, run, store, analysis, coverage, the
+#: dashboards, the test suite) only reads or schedules results, and the driver, which looks
+#: results up, loads any of it that a worker never does: listing them one by one missed
+#: ``farm.catalog.coverage`` and every lookup after ``farm coverage`` ran in-process missed.
+NOT_SHAPING = ("farm/*", "workers/*", "harnesses/*", "dashboards/*", "tests/*")
 #: Entry scripts: the runner (farm's CLI, Ray's worker loop, a multiprocessing child).
 ENTRY_MODULES = ("__main__", "__mp_main__")
 #: Standard-library directories that hold no standard library (or only its tests).
