@@ -28,6 +28,11 @@ class HarnessWorker:
             "node_id": ctx.get_node_id(),
             **{v: os.environ[v] for v in VISIBLE_VARS if v in os.environ}}
 
+    def ready(self) -> bool:
+        """Answered once ``__init__`` (jax, the catalog) is done: the driver starts a job's
+        clock from here, not from the actor's creation."""
+        return True
+
     def info(self) -> dict[str, Any]:
         """The runner's info, with the Ray resources this actor holds (``{"GPU": 0.25}``...)."""
         ctx = ray.get_runtime_context()

@@ -145,6 +145,7 @@ class Worker:
     count: int = 0  # harnesses this process finished
     isolated: bool = False  # running one harness alone, retried after its worker died
     kind: str = "cpu"  # the device kind it runs natively on
+    ready_ref: Any = None  # answered once the process has started (``HarnessWorker.ready``)
 
     @classmethod
     def start(cls, kind: str, catalog: str, modules: list[str], options: dict[str, Any],
@@ -156,8 +157,22 @@ class Worker:
 
         env_vars = {**dict(env), **pinned_env(kind, gpu_fraction, gpu_backend)}
         opts = {**ray_request(kind, gpu_fraction), "runtime_env": {"env_vars": env_vars}}
-        return cls(HarnessWorker.options(**opts).remote(catalog, modules, {**options, "device_kind": kind}),
-                   kind=kind)
+        actor = HarnessWorker.options(**opts).remote(catalog, modules, {**options, "device_kind": kind})
+        return cls(actor, kind=kind, ready_ref=actor.ready.remote())
+
+    def starting(self, now: float) -> bool:
+        """Whether the process is still starting (importing jax and the catalog): the startup
+        allowance applies only then. Once it has started, the running job's clock restarts
+        there, so a job that hangs on a new worker is a timeout after its own limit."""
+        if not self.fresh or self.ready_ref is None:
+            return self.fresh
+        import ray
+
+        done, _ = ray.wait([self.ready_ref], timeout=0)
+        if not done:
+            return True
+        self.ready_ref, self.fresh, self.since = None, False, max(self.since, now)
+        return False
 
     @property
     def current(self) -> Harness | None:

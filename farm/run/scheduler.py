@@ -206,7 +206,7 @@ class Sweep:
 
     def _check_timeout(self, slot: Worker, cur: Harness, now: float) -> Worker:
         """A worker past the time limit on ``cur`` is killed and replaced; ``cur`` is a ``timeout``."""
-        limit = self.isolation.limit(cur, slot.fresh)
+        limit = self.isolation.limit(cur, slot.starting(now))
         if now - slot.since <= limit:
             return slot
         self.stats.timeouts += 1
