@@ -1,8 +1,10 @@
 """The one isolation policy every runner of jobs in worker processes applies: the Ray
 scheduler (``farm.run.scheduler``) and the standalone worker (``workers.standalone``).
 
-A job may take its own ``timeout_s`` or the runner's, plus ``startup_s`` on a process that
-has not finished a job yet (importing jax and the catalog); past that its process is killed
+A job may take its own ``timeout_s`` or the runner's, plus ``startup_s`` while its process
+is still starting (importing jax and the catalog: a Ray worker until its ``ready`` answers,
+after which the job's clock restarts; a standalone child until its first job is done); past
+that its process is killed
 and the job is a ``timeout`` (not retried: a hang would hang again). A process that dies
 under a job is replaced and the job retried alone ``retries_alone`` times (the death may
 have been another job's doing, or the machine's); then it is ``crashed``, which a
