@@ -138,7 +138,7 @@ def test_killed_driver_resumes_without_redoing(tmp_path) -> None:  # noqa: ANN00
     """Kill the whole `farm sweep` process group mid-way; --resume finishes the same run."""
     db = f"sqlite:///{tmp_path / 'r.db'}"
     farm = [sys.executable, "-m", "farm"]
-    args = ["sweep", "--db", db, "--family", "elementwise_unary", "--dtype", "float32,float64,bfloat16",
+    args = ["sweep", "--db", db, "--family", "elementwise_binary,elementwise_unary",
             "--platforms", "cpu,tpu", "--workers", "2", "--batch", "2", "--name", "killme"]
     env = {**os.environ, "PYTHONPATH": ROOT}
     p = subprocess.Popen(farm + args, cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
