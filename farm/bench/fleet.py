@@ -148,7 +148,8 @@ def replay_actor() -> Any:
         def ready(self) -> bool:
             return True
 
-        def run_batch(self, fps: list[str], reuse: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+        def run_batch(self, fps: list[str], reuse: dict[str, Any] | None = None,
+                      jobs: list[Any] | None = None) -> Iterator[dict[str, Any]]:  # HarnessWorker.run_batch's signature
             t = time.monotonic()
             for fp in fps:
                 if self.period:
