@@ -158,19 +158,25 @@ def test_loaded_modules_installed_files_edited_in_place_and_memo(tmp_path, monke
         sys.modules.pop(name, None)
 
 
-def test_farm_code_digest_covers_everything_a_worker_imports() -> None:
-    """Every farm module a worker process loads to run harnesses is in the farm-code
-    digest, or is a harness family module (part of each harness's own digest)."""
-    script = ("import sys, json\n"
-              "from workers.runtime import JobRunner\n"
+def _in_a_worker_process(then: str) -> str:
+    """Run ``then`` (Python) in a fresh process after it has done what a worker does (load
+    the catalog, run one harness); its last line of output."""
+    script = ("from workers.runtime import JobRunner\n"
               "r = JobRunner('farm', [], {'platforms': ['cpu'], 'run_on': ['cpu']})\n"
-              "h = next(iter(r.harnesses.values())); r.run_one(h.fingerprint)\n"
-              "import workers.actor, workers.standalone\n"
-              "print(json.dumps(sorted(m.__file__ for m in list(sys.modules.values()) if getattr(m, '__file__', None))))")
+              "h = next(iter(r.harnesses.values())); r.run_one(h.fingerprint)\n" + then)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
-    loaded = {Path(f).resolve() for f in json.loads(out.stdout.strip().splitlines()[-1])}
+    return out.stdout.strip().splitlines()[-1]
+
+
+def test_farm_code_digest_covers_everything_a_worker_imports() -> None:
+    """Every farm module a worker process loads to run harnesses is in the farm-code
+    digest, or is a harness family module (part of each harness's own digest)."""
+    last = _in_a_worker_process(
+        "import sys, json, workers.actor, workers.standalone\n"
+        "print(json.dumps(sorted(m.__file__ for m in list(sys.modules.values()) if getattr(m, '__file__', None))))")
+    loaded = {Path(f).resolve() for f in json.loads(last)}
     ours = {p for p in loaded if ROOT in p.parents and p.suffix == ".py" and ".venv" not in p.parts}
     covered = set(digest.farm_code_files())
     families = {p for p in ours if p.parent == ROOT / "harnesses"}
@@ -178,29 +184,23 @@ def test_farm_code_digest_covers_everything_a_worker_imports() -> None:
     assert not missing, f"imported by workers but not in farm.pipeline.cachekey.FARM_CODE: {missing}"
 
 
-
 def test_the_loaded_digest_is_the_same_whichever_farm_modules_the_driver_imported() -> None:
     """The driver looks results up by the key the workers stored them under: importing any
     more of the farm's own modules (the CLI's, the store's, coverage, the dashboards) must
     not change the loaded-module digest. (A driver that had run ``farm coverage`` in-process
     computed another key, and every later lookup missed.)"""
-    script = ("import importlib, pkgutil, sys\n"
-              "from workers.runtime import JobRunner\n"
-              "from farm.pipeline import cachekey\n"
-              "r = JobRunner('farm', [], {'platforms': ['cpu'], 'run_on': ['cpu']})\n"
-              "h = next(iter(r.harnesses.values())); r.run_one(h.fingerprint)\n"
-              "before = cachekey.loaded_digest()\n"
-              "import farm, workers, dashboards\n"
-              "for pkg in (farm, workers, dashboards):\n"
-              "    for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + '.'):\n"
-              "        if '__main__' not in m.name and '.migrations' not in m.name:\n"
-              "            importlib.import_module(m.name)\n"
-              "print(len(sys.modules), before, cachekey.loaded_digest())")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
-    _, before, after = out.stdout.strip().splitlines()[-1].split()
+    last = _in_a_worker_process(
+        "from farm.pipeline import cachekey\n"
+        "before = cachekey.loaded_digest()\n"
+        "import importlib, pkgutil, farm, workers, dashboards\n"
+        "for pkg in (farm, workers, dashboards):\n"
+        "    for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + '.'):\n"
+        "        if '__main__' not in m.name and '.migrations' not in m.name:\n"
+        "            importlib.import_module(m.name)\n"
+        "print(before, cachekey.loaded_digest())")
+    before, after = last.split()
     assert before == after, "importing more of the farm's own modules changed the loaded-module digest"
+
 
 # ------------------------------------------------------------------ the store
 def _outcome(h, status: str, key: str | None = "k") -> Outcome:  # noqa: ANN001

@@ -2,10 +2,10 @@
 scheduler (``farm.run.scheduler``) and the standalone worker (``workers.standalone``).
 
 A job may take its own ``timeout_s`` or the runner's, plus ``startup_s`` while its process
-is still starting (importing jax and the catalog: a Ray worker until its ``ready`` answers,
-after which the job's clock restarts; a standalone child until its first job is done); past
-that its process is killed
-and the job is a ``timeout`` (not retried: a hang would hang again). A process that dies
+is still starting (importing jax and the catalog): a Ray worker until its ``ready`` answers,
+after which the job's clock restarts; the standalone runner waits for its child to start
+before any clock runs. Past that its process is killed and the job is a ``timeout`` (not
+retried: a hang would hang again). A process that dies
 under a job is replaced and the job retried alone ``retries_alone`` times (the death may
 have been another job's doing, or the machine's); then it is ``crashed``, which a
 ``Limitation.crashes`` makes the expected failure (``judge_crash``).

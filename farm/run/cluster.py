@@ -141,7 +141,7 @@ class Worker:
     batch: list[Harness] = field(default_factory=list)
     pos: int = 0  # index in ``batch`` of the harness running now
     since: float = field(default_factory=time.monotonic)  # when the batch or its last outcome came
-    fresh: bool = True  # no outcome yet from this process (it may still be starting)
+    fresh: bool = True  # still starting: no outcome yet, and ``ready_ref`` not answered
     count: int = 0  # harnesses this process finished
     isolated: bool = False  # running one harness alone, retried after its worker died
     kind: str = "cpu"  # the device kind it runs natively on
