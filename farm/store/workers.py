@@ -5,9 +5,10 @@ keeps each worker's environment under that label (``runs.stats["worker_environme
 """
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
-from sqlalchemy import and_, func, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from farm.analysis.workers import group_results
@@ -20,12 +21,17 @@ def worker_environments(run: Run) -> dict[str, dict[str, Any]]:
 
 
 def results_by_environment(session: Session, run: Run) -> list[dict[str, Any]]:
-    """The run's results (platform x stage x status counts) grouped by worker environment."""
-    o, r = OutcomeRow, ResultRow
-    rows = session.execute(
-        select(o.worker, r.platform, r.stage, r.status, func.count())
-        .join(o, and_(o.run_id == r.run_id, o.harness_id == r.harness_id))
-        .where(r.run_id == run.id).group_by(o.worker, r.platform, r.stage, r.status)).tuples().all()
+    """The run's results (platform x stage x status counts) grouped by worker environment.
+
+    Two linear reads counted here, not one join in SQL: both sides are views (``results``,
+    ``harness_outcomes``) that SQLite materializes and then joins by nested scans, which cost
+    9.9 s for a 2,500-harness run and grew with the square of the run."""
+    worker = dict(session.execute(select(OutcomeRow.harness_id, OutcomeRow.worker)
+                                  .where(OutcomeRow.run_id == run.id)).tuples().all())
+    counts = Counter((worker[hid], platform, stage, status) for hid, platform, stage, status in session.execute(
+        select(ResultRow.harness_id, ResultRow.platform, ResultRow.stage, ResultRow.status)
+        .where(ResultRow.run_id == run.id)).tuples() if hid in worker)
+    rows = [(*key, n) for key, n in sorted(counts.items(), key=lambda kv: [x or "" for x in kv[0]])]
     return group_results(worker_environments(run), rows)
 
 

@@ -121,9 +121,10 @@ class Writer:
         ids = [self.hids[o.fingerprint] for o in outcomes]
         done = set(self.session.scalars(select(OutcomeRow.harness_id).where(
             OutcomeRow.run_id == self.run.id, OutcomeRow.harness_id.in_(ids))))
-        shas = [a.sha256 for o in outcomes for a in o.artifacts if a.sha256 not in self.known_artifacts]
-        if shas:
-            self.known_artifacts |= artifacts.known(self.session, list(dict.fromkeys(shas)))
+        shas = list(dict.fromkeys(a.sha256 for o in outcomes for a in o.artifacts if a.sha256 not in self.known_artifacts))
+        have = artifacts.stored(self.session, shas) if shas else {}
+        self.known_artifacts |= {sha for sha, intact in have.items() if intact}
+        absent = set(shas) - set(have)
         results: list[dict[str, Any]] = []
         marks: list[dict[str, Any]] = []
         for o, hid in zip(outcomes, ids):
@@ -132,7 +133,7 @@ class Writer:
             done.add(hid)
             for a in o.artifacts:
                 artifacts.put(self.session, a.sha256, a.kind, a.data, jax_version=a.meta.get("jax_version", self.jax_version),
-                              meta=a.meta, existing=self.known_artifacts)
+                              meta=a.meta, existing=self.known_artifacts, absent=a.sha256 in absent)
             seen: set[tuple[str, str]] = set()
             for r in o.records:
                 if (r.platform, r.stage) in seen:
