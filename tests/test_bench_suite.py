@@ -295,3 +295,32 @@ def test_benchdb_replicates_a_run(two_runs: dict[str, Any], tmp_path: Any) -> No
         assert sa.execute(q).all() == sb.execute(q).all()
     a.dispose()
     b.dispose()
+
+
+@pytest.mark.slow
+def test_fleet_replays_a_run_through_the_real_driver_and_an_unchanged_replay_stores_nothing(ray_local, tmp_path) -> None:  # noqa: ANN001
+    """``farm bench --only fleet``'s path (replay actors, the real scheduler and writer): every
+    harness arrives once, and the same run replayed again becomes a delta run that stores no row
+    and next to no bytes (payload), while the fleet's own figures are computed from it."""
+    import sqlite3
+
+    from farm.bench.fleet import drive, synthetic
+    from farm.bench.fleet_figures import _sqlite_bytes
+
+    rec = synthetic(60, seed=3)
+    path = tmp_path / "fleet.db"
+    store = open_store(f"sqlite:///{path}")
+    before = _sqlite_bytes(path)
+    first = drive(store, rec, name="first", workers=3, rate=200.0, batch=7)
+    full = _sqlite_bytes(path)
+    again = drive(store, rec, name="again", workers=3, rate=200.0, batch=7)
+    after = _sqlite_bytes(path)
+    store.dispose()
+    assert first["harnesses"] == again["harnesses"] == 60
+    assert first["rows"] == sum(len(o["records"]) for o in rec.outcomes)
+    assert first["delta"] == {"base": None, "harnesses": 60, "stored": 60}
+    assert again["delta"]["base"] is not None and again["delta"]["stored"] == 0
+    assert (after[1] - full[1]) < 0.01 * (full[1] - before[1])
+    with sqlite3.connect(path) as c:  # the delta run still reads as every harness's rows
+        n = c.execute("SELECT count(*) FROM results r JOIN runs ON runs.id = r.run_id WHERE runs.name = 'again'").fetchone()
+    assert n[0] == first["rows"]
