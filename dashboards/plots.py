@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -31,6 +32,13 @@ from markupsafe import Markup, escape
 # ``sys.modules`` without importing it: a page that imports numpy for the first time (the
 # compare page loads the catalog) while another thread builds a chart handed Altair a
 # partially initialised module (AttributeError: a 500 on the first concurrent requests).
+
+#: Altair validates every schema object as it is built ("debug mode"): on a year of runs that
+#: was 0.2-0.35 s of the harness page's four line plots. The builders are fixed code, so
+#: pages build without it, and the test suite validates every spec they make against the
+#: Vega-Lite schema instead (``FARM_VALIDATE_PLOTS=1``, set by tests/conftest.py).
+alt.utils.schemapi.disable_debug_mode()
+VALIDATE = os.environ.get("FARM_VALIDATE_PLOTS") == "1"
 
 #: One colour per status, shared by every plot and by style.css.
 STATUS_COLOURS = {"ok": "#4caf50", "fail": "#e53935", "error": "#c62828", "crashed": "#6a1b9a",
@@ -78,7 +86,7 @@ def lines(rows: list[dict[str, Any]], title: str, *, unit: str = "", log: bool =
     data = [r for r in rows if _finite(r.get("value")) and (not log or r["value"] > 0)]
     runs = order or list(dict.fromkeys(r["run"] for r in rows))
     one = len({r["series"] for r in data}) <= 1
-    return (alt.Chart({"values": data}, title=title)
+    return (alt.Chart({"values": data}, title=title, width=width, height=height)
             .mark_line(point=True, strokeWidth=1.5)
             .encode(x=alt.X("run:O", sort=runs, title=None, axis=alt.Axis(labelAngle=-30, labelLimit=150)),
                     y=alt.Y("value:Q", title=unit or None,
@@ -86,8 +94,7 @@ def lines(rows: list[dict[str, Any]], title: str, *, unit: str = "", log: bool =
                             axis=alt.Axis(tickMinStep=1, format="d") if counts else
                             alt.Axis(format="~s", labelExpr="datum.value == 0 ? '0' : datum.label") if unit == "s"
                             else alt.Axis()),  # 12µ, not 0.000012 (and 0, not 0µ)
-                    color=alt.Color("series:N", title=None, legend=None if one else alt.Legend(labelLimit=160)))
-            .properties(width=width, height=height))
+                    color=alt.Color("series:N", title=None, legend=None if one else alt.Legend(labelLimit=160))))
 
 
 def status_grid(rows: list[dict[str, Any]], *, order: list[str] | None = None, x: str = "run",
@@ -97,13 +104,13 @@ def status_grid(rows: list[dict[str, Any]], *, order: list[str] | None = None, x
     xs = order or list(dict.fromkeys(str(r[x]) for r in rows))
     ys = list(dict.fromkeys(str(r[y]) for r in rows))
     cell = 16 if len(ys) < 60 else 11
-    return (alt.Chart({"values": rows}, title=title or None)
+    return (alt.Chart({"values": rows}, title=title or alt.Undefined, width=max(60, 22 * len(xs)), height=cell * len(ys),
+                      padding=_room(ys, 160))
             .mark_rect(stroke="white", strokeWidth=1)
             .encode(x=alt.X(f"{x}:O", sort=xs, title=None, axis=alt.Axis(orient="top", labelAngle=-30, labelLimit=150)),
                     y=alt.Y(f"{y}:O", sort=ys, title=None, axis=alt.Axis(labelLimit=160)),
                     color=alt.Color("status:N", scale=_scale(STATUS_COLOURS, (r["status"] for r in rows)),
-                                    title="status"))
-            .properties(width=max(60, 22 * len(xs)), height=cell * len(ys), padding=_room(ys, 160)))
+                                    title="status")))
 
 
 def matrix_heat(matrix: dict[str, dict[str, dict[str, Any]]], by: str, platforms: list[str]) -> alt.Chart:
@@ -115,7 +122,8 @@ def matrix_heat(matrix: dict[str, dict[str, dict[str, Any]]], by: str, platforms
     many = len(keys) > 40
     # The legend goes above the cells: on the right it was beyond a 1280-pixel window's page
     # width for the upstream catalog's 132 primitives (hidden behind a horizontal scroll).
-    return (alt.Chart({"values": rows})
+    return (alt.Chart({"values": rows}, width=(8 if many else 20) * max(1, len(keys)),
+                      height=16 * max(1, len(platforms)))
             .mark_rect(stroke="white", strokeWidth=0.5)
             .encode(x=alt.X(f"{by}:O", sort=keys, title=None,
                             axis=alt.Axis(labelAngle=-90 if many else -40, labelLimit=110,
@@ -123,8 +131,7 @@ def matrix_heat(matrix: dict[str, dict[str, dict[str, Any]]], by: str, platforms
                     y=alt.Y("platform:O", sort=platforms, title=None),
                     color=alt.Color("status:N", scale=_scale(STATUS_COLOURS, (r["status"] for r in rows)),
                                     title="worst status",
-                                    legend=alt.Legend(orient="top", direction="horizontal", labelLimit=160)))
-            .properties(width=(8 if many else 20) * max(1, len(keys)), height=16 * max(1, len(platforms))))
+                                    legend=alt.Legend(orient="top", direction="horizontal", labelLimit=160))))
 
 
 def class_lines(rows: list[dict[str, Any]], series: str, outcome: str = "fail", *,
@@ -157,8 +164,7 @@ def boxes(rows: list[dict[str, Any]], *, order: list[str] | None = None, title: 
                         legend=alt.Legend(labelLimit=200)))
     mid = base.mark_tick(color="#0d47a1", thickness=2).encode(y=alt.Y("median:Q", scale=y))
     width = max(300, len(stages) * max(30, 7 * len(runs)))
-    return alt.layer(whisker, box, mid, data={"values": data}, title=title or None) \
-        .properties(width=width, height=220)
+    return alt.layer(whisker, box, mid, data={"values": data}, title=title or alt.Undefined, width=width, height=220)
 
 
 def dots(rows: list[dict[str, Any]], *, title: str = "") -> alt.Chart:
@@ -177,8 +183,8 @@ def dots(rows: list[dict[str, Any]], *, title: str = "") -> alt.Chart:
                            title="head / base (log scale)"),
                    y=alt.Y("label:N", sort=labels, title=None, axis=alt.Axis(labelLimit=260)),
                    color=alt.Color("kind:N", scale=_scale(colours, (r["kind"] for r in data)), title=None)))
-    return alt.layer(rule, pts, title=title or None).properties(width=420, height=max(40, 14 * len(labels)),
-                                                                padding=_room(labels, 260))
+    return alt.layer(rule, pts, title=title or alt.Undefined, width=420, height=max(40, 14 * len(labels)),
+                     padding=_room(labels, 260))
 
 
 #: The builders templates may call through ``dashboards.views.plot``.
@@ -193,7 +199,7 @@ _LOCK = threading.Lock()
 
 def spec(chart: alt.TopLevelMixin) -> dict[str, Any]:
     """The chart's Vega-Lite spec (a plain dict, what the JSON faces carry)."""
-    d = chart.to_dict(validate=False)
+    d = chart.to_dict(validate=VALIDATE)
     d["config"] = {**_CONFIG, **d.get("config", {})}
     return d
 
@@ -234,11 +240,11 @@ def ulp_heat(cells: list[dict[str, Any]], *, title: str = "") -> alt.Chart:
     rows = [c for c in cells if c.get("log_ulp") is not None]
     prims = sorted({c["primitive"] for c in rows})
     cols = sorted({c["column"] for c in rows})
-    return (alt.Chart({"values": rows}, title=title or None)
+    return (alt.Chart({"values": rows}, title=title or alt.Undefined, width=max(60, 18 * len(cols)),
+                      height=14 * max(1, len(prims)))
             .mark_rect(stroke="white", strokeWidth=0.5)
             .encode(x=alt.X("column:O", sort=cols, title=None, axis=alt.Axis(orient="top", labelAngle=-40, labelLimit=150)),
                     y=alt.Y("primitive:O", sort=prims, title=None),
                     color=alt.Color("log_ulp:Q", title="log2(1 + max ULP), normal data",
                                     scale=alt.Scale(scheme="orangered", domain=[0, 16])),
-                    tooltip=["primitive:N", "column:N", "max_ulp_normal:Q", "max_ulp:Q"])
-            .properties(width=max(60, 18 * len(cols)), height=14 * max(1, len(prims))))
+                    tooltip=["primitive:N", "column:N", "max_ulp_normal:Q", "max_ulp:Q"]))

@@ -10,6 +10,7 @@ import pytest
 
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("FARM_VALIDATE_PLOTS", "1")  # every plot a test draws is checked against the Vega-Lite schema (dashboards.plots)
 
 PG_ADMIN = os.environ.get("FARM_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 
