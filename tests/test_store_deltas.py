@@ -222,3 +222,26 @@ def test_every_reader_reads_a_delta_run_as_if_fully_stored(tmp_path: Any) -> Non
         assert delta[k] == full[k], k
         assert full[k][0] in (0, 1, 200), (k, full[k])
     assert any(v[0] == 1 for v in full.values())  # the gate failed: the comparisons saw the change
+
+
+def test_counts_without_the_views_equal_the_views(db_url: str) -> None:
+    """``deltas.counts`` (a delta run: its own rows, plus its base's, less the base's it
+    overrides) gives exactly what grouping the ``results`` and ``harness_outcomes`` views gives,
+    for full and delta runs, one of them overriding a harness of its base."""
+    ids = build(db_url, delta=True)
+    store = open_store(db_url)
+    try:
+        with store.session() as s:
+            assert base_of(store, ids["changed"]) == ids["base"] and stored(store, ids["changed"])[0] > 0
+            runs = list(ids.values())
+            by_status = deltas.counts(s, runs)
+            done = deltas.counts(s, runs, "outcomes")
+            for rid in runs:
+                view = dict(s.execute(select(ResultRow.status, func.count()).where(ResultRow.run_id == rid)
+                                      .group_by(ResultRow.status)).tuples().all())
+                assert dict(by_status[rid]) == view, rid
+                n = s.scalar(select(func.count()).select_from(OutcomeRow).where(OutcomeRow.run_id == rid))
+                assert done[rid][""] == n == N, rid
+            assert by_status[ids["changed"]] != by_status[ids["base"]]  # the override is counted, not the base's row
+    finally:
+        store.dispose()

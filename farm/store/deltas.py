@@ -17,10 +17,11 @@ reverse.
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Text, and_, cast, delete, exists, literal, select
+from sqlalchemy import Text, and_, cast, delete, exists, func, literal, select
 from sqlalchemy.orm import Session, aliased
 
 from farm.store.inserts import insert_skipping
@@ -136,3 +137,47 @@ def materialize(session: Session, run: Run) -> int:
     run.base_run_id = None
     session.flush()
     return len(_stored_ids(session, run.id)) - n
+
+
+def counts(session: Session, run_ids: list[int], table: str = "results") -> dict[int, Counter]:
+    """run id -> status -> rows of the ``results`` view (``table="results"``), or run id ->
+    ``""`` -> rows of the ``harness_outcomes`` view (``"outcomes"``), without reading the
+    views. A delta run's effective rows are its own plus its base's for the harnesses it
+    stored no outcome for, so its counts are its own, plus its base's, less the base's for
+    the harnesses it stored: each base is counted once however many delta runs read it.
+    (Counting the views ran the base's anti-join once per delta run: 0.8 s for 10 nightlies
+    of a full upstream run in PostgreSQL.)"""
+    model = StoredResultRow if table == "results" else StoredOutcomeRow
+    out: dict[int, Counter] = {rid: Counter() for rid in run_ids}
+    if not run_ids:
+        return out
+    base = dict(session.execute(select(Run.id, Run.base_run_id).where(Run.id.in_(run_ids))).tuples().all())
+    wanted = sorted(set(run_ids) | {b for b in base.values() if b is not None})
+    own: dict[int, Counter] = {rid: Counter() for rid in wanted}
+    for i in range(0, len(wanted), _CHUNK):
+        _tally(own, session, select(model.run_id).where(model.run_id.in_(wanted[i:i + _CHUNK])), model.run_id,
+               model.status if table == "results" else None)
+    deltas = [rid for rid in run_ids if base.get(rid) is not None]
+    shadowed: dict[int, Counter] = {rid: Counter() for rid in deltas}
+    if deltas:
+        d, b, o = aliased(Run), aliased(model), aliased(StoredOutcomeRow)
+        _tally(shadowed, session, select(d.id).join(o, o.run_id == d.id)
+               .join(b, and_(b.run_id == d.base_run_id, b.harness_id == o.harness_id)).where(d.id.in_(deltas)), d.id,
+               b.status if table == "results" else None)
+    for rid in run_ids:
+        c = Counter(own[rid])
+        if base.get(rid) is not None:
+            c.update(own[base[rid]])
+            c.subtract(shadowed[rid])
+        out[rid] = +c
+    return out
+
+
+def _tally(into: dict[int, Counter], session: Session, q: Any, run_col: Any, status: Any) -> None:
+    """Add ``q``'s row counts per run (and per ``status`` column, unless None) into ``into``."""
+    if status is not None:
+        for rid, st, n in session.execute(q.add_columns(status, func.count()).group_by(run_col, status)):
+            into[rid][st] += n
+    else:
+        for rid, n in session.execute(q.add_columns(func.count()).group_by(run_col)):
+            into[rid][""] += n

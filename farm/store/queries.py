@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from farm.analysis.rows import mark_reused
 from farm.errors import HarnessNotFound, RunNotFound
 from farm.results import worst_status
-from farm.store import series
+from farm.store import deltas, series
 from farm.store.models import ArtifactRow, Environment, HarnessRow, OutcomeRow, ResultRow, Run
 
 
@@ -58,18 +58,13 @@ def list_runs(session: Session, limit: int = 50, offset: int = 0) -> list[dict[s
     if not runs:
         return []
     ids = [r.id for r in runs]
-    done = dict(session.execute(select(OutcomeRow.run_id, func.count()).where(OutcomeRow.run_id.in_(ids))
-                                .group_by(OutcomeRow.run_id)).tuples().all())
-    counts: dict[int, dict[str, int]] = defaultdict(dict)
-    for rid, status, n in session.execute(select(ResultRow.run_id, ResultRow.status, func.count())
-                                          .where(ResultRow.run_id.in_(ids))
-                                          .group_by(ResultRow.run_id, ResultRow.status)):
-        counts[rid][status] = n
+    done = deltas.counts(session, ids, "outcomes")
+    counts = status_counts(session, ids)
     out = []
     for r in runs:
         d = run_dict(session, r, with_counts=False)
-        d["done"] = done.get(r.id, 0)
-        d["status_counts"] = counts.get(r.id, {})
+        d["done"] = done[r.id][""]
+        d["status_counts"] = counts[r.id]
         out.append(d)
     return out
 
@@ -362,11 +357,5 @@ def comparison_rows(session: Session, run_id: int) -> list[dict[str, Any]]:
 
 def status_counts(session: Session, run_ids: list[int]) -> dict[int, dict[str, int]]:
     """run id -> status -> results, for several runs in one grouped query."""
-    out: dict[int, dict[str, int]] = {i: {} for i in run_ids}
-    if run_ids:
-        q = (select(ResultRow.run_id, ResultRow.status, func.count()).where(ResultRow.run_id.in_(run_ids))
-             .group_by(ResultRow.run_id, ResultRow.status))
-        for rid, status, n in session.execute(q):
-            out[rid][status] = n
-    return out
+    return {rid: dict(c) for rid, c in deltas.counts(session, list(run_ids)).items()}
 
