@@ -203,4 +203,3 @@ def stored(session: Session, shas: list[str]) -> dict[str, bool]:
         out.update(session.execute(select(ArtifactRow.sha256, ArtifactRow.damaged.is_(None))
                                    .where(ArtifactRow.sha256.in_(shas[i:i + 500]))).tuples().all())
     return out
-

@@ -147,26 +147,27 @@ def counts(session: Session, run_ids: list[int], table: str = "results") -> dict
     the harnesses it stored: each base is counted once however many delta runs read it.
     (Counting the views ran the base's anti-join once per delta run: 0.8 s for 10 nightlies
     of a full upstream run in PostgreSQL.)"""
-    model = StoredResultRow if table == "results" else StoredOutcomeRow
-    out: dict[int, Counter] = {rid: Counter() for rid in run_ids}
     if not run_ids:
-        return out
+        return {}
+    model = StoredResultRow if table == "results" else StoredOutcomeRow
+    by_status = table == "results"
     base = dict(session.execute(select(Run.id, Run.base_run_id).where(Run.id.in_(run_ids))).tuples().all())
     wanted = sorted(set(run_ids) | {b for b in base.values() if b is not None})
     own: dict[int, Counter] = {rid: Counter() for rid in wanted}
     for i in range(0, len(wanted), _CHUNK):
         _tally(own, session, select(model.run_id).where(model.run_id.in_(wanted[i:i + _CHUNK])), model.run_id,
-               model.status if table == "results" else None)
-    deltas = [rid for rid in run_ids if base.get(rid) is not None]
-    shadowed: dict[int, Counter] = {rid: Counter() for rid in deltas}
-    if deltas:
+               model.status if by_status else None)
+    delta_ids = [rid for rid in run_ids if base.get(rid) is not None]
+    shadowed: dict[int, Counter] = {rid: Counter() for rid in delta_ids}
+    if delta_ids:
         d, b, o = aliased(Run), aliased(model), aliased(StoredOutcomeRow)
         _tally(shadowed, session, select(d.id).join(o, o.run_id == d.id)
-               .join(b, and_(b.run_id == d.base_run_id, b.harness_id == o.harness_id)).where(d.id.in_(deltas)), d.id,
-               b.status if table == "results" else None)
+               .join(b, and_(b.run_id == d.base_run_id, b.harness_id == o.harness_id)).where(d.id.in_(delta_ids)),
+               d.id, b.status if by_status else None)
+    out: dict[int, Counter] = {}
     for rid in run_ids:
         c = Counter(own[rid])
-        if base.get(rid) is not None:
+        if rid in shadowed:
             c.update(own[base[rid]])
             c.subtract(shadowed[rid])
         out[rid] = +c

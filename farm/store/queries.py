@@ -356,6 +356,6 @@ def comparison_rows(session: Session, run_id: int) -> list[dict[str, Any]]:
 
 
 def status_counts(session: Session, run_ids: list[int]) -> dict[int, dict[str, int]]:
-    """run id -> status -> results, for several runs in one grouped query."""
+    """run id -> status -> results, for several runs (``deltas.counts``: two or three grouped queries)."""
     return {rid: dict(c) for rid, c in deltas.counts(session, list(run_ids)).items()}
 

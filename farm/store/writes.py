@@ -254,8 +254,4 @@ def finish_run(session: Session, run: Run, status: str, stats: dict[str, Any] | 
     return d
 
 
-def count_outcomes(session: Session, run_id: int) -> int:
-    return session.scalar(select(func.count()).select_from(OutcomeRow).where(OutcomeRow.run_id == run_id)) or 0
-
-
 __all__ = ["Writer", "copy_cached", "create_run", "downstream_priors", "env_fingerprint", "finish_run", "finished", "harness_ids"]
