@@ -147,6 +147,10 @@ class Outcome:
     #: the result cache's keys (``farm.pipeline.digest``); None: never reuse this outcome
     result_key: str | None = None
     downstream_key: str | None = None
+    #: the result key narrowed to the jax code this harness ran (``farm.pipeline.jaxdeps``),
+    #: and what the store keeps to recompute it: {"set": address, "rows": {address: body}}
+    deps_key: str | None = None
+    deps: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "records", tuple(self.records))
@@ -158,6 +162,7 @@ class Outcome:
     def to_dict(self) -> dict[str, Any]:
         return {"fingerprint": self.fingerprint, "name": self.name, "seconds": self.seconds, "worker": self.worker,
                 "result_key": self.result_key, "downstream_key": self.downstream_key,
+                "deps_key": self.deps_key, "deps": self.deps,
                 "records": [r.to_dict() for r in self.records],
                 "artifacts": [a.to_dict() for a in self.artifacts]}
 
@@ -165,7 +170,8 @@ class Outcome:
     def from_dict(cls, d: Mapping[str, Any]) -> "Outcome":
         return cls(d["fingerprint"], d["name"], tuple(Record.from_dict(r) for r in d["records"]),
                    tuple(Artifact.from_dict(a) for a in d["artifacts"]), d.get("seconds", 0.0),
-                   d.get("worker", ""), d.get("result_key"), d.get("downstream_key"))
+                   d.get("worker", ""), d.get("result_key"), d.get("downstream_key"), d.get("deps_key"),
+                   d.get("deps"))
 
     @classmethod
     def failed(cls, fingerprint: str, name: str, status: str, message: str, *, stage: str = "execute",

@@ -258,9 +258,11 @@ def _results(path: Path, run: str) -> dict[str, dict[str, tuple[str, dict]]]:
 
 def test_a_lowering_rule_edited_in_place_is_seen_by_the_next_sweep(tmp_path) -> None:  # noqa: ANN001
     """A JAX developer edits sin's lowering rule in an editable jax (same version string)
-    and sweeps again. Keyed on versions, the farm copied the old ``ok``. Now: sin is
-    re-run and fails against the reference; exp is re-traced and re-lowered, its modules
-    are unchanged, so its compile/execute/compare are reused from the first run."""
+    and sweeps again. Keyed on versions, the farm copied the old ``ok``. Now: sin ran the
+    edited rule, so it is re-run and fails against the reference; exp never ran it, so it
+    is reused whole (``farm.pipeline.jaxdeps``). An edit to a helper both run re-runs both
+    (their modules are unchanged: compile/execute/compare are reused), and a module-level
+    edit re-runs everything."""
     import jax
 
     shadow = tmp_path / "site"
@@ -271,32 +273,52 @@ def test_a_lowering_rule_edited_in_place_is_seen_by_the_next_sweep(tmp_path) -> 
     _sweep(db, "before", path)
     before = _results(db_file, "before")
     assert {s for r in before.values() for s, _ in r.values()} == {"ok"}
+    con = sqlite3.connect(db_file)
+    ids = lambda: dict(con.execute("SELECT name, id FROM runs").fetchall())  # noqa: E731
+
+    def origins(run: str) -> dict[str, tuple[str, int | None]]:
+        return {n: (w, c) for n, w, c in con.execute(
+            "SELECT h.name, o.worker, o.cached_from FROM harness_outcomes o JOIN runs ON runs.id = o.run_id "
+            "JOIN harnesses h ON h.id = o.harness_id WHERE runs.name = ?", (run,))}
 
     lax_py = shadow / "jax" / "_src" / "lax" / "lax.py"
     text = lax_py.read_text()
-    assert "return _nary_lower_hlo(hlo.sine, ctx, x, accuracy=accuracy)" in text
+    sin_rule = "def _sin_lowering(ctx, x, accuracy):"
+    assert text.count("return _nary_lower_hlo(hlo.sine, ctx, x, accuracy=accuracy)") == 1 and sin_rule in text
     lax_py.write_text(text.replace("return _nary_lower_hlo(hlo.sine, ctx, x, accuracy=accuracy)",
                                    "return _nary_lower_hlo(hlo.cosine, ctx, x, accuracy=accuracy)"))
     log = _sweep(db, "after", path)
     after = _results(db_file, "after")
-    sin, exp = after["sin_float32_3x4"], after["exp_float32_3x4"]
+    sin = after["sin_float32_3x4"]
     assert sin["compare/cpu"][0] == "fail", log
     assert not any("reused_from" in f for _, f in sin.values())
-    assert exp["compare/cpu"][0] == "ok"
-    reused = {k for k, (_, f) in exp.items() if "reused_from" in f}
-    assert {"compile/cpu", "execute/cpu", "compare/cpu", "crossexec/tpu"} <= reused
-    assert not reused & {"trace/any", "lower/cpu", "lower/tpu", "export/export"}
-    con = sqlite3.connect(db_file)
-    (first_id,) = con.execute("SELECT id FROM runs WHERE name = 'before'").fetchone()
-    assert {f["reused_from"] for k, (_, f) in exp.items() if k in reused} == {first_id}
+    assert "1 of them although jax changed" in log, log
+    got = origins("after")
+    assert got["exp_float32_3x4"] == ("cache", ids()["before"])  # exp ran no edited code: reused whole
+    assert got["sin_float32_3x4"][0] != "cache" and got["sin_float32_3x4"][1] is None
+    assert after["exp_float32_3x4"] == before["exp_float32_3x4"]
 
-    # nothing changed since: both reused whole, from the runs that computed them
+    # nothing changed since: both reused whole by the whole key, from the runs that computed them
     log = _sweep(db, "again", path)
-    assert "2 harnesses reused whole" in log
-    cached = dict(con.execute("SELECT h.name, o.cached_from FROM harness_outcomes o JOIN runs ON runs.id = o.run_id "
-                              "JOIN harnesses h ON h.id = o.harness_id WHERE runs.name = 'again'").fetchall())
-    (after_id,) = con.execute("SELECT id FROM runs WHERE name = 'after'").fetchone()
-    assert cached == {"sin_float32_3x4": after_id, "exp_float32_3x4": after_id}
+    assert "2 harnesses reused whole" in log and "although jax changed" not in log, log
+    assert origins("again") == {"sin_float32_3x4": ("cache", ids()["after"]), "exp_float32_3x4": ("cache", ids()["before"])}
+
+    # a helper both rules run: both re-run; their modules are the same, so compile/execute/compare are reused
+    text = lax_py.read_text()
+    line = "  out_dtype = params.pop('out_dtype', None)\n"  # the first statement of _nary_lower_hlo
+    assert text.count(line) == 1 and text.index("def _nary_lower_hlo(") < text.index(line)
+    lax_py.write_text(text.replace(line, "  _farm_test_edit = None\n" + line))
+    log = _sweep(db, "helper", path)
+    got = origins("helper")
+    assert {w for w, _ in got.values()} & {"cache"} == set(), log
+    exp = _results(db_file, "helper")["exp_float32_3x4"]
+    assert {"compile/cpu", "execute/cpu", "compare/cpu"} <= {k for k, (_, f) in exp.items() if "reused_from" in f}
+
+    # a module-level statement anywhere in jax: every harness re-runs
+    (shadow / "jax" / "_src" / "dtypes.py").write_text((shadow / "jax" / "_src" / "dtypes.py").read_text()
+                                                       + "\n_FARM_TEST_EDIT = 1\n")
+    log = _sweep(db, "module-level", path)
+    assert {w for w, _ in origins("module-level").values()} & {"cache"} == set(), log
 
 
 def test_show_and_dashboard_say_what_was_reused_and_from_which_run(sqlite_url) -> None:  # noqa: ANN001

@@ -19,14 +19,36 @@ def configure_process() -> None:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
+def _identity(x: Any, *rest: Any) -> Any:
+    return x
+
+
+def _watch_setup() -> Any:
+    """A profiler over the process's set-up, or why there is none (see ``Recorder.end_setup``)."""
+    import cProfile
+    import sys
+
+    if "jax" in sys.modules:
+        return "jax was imported before the worker started watching"
+    if sys.getprofile() is not None:
+        return "another profiler is set"
+    profile = cProfile.Profile(subcalls=False, builtins=False)
+    profile.enable()
+    return profile
+
+
 class JobRunner:
     """Imports jax and the catalog once; runs harnesses by fingerprint."""
 
     def __init__(self, catalog: str, modules: list[str], options: dict[str, Any],
                  clear_every: int = 200) -> None:
         configure_process()
+        # which of jax's code its set-up runs is every harness's (farm.pipeline.jaxdeps): watched
+        # from before jax is imported (importing farm.pipeline imports it)
+        setup = _watch_setup()
         from farm import catalog as cat
         from farm.pipeline import irctx
+        from farm.pipeline.jaxdeps import RECORDER
 
         irctx.install()  # one MLIR context per 64 lowerings: 1.85x faster, identical modules
         from farm.results import Options
@@ -53,6 +75,25 @@ class JobRunner:
         self.label = f"standalone:{socket.gethostname()}:{os.getpid()}"
         #: What a Ray actor holds (resources, GPU ids, visible devices); recorded with its environment.
         self.placement: dict[str, Any] = {}
+        if not isinstance(setup, str) and not (self.missing_plugin or self.missing_device):
+            self._warm_up()
+        RECORDER.end_setup(setup)
+
+    def _warm_up(self) -> None:
+        """Run one harness with its function replaced by the identity while the set-up is
+        watched: the machinery every harness uses (backends, each platform's lowering,
+        export, compile, the catalog's argument makers) is set up, and recorded, here."""
+        import dataclasses
+
+        from farm.pipeline import run_harness
+
+        for h in self.harnesses.values():
+            if not h.mesh and h.devices == 1:
+                try:
+                    run_harness(dataclasses.replace(h, fun=_identity), self.options)
+                except Exception:  # a warm-up that fails leaves set-up to the first harness: still sound
+                    pass
+                return
 
     def _check_device(self) -> str | None:
         """A worker pinned to a device kind its host lacks says so on every harness, rather

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from farm.pipeline import hermetic
+from farm.pipeline import hermetic, jaxdeps
 from farm.pipeline.filedigests import FileDigests
 
 #: Bump when the meaning of a key changes: every earlier result stops matching.
@@ -84,6 +84,7 @@ from farm.results import NOT_REUSABLE  # noqa: E402,F401  (the contract's)
 
 # ------------------------------------------------------------------ file hashing
 FILES = FileDigests()
+UNITS = jaxdeps.UnitDigests(lambda p: FILES.sha(p))
 
 
 def _sha(*parts: Any) -> str:
@@ -350,6 +351,33 @@ def downstream_key(harness: Any, options: str, modules: Mapping[str, str], input
     install = install or installation()
     return _sha(KEY_VERSION, "downstream", harness_digest(harness), install.compiler, install.reference,
                 code or farm_code(), _halves(options)[1], sorted(modules.items()), inputs_sha)[:40]
+
+
+# ------------------------------------------------------------------ per-harness jax code
+def jax_roots() -> list[str]:
+    """The directories of the jax package (one, unless it is a namespace)."""
+    return [os.path.realpath(r) for r in _module_roots(PYTHON_PACKAGES[0])]
+
+
+@functools.lru_cache(maxsize=1)
+def jax_tree() -> jaxdeps.Tree | None:
+    """The jax tree cut into units (``farm.pipeline.jaxdeps``); None where jax is not one directory."""
+    roots = jax_roots()
+    return jaxdeps.Tree(roots[0], UNITS, FILES.sha) if len(roots) == 1 else None
+
+
+def deps_key(harness: Any, options: str, parts: Mapping[str, Mapping[str, Any]], install: Installation | None = None,
+             code: str | None = None, loaded: str | None = None, tree: jaxdeps.Tree | None = None) -> str | None:
+    """The result key with the jax tree narrowed to what the harness ran: the tree's
+    global digest (skeletons, cached units, other files) and today's digest of each unit
+    the harness's recorded ``parts`` name, instead of every file's content. Everything
+    else is ``result_key``'s. None where the jax tree is not one directory."""
+    tree = tree or jax_tree()
+    if tree is None:
+        return None
+    install = install or installation()
+    return _sha(KEY_VERSION, "deps", harness_digest(harness), tree.digest, tree.deps_digest(parts), install.compiler,
+                install.reference, code or farm_code(), options, loaded or loaded_digest())[:40]
 
 
 def inputs_digest(arrays: Iterable[Any]) -> str:

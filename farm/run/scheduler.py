@@ -308,7 +308,9 @@ def merge_kinds(by_kind: dict[str, Outcome], kinds: tuple[str, ...]) -> Outcome:
                                seconds=sum(o.seconds for o in outs),
                                worker=" ".join(dict.fromkeys(o.worker for o in outs if o.worker)),
                                result_key=None if any(o.result_key is None for o in outs) else first.result_key,
-                               downstream_key=first.downstream_key)
+                               downstream_key=first.downstream_key,
+                               deps_key=None if any(o.deps_key is None for o in outs) else first.deps_key,
+                               deps=first.deps)
 
 
 # --------------------------------------------------------------------------- sweep

@@ -23,7 +23,7 @@ from farm.results import Options, Outcome, RunDims
 from farm.run import cluster
 from farm.run.cluster import check_feasible, ray_init  # noqa: F401  (importable from here)
 from farm.pipeline.host import describe
-from farm.store import failures, queries, reports, writes
+from farm.store import codedeps, failures, queries, reports, writes
 from farm.run.progress import Progress, SweepConfig, SweepStats  # noqa: F401  (importable from here)
 from farm.run.scheduler import Sweep, merge_kinds  # noqa: F401  (merge_kinds: importable from here)
 
@@ -41,6 +41,7 @@ class _Plan:
     reuse: dict[str, dict[str, Any]]  # fingerprint -> downstream priors (result cache, level 2)
     install: digest.Installation
     options_digest: str
+    by_deps: int = 0  # of ``cached``: found by the key over the jax code each harness ran
 
 
 def sweep(store: Any, harnesses: list[Harness], *, options: Options, catalog: str, filters: dict[str, Any],
@@ -94,15 +95,48 @@ def _plan(store: Any, harnesses: list[Harness], *, options: Options, catalog: st
         done = writes.finished(s, run.id)
         todo = [h for h in harnesses if hids[h.fingerprint] not in done]
         cached: dict[int, int] = {}
+        narrowed: dict[int, int] = {}
         reuse: dict[str, dict[str, Any]] = {}
         if not force:
-            cached = writes.copy_cached(s, run, {hids[h.fingerprint]: digest.result_key(h, opt_d) for h in todo})
+            keys = {hids[h.fingerprint]: digest.result_key(h, opt_d) for h in todo}
+            cached = writes.copy_cached(s, run, keys)
             todo = [h for h in todo if hids[h.fingerprint] not in cached]
+            narrowed = _copy_by_deps(s, run, todo, hids, opt_d, keys)
+            todo = [h for h in todo if hids[h.fingerprint] not in narrowed]
+            cached.update(narrowed)
             priors = writes.downstream_priors(s, run, [hids[h.fingerprint] for h in todo])
             reuse = {h.fingerprint: priors[hids[h.fingerprint]] for h in todo if hids[h.fingerprint] in priors}
         run.stats = {**(run.stats or {}), "installation": install.to_dict()}
     return _Plan(run=run, hids=hids, resumed=bool(resume), done=len(done), todo=todo, cached=cached, reuse=reuse,
-                 install=install, options_digest=opt_d)
+                 install=install, options_digest=opt_d, by_deps=len(narrowed))
+
+
+def _copy_by_deps(s: Any, run: Any, todo: list[Harness], hids: dict[str, int], opt_d: str,
+                  keys: dict[int, str]) -> dict[int, int]:
+    """Result cache by jax code (``farm.pipeline.jaxdeps``): copy an earlier outcome whose
+    key over the jax code it ran is unchanged on today's tree (an edit to a lowering rule
+    re-runs only the harnesses that ran it). Returns harness id -> the run that computed it."""
+    tree = digest.jax_tree()
+    if tree is None or not todo:
+        return {}
+    by_id = {hids[h.fingerprint]: h for h in todo}
+    candidates = writes.deps_candidates(s, run, list(by_id))
+    if not candidates:
+        return {}
+    code_sets = codedeps.sets(s, {sha for cs in candidates.values() for _, _, sha, _ in cs})
+    source: dict[int, tuple[int, int]] = {}
+    for hid, cs in candidates.items():
+        now: dict[str, str | None] = {}
+        for rid, origin, sha, key in cs:
+            if sha not in code_sets:
+                continue  # its code set is not stored whole (or damaged): never guess
+            if sha not in now:
+                now[sha] = digest.deps_key(by_id[hid], opt_d, code_sets[sha], tree=tree)
+            if now[sha] == key:
+                source[hid] = (rid, origin)
+                break
+    writes.copy_outcomes(s, run, source, {hid: keys[hid] for hid in source})
+    return {hid: origin for hid, (_, origin) in source.items()}
 
 
 def _announce(plan: _Plan, log: Callable[[str], None]) -> None:
@@ -110,8 +144,10 @@ def _announce(plan: _Plan, log: Callable[[str], None]) -> None:
         log(f"resuming run {plan.run.name}: {plan.done} done, {len(plan.todo)} to go")
     if plan.cached:
         sources = ", ".join(f"{n} from run {r}" for r, n in sorted(Counter(plan.cached.values()).items()))
+        narrowed = (f"; {plan.by_deps} of them although jax changed: none of the jax code they ran did"
+                    if plan.by_deps else "")
         log(f"{len(plan.cached)} harnesses reused whole: nothing that shapes their results changed "
-            f"(harness, jax/jaxlib/plugin files, farm code, options) [{sources}] (use --force to recompute)")
+            f"(harness, jax/jaxlib/plugin files, farm code, options){narrowed} [{sources}] (use --force to recompute)")
     if plan.reuse:
         log(f"{len(plan.todo)} to run: trace and lower again; compile, execute and compare are reused where the "
             f"exact modules, inputs and compiler are unchanged ({len(plan.reuse)} have an earlier result)")

@@ -11,13 +11,13 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, literal, select
+from sqlalchemy import bindparam, func, literal, select, update
 from sqlalchemy.orm import Session
 
 from farm.catalog import Harness
 from farm.errors import ConfigError
 from farm.results import NOT_REUSABLE, UPSTREAM_STAGES, Outcome, RunDims
-from farm.store import artifacts, deltas
+from farm.store import artifacts, codedeps, deltas
 from farm.store.environments import fingerprint as env_fingerprint
 from farm.store.environments import get_or_create
 from farm.store.inserts import bulk_insert_skipping, insert_skipping
@@ -127,6 +127,9 @@ class Writer:
         absent = set(shas) - set(have)
         results: list[dict[str, Any]] = []
         marks: list[dict[str, Any]] = []
+        deps_rows = {sha: body for o in outcomes if o.deps for sha, body in o.deps.get("rows", {}).items()}
+        if deps_rows:
+            codedeps.put(self.session, deps_rows)
         for o, hid in zip(outcomes, ids):
             if hid in done:
                 continue
@@ -149,7 +152,9 @@ class Writer:
             marks.append({"run_id": self.run.id, "harness_id": hid, "environment_id": self.env_id,
                           "worst": o.worst, "seconds": o.seconds, "worker": (o.worker or worker)[:128],
                           "result_key": o.result_key if reusable else None,
-                          "downstream_key": o.downstream_key if reusable else None})
+                          "downstream_key": o.downstream_key if reusable else None,
+                          "deps_sha": o.deps.get("set") if reusable and o.deps and o.deps_key else None,
+                          "deps_key": o.deps_key if reusable and o.deps else None})
         self.session.flush()
         _insert_ignore(self.session, StoredResultRow, results, ["run_id", "harness_id", "platform", "stage"])
         _insert_ignore(self.session, StoredOutcomeRow, marks, ["run_id", "harness_id"])
@@ -185,12 +190,22 @@ def copy_cached(session: Session, run: Run, keys: dict[int, str]) -> dict[int, i
         for hid, src, origin, key in rows:
             if hid in keys and keys[hid] == key and hid not in source:
                 source[hid] = (src, origin or src)
+    copy_outcomes(session, run, source)
+    return {hid: origin for hid, (_, origin) in source.items()}
+
+
+def copy_outcomes(session: Session, run: Run, source: dict[int, tuple[int, int]],
+                  result_keys: dict[int, str] | None = None) -> None:
+    """Copy each harness's outcome and results from its source run (harness id -> (source
+    run, origin run)) into ``run``. ``result_keys``: the result key each copy is filed
+    under instead of its source's (a copy found by ``deps_key``: the key of today's tree,
+    so that the next unchanged sweep finds it by the whole key)."""
     by_src: dict[int, list[int]] = {}
     for hid, (src, _) in source.items():
         by_src.setdefault(src, []).append(hid)
     cols = ["harness_id", "platform", "stage", "status", "seconds", "error_type", "error", "detail", "metrics",
             "facts", "artifact_sha", "comparable"]
-    ocols = ["harness_id", "worst", "seconds", "result_key", "downstream_key"]
+    ocols = ["harness_id", "worst", "seconds", "result_key", "downstream_key", "deps_sha", "deps_key"]
     for src, ids in by_src.items():
         for i in range(0, len(ids), 500):
             chunk = ids[i:i + 500]
@@ -205,7 +220,33 @@ def copy_cached(session: Session, run: Run, keys: dict[int, str]) -> dict[int, i
                                   *[getattr(OutcomeRow, c) for c in ocols])
                            .where(OutcomeRow.run_id == src, OutcomeRow.harness_id.in_(chunk)),
                            ["run_id", "harness_id"])
-    return {hid: origin for hid, (_, origin) in source.items()}
+    if result_keys:
+        stmt = (update(StoredOutcomeRow).where(StoredOutcomeRow.run_id == run.id,
+                                               StoredOutcomeRow.harness_id == bindparam("hid"))
+                .values(result_key=bindparam("key")))
+        session.connection().execute(stmt, [{"hid": h, "key": k} for h, k in result_keys.items() if h in source])
+
+
+def deps_candidates(session: Session, run: Run, harness_ids_: list[int]) -> dict[int, list[tuple[int, int, str, str]]]:
+    """Result cache by jax code (``farm.pipeline.jaxdeps``): for each harness, the earlier
+    reusable outcomes that recorded the jax code they ran, newest first, one per distinct
+    code set: (run, origin run, set address, deps key). The caller recomputes each key on
+    today's tree; an outcome whose key is unchanged is copied (``copy_outcomes``)."""
+    out: dict[int, list[tuple[int, int, str, str]]] = {}
+    seen: set[tuple[int, str, str]] = set()
+    for i in range(0, len(harness_ids_), 500):
+        rows = session.execute(
+            select(OutcomeRow.harness_id, OutcomeRow.run_id, OutcomeRow.cached_from, OutcomeRow.deps_sha,
+                   OutcomeRow.deps_key)
+            .where(OutcomeRow.harness_id.in_(harness_ids_[i:i + 500]), OutcomeRow.run_id != run.id,
+                   OutcomeRow.deps_key.is_not(None), OutcomeRow.deps_sha.is_not(None),
+                   OutcomeRow.worst.not_in(NOT_REUSABLE))
+            .order_by(OutcomeRow.run_id.desc())).tuples().all()
+        for hid, rid, origin, sha, key in rows:
+            if (hid, sha, key) not in seen:
+                seen.add((hid, sha, key))
+                out.setdefault(hid, []).append((rid, origin or rid, sha, key))
+    return out
 
 
 def downstream_priors(session: Session, run: Run, harness_ids_: list[int]) -> dict[int, dict[str, Any]]:
@@ -254,4 +295,4 @@ def finish_run(session: Session, run: Run, status: str, stats: dict[str, Any] | 
     return d
 
 
-__all__ = ["Writer", "copy_cached", "create_run", "downstream_priors", "env_fingerprint", "finish_run", "finished", "harness_ids"]
+__all__ = ["Writer", "copy_cached", "copy_outcomes", "deps_candidates", "create_run", "downstream_priors", "env_fingerprint", "finish_run", "finished", "harness_ids"]

@@ -40,6 +40,10 @@ class StoredOutcomeRow(Base):
     result_key: Mapped[str | None] = mapped_column(String(64), default=None)
     #: digest of what compile/execute/compare/crossexec depend on (``farm.pipeline.cachekey.downstream_key``)
     downstream_key: Mapped[str | None] = mapped_column(String(64), default=None)
+    #: the jax code the harness ran (``code_deps``) and the result key narrowed to it
+    #: (``farm.pipeline.cachekey.deps_key``); None where the worker recorded none
+    deps_sha: Mapped[str | None] = mapped_column(String(64), default=None)
+    deps_key: Mapped[str | None] = mapped_column(String(64), default=None)
 
 
 class OutcomeRow(ViewBase):
@@ -56,7 +60,9 @@ class OutcomeRow(ViewBase):
     cached_from: Mapped[int | None] = mapped_column()
     result_key: Mapped[str | None] = mapped_column(String(64))
     downstream_key: Mapped[str | None] = mapped_column(String(64))
+    deps_sha: Mapped[str | None] = mapped_column(String(64))
+    deps_key: Mapped[str | None] = mapped_column(String(64))
 
 
 OUTCOME_FIELDS = ("harness_id", "environment_id", "worst", "seconds", "worker", "cached_from", "result_key",
-                  "downstream_key")
+                  "downstream_key", "deps_sha", "deps_key")
