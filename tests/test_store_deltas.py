@@ -245,3 +245,26 @@ def test_counts_without_the_views_equal_the_views(db_url: str) -> None:
             assert by_status[ids["changed"]] != by_status[ids["base"]]  # the override is counted, not the base's row
     finally:
         store.dispose()
+
+
+def test_the_overview_s_one_scan_gives_what_its_three_queries_gave(db_url: str) -> None:
+    """The overview takes its filter values, matrix and status counts from one grouped scan
+    (``run_cells``); each equals the query it replaced, for every filter the page takes."""
+    ids = build(db_url, delta=True)
+    store = open_store(db_url)
+    try:
+        with store.session() as s:
+            for rid in ids.values():
+                cells = queries.run_cells(s, rid)
+                values = queries.filter_values(s, rid)
+                assert queries.values_of(cells) == values
+                assert queries.status_of(cells) == queries.run_dict(s, s.get(Run, rid))["status_counts"]
+                picks = [{}, {"status": "fail"}, {"status": "ok,fail"}, {"platform": values["platform"][:2]},
+                         {"dtype": values["dtype"][-1], "status": ""}, {"primitive": values["primitive"][0]},
+                         {"catalog": values["catalog"][0], "platform": "cpu"}, {"status": "no_such_status"}]
+                for by in ("primitive", "dtype"):
+                    for f in picks:
+                        assert queries.matrix_of(cells, by=by, **f) == queries.filtered_matrix(s, rid, by=by, **f), (by, f)
+                assert queries.matrix_of(cells, status="fail") != queries.matrix_of(cells)  # the filter bites
+    finally:
+        store.dispose()

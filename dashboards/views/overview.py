@@ -28,10 +28,13 @@ def context() -> dict[str, Any]:
                 raise
             return {"run": None, "by": by, "filters": filters, "matrix": {}, "platforms": [], "choices": {},
                     "harnesses": [], "pager": pager(1, limit, 0), "comparable": False}
-        info = queries.run_dict(s, run)
-        choices = queries.filter_values(s, run.id)
+        info = queries.run_dict(s, run, with_counts=False)
+        cells = queries.run_cells(s, run.id)  # one scan: the filter values, the matrix and the counts
+        info["done"] = queries.done_count(s, run.id)
+        info["status_counts"] = queries.status_of(cells)
+        choices = queries.values_of(cells)
         check_filters(filters, choices)
-        m = queries.filtered_matrix(s, run.id, by=by, **filters)
+        m = queries.matrix_of(cells, by=by, **filters)
         comparable = queries.count_runs(s) > 1
         harnesses: list[dict[str, Any]] = []
         total = 0

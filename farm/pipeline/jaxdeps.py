@@ -263,6 +263,10 @@ class Recorder:
         self.sent: set[str] = set()  # part addresses this process has sent (the store keeps them)
         self._profile: cProfile.Profile | None = None
         self._state: tuple[int, ...] = ()
+        self._prefix = ""
+        self._place: dict[int, tuple[Any, tuple[str, str] | None]] = {}
+        self._files: dict[str, FileUnits | None] = {}
+        self._parts: dict[tuple[str, frozenset[str]], tuple[str, dict[str, Any]]] = {}
         self.enabled = False
         self.why_not = "its set-up was not watched"
 
@@ -279,33 +283,52 @@ class Recorder:
         if len(roots) != 1:
             self.why_not = f"jax has {len(roots)} package directories"
             return
-        self.root = roots[0]
-        self.tree = cachekey.jax_tree()
+        tree = cachekey.jax_tree()
+        assert tree is not None
+        self.attach(tree)
         self._merge_global(self._units(setup))
         self._state = _global_state()
         self.enabled, self.why_not = True, ""
 
+    def attach(self, tree: Tree) -> None:
+        """Record the code of ``tree`` (the jax package directory)."""
+        self.root, self._prefix, self.tree = tree.root, tree.root + os.sep, tree
+
     def _units(self, profile: cProfile.Profile) -> dict[str, set[str]]:
-        """file (relative to the jax root) -> units whose code ran."""
+        """file (relative to the jax root) -> units whose code ran. Each code object is
+        placed once per process (in the units of its file as this process first read it:
+        the code it runs is what it imported, whatever the file says later)."""
         assert self.tree is not None and self.root is not None
-        prefix = self.root + os.sep
         out: dict[str, set[str]] = {}
-        by_file: dict[str, FileUnits | None] = {}
+        place = self._place
         for e in profile.getstats():
             code = e.code
-            if isinstance(code, str) or not code.co_filename.startswith(prefix):
-                continue
-            rel = code.co_filename[len(prefix):]
-            if rel not in by_file:
-                by_file[rel] = self.tree.unit(rel)
-            fu = by_file[rel]
-            name = code.co_qualname.split(".<locals>", 1)[0]
-            if fu is not None and name in fu.units:  # else its code is in the skeleton
-                out.setdefault(rel, set()).add(name)
+            got = place.get(id(code))
+            if got is None or got[0] is not code:  # by identity: hashing a code object hashes its bytecode
+                got = place[id(code)] = (code, self._locate(code))  # (held, so that its id is never reused)
+            where = got[1]
+            if where is not None:
+                out.setdefault(where[0], set()).add(where[1])
         for rel in list(out):
-            if rel.endswith(WHOLE_FILES) and by_file.get(rel) is not None:
-                out[rel] = set(by_file[rel].units)
+            if rel.endswith(WHOLE_FILES):
+                out[rel] = set(self._file(rel).units)  # type: ignore[union-attr]
         return out
+
+    def _locate(self, code: Any) -> tuple[str, str] | None:
+        """(file, unit) of a code object of the jax tree; None: another file's, C code, or the
+        skeleton's (module and class bodies, module-level lambdas and comprehensions)."""
+        if isinstance(code, str) or not code.co_filename.startswith(self._prefix):
+            return None
+        rel = code.co_filename[len(self._prefix):]
+        fu = self._file(rel)
+        name = code.co_qualname.split(".<locals>", 1)[0]
+        return (rel, name) if fu is not None and name in fu.units else None
+
+    def _file(self, rel: str) -> FileUnits | None:
+        if rel not in self._files:
+            assert self.tree is not None
+            self._files[rel] = self.tree.unit(rel)
+        return self._files[rel]
 
     def _merge_global(self, units: Mapping[str, set[str]]) -> None:
         for rel, names in units.items():
@@ -339,8 +362,12 @@ class Recorder:
         assert self.global_part is not None
         parts = dict([self.global_part])
         for rel, names in units.items():
-            part = {"units": {rel: sorted(names)}}
-            parts[address(part)] = part
+            key = (rel, frozenset(names))
+            got = self._parts.get(key)
+            if got is None:  # the same file's same units recur harness after harness: address them once
+                part = {"units": {rel: sorted(names)}}
+                got = self._parts[key] = (address(part), part)
+            parts[got[0]] = got[1]
         new = [a for a in parts if a not in self.sent]
         self.sent.update(new)
         return {"set": address({"parts": sorted(parts)}), "parts": parts, "new": new}
@@ -348,18 +375,25 @@ class Recorder:
 
 def _global_state() -> tuple[int, ...]:
     """Sizes of what set-up fills: jax's loaded modules, its rule registries and backends."""
-    sizes = [sum(1 for name in list(sys.modules) if name.startswith("jax"))]
+    global _MODULES
+    if len(sys.modules) != _MODULES[0]:  # counting jax's modules costs a walk: only when any came or went
+        _MODULES = (len(sys.modules), sum(1 for name in list(sys.modules) if name.startswith("jax")))
+    sizes = [_MODULES[1]]
     mlir = sys.modules.get("jax._src.interpreters.mlir")
     ad = sys.modules.get("jax._src.interpreters.ad")
     batching = sys.modules.get("jax._src.interpreters.batching")
     bridge = sys.modules.get("jax._src.xla_bridge")
-    for mod, names in ((mlir, ("_lowerings", "_platform_specific_lowerings")), (bridge, ("_backends",)),
-                       (ad, ("primitive_jvps", "primitive_transposes")), (batching, ("primitive_batchers",))):
-        for n in names:
-            reg = getattr(mod, n, None) if mod is not None else None
-            if isinstance(reg, dict):
-                sizes.append(len(reg) + sum(len(v) for v in reg.values() if isinstance(v, dict)))
+    for mod, name in ((mlir, "_lowerings"), (bridge, "_backends"), (ad, "primitive_jvps"),
+                      (ad, "primitive_transposes"), (batching, "primitive_batchers")):
+        reg = getattr(mod, name, None) if mod is not None else None
+        sizes.append(len(reg) if isinstance(reg, dict) else -1)
+    per_platform = getattr(mlir, "_platform_specific_lowerings", None) if mlir is not None else None
+    if isinstance(per_platform, dict):
+        sizes += [len(per_platform), *(len(v) for v in per_platform.values() if isinstance(v, dict))]
     return tuple(sizes)
+
+
+_MODULES = (-1, 0)
 
 
 RECORDER = Recorder()

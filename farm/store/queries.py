@@ -47,10 +47,15 @@ def run_dict(session: Session, run: Run, with_counts: bool = True) -> dict[str, 
                          "xla_flags": env.xla_flags, "farm_commit": env.farm_commit,
                          "fingerprint": env.fingerprint} if env else {}}
     if with_counts:
-        d["done"] = session.scalar(select(func.count()).select_from(OutcomeRow).where(OutcomeRow.run_id == run.id))
+        d["done"] = done_count(session, run.id)
         d["status_counts"] = dict(session.execute(
             select(ResultRow.status, func.count()).where(ResultRow.run_id == run.id).group_by(ResultRow.status)).tuples().all())
     return d
+
+
+def done_count(session: Session, run_id: int) -> int:
+    """Harnesses with an outcome in a run."""
+    return session.scalar(select(func.count()).select_from(OutcomeRow).where(OutcomeRow.run_id == run_id)) or 0
 
 
 def list_runs(session: Session, limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:
@@ -194,6 +199,45 @@ def filtered_matrix(session: Session, run_id: int, by: str = "primitive", **filt
     for key, platform, status, n in session.execute(q):
         cells[key][platform][status] += n
     return {k: {p: {"worst": worst_status(list(c)), "counts": dict(c)} for p, c in v.items()} for k, v in cells.items()}
+
+
+def run_cells(session: Session, run_id: int) -> list[tuple[str, str, str, str, str, int]]:
+    """(primitive, dtype, catalog, platform, status, results) of a run: one grouped scan from
+    which the overview takes its filter values, its matrix and its status counts
+    (``values_of``, ``matrix_of``), instead of one scan each."""
+    q = (select(HarnessRow.primitive, HarnessRow.dtype, HarnessRow.catalog, ResultRow.platform, ResultRow.status,
+                func.count())
+         .join(HarnessRow, HarnessRow.id == ResultRow.harness_id).where(ResultRow.run_id == run_id)
+         .group_by(HarnessRow.primitive, HarnessRow.dtype, HarnessRow.catalog, ResultRow.platform, ResultRow.status))
+    return [tuple(r) for r in session.execute(q)]  # type: ignore[misc]
+
+
+def values_of(cells: list[tuple[str, str, str, str, str, int]]) -> dict[str, list[str]]:
+    """``filter_values`` from ``run_cells``."""
+    keys = ("primitive", "dtype", "catalog", "platform", "status")
+    return {k: sorted({c[keys.index(k)] for c in cells}) for k in ("primitive", "dtype", "platform", "status", "catalog")}
+
+
+def matrix_of(cells: list[tuple[str, str, str, str, str, int]], by: str = "primitive",
+              **filters: Any) -> dict[str, Any]:
+    """``filtered_matrix`` from ``run_cells`` (filters: lists or comma-separated strings, as there)."""
+    keys = ("primitive", "dtype", "catalog", "platform", "status")
+    wanted = {keys.index(k): vals for k, v in filters.items()
+              if v and (vals := {x for x in (v.split(",") if isinstance(v, str) else v) if x})}
+    col = keys.index(by)
+    out: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
+    for c in cells:
+        if all(c[i] in vals for i, vals in wanted.items()):
+            out[c[col]][c[3]][c[4]] += c[5]
+    return {k: {p: {"worst": worst_status(list(n)), "counts": dict(n)} for p, n in v.items()} for k, v in out.items()}
+
+
+def status_of(cells: list[tuple[str, str, str, str, str, int]]) -> dict[str, int]:
+    """``run_dict``'s ``status_counts`` from ``run_cells``."""
+    out: Counter = Counter()
+    for c in cells:
+        out[c[4]] += c[5]
+    return dict(out)
 
 
 def filter_values(session: Session, run_id: int) -> dict[str, list[str]]:
