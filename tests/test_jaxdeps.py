@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import sys
 import textwrap
+import threading
 import uuid
 from pathlib import Path
 
@@ -136,19 +137,19 @@ def test_a_harness_key_moves_when_a_unit_it_ran_changes_and_only_then(tmp_path: 
 
 @pytest.fixture
 def toy(tmp_path: Path):  # noqa: ANN201
-    """An importable package standing in for jax, with a recorder over it."""
+    """An importable package standing in for jax, loaded instrumented by a recorder."""
     tree = _tree(tmp_path, {"__init__.py": "", "lax.py": MODULE, "late.py": "def g():\n    return 5\n"})
     name = Path(tree.root).name
     sys.path.insert(0, str(Path(tree.root).parent))
+    rec = jaxdeps.Recorder()
     try:
+        assert rec.install(tree, package=name, code_cache=tmp_path / "code")
         mod = importlib.import_module(f"{name}.lax")
-        rec = jaxdeps.Recorder()
-        rec.attach(tree)
-        rec.enabled = True
-        rec._merge_global({})
-        rec._state = jaxdeps._global_state()
+        rec.end_setup()
         yield rec, mod, name
     finally:
+        if rec._finder in sys.meta_path:
+            sys.meta_path.remove(rec._finder)
         sys.path.remove(str(Path(tree.root).parent))
         for m in [m for m in sys.modules if m.startswith(name)]:
             del sys.modules[m]
@@ -156,6 +157,7 @@ def toy(tmp_path: Path):  # noqa: ANN201
 
 def test_the_recorder_names_the_units_a_harness_ran(toy) -> None:  # noqa: ANN001
     rec, mod, _ = toy
+    assert rec.global_part is not None and rec.global_part[1] == {"units": {}}  # importing ran no unit
     assert rec.begin()
     mod.rule(2)
     mod.Prim().bind(1)
@@ -173,6 +175,68 @@ def test_the_recorder_names_the_units_a_harness_ran(toy) -> None:  # noqa: ANN00
     mod.Prim().bind(1)
     again = rec.end()
     assert again["set"] == deps["set"] and again["new"] == []
+    # code run later on its own (a closure, a generator, on another thread) is its unit's
+    inner = mod.Prim.Nested
+    assert rec.begin()
+    thread = threading.Thread(target=lambda: inner().deep())
+    thread.start()
+    thread.join()
+    later = rec.end()
+    assert {f: u for p in later["parts"].values() for f, u in p["units"].items()} == {"lax.py": ["Prim.Nested.deep"]}
+
+
+def test_instrumented_code_behaves_as_the_plain_code(tmp_path: Path) -> None:
+    """Docstrings, line numbers in tracebacks, generators, lambdas, closures, ``super()``,
+    ``async def``: the instrumented module is the plain one plus its marks."""
+    source = textwrap.dedent('''
+        import asyncio, traceback
+
+        def documented(x):
+            """Kept."""
+            return x * 2
+
+        def gen(n):
+            yield from range(n)
+
+        def closure(k):
+            def add(v):
+                return v + k
+            return add, (lambda v: v - k), (v * k for v in range(3))
+
+        class Base:
+            def who(self):
+                return "base"
+
+        class Child(Base):
+            def who(self):
+                return "child of " + super().who()
+
+        async def co(x):
+            return x + 1
+
+        def fails():
+            x = 1
+            raise ValueError(x)
+
+        def where():
+            try:
+                fails()
+            except ValueError as e:
+                return [(f.name, f.lineno) for f in traceback.extract_tb(e.__traceback__)]
+
+        def run():
+            add, sub, g = closure(3)
+            return (documented(2), documented.__doc__, list(gen(3)), add(1), sub(1), list(g), Child().who(),
+                    asyncio.run(co(1)), where())
+    ''')
+    plain: dict = {}
+    exec(compile(source, "m.py", "exec"), plain)
+    names, code = jaxdeps.instrument(source.encode(), "m.py")
+    marked: dict = {jaxdeps.SEEN: bytearray(len(names))}
+    exec(code, marked)
+    assert marked["run"]() == plain["run"]()
+    seen = marked[jaxdeps.SEEN]
+    assert {names[i] for i in range(len(names)) if seen[i]} == set(names)  # run() ran every unit
 
 
 def test_a_harness_that_imports_jax_code_makes_it_every_later_harness_s(toy) -> None:  # noqa: ANN001
@@ -189,7 +253,7 @@ def test_a_harness_that_imports_jax_code_makes_it_every_later_harness_s(toy) -> 
     sys.modules[f"{name}.late"].g()
     later = rec.end()
     assert {jaxdeps.address(p) for p in later["parts"].values()} >= {rec.global_part[0]}
-    assert {"lax.py": ["helper"]} in [p["units"] for p in later["parts"].values()]
+    assert {"late.py": ["g"]} in [p["units"] for p in later["parts"].values()]
 
 
 def test_a_damaged_or_misaddressed_code_record_is_never_used(db_url: str) -> None:
@@ -220,3 +284,14 @@ def test_a_damaged_or_misaddressed_code_record_is_never_used(db_url: str) -> Non
         s.execute(update(CodeDepsRow).where(CodeDepsRow.sha256 == a).values(body=b"not zlib"))
         s.commit()
         assert codedeps.sets(s, [jaxdeps.address(lonely)]) == {}
+
+
+def test_a_process_that_imported_the_package_first_records_nothing(tmp_path: Path) -> None:
+    """Its set-up ran unseen: no harness of it may get a deps key."""
+    import json  # noqa: F401  (imported already, as jax would be)
+
+    rec = jaxdeps.Recorder()
+    tree = _tree(tmp_path, {"__init__.py": ""})
+    assert not rec.install(tree, package="json") and "imported before" in rec.why_not
+    rec.end_setup()
+    assert not rec.enabled and not rec.begin() and rec.end() is None

@@ -23,18 +23,23 @@ def _identity(x: Any, *rest: Any) -> Any:
     return x
 
 
-def _watch_setup() -> Any:
-    """A profiler over the process's set-up, or why there is none (see ``Recorder.end_setup``)."""
-    import cProfile
-    import sys
+def _watch_setup() -> None:
+    """Load jax instrumented from now on (``farm.pipeline.jaxdeps``): which of its code each
+    harness runs is recorded. Before jax is imported, or not at all (``RECORDER.why_not``).
+    Its directory is found by path, not through ``sys.meta_path``: a finder there (a
+    ``sitecustomize`` hook) may act once, on the import itself."""
+    import importlib.machinery
 
-    if "jax" in sys.modules:
-        return "jax was imported before the worker started watching"
-    if sys.getprofile() is not None:
-        return "another profiler is set"
-    profile = cProfile.Profile(subcalls=False, builtins=False)
-    profile.enable()
-    return profile
+    from farm.pipeline import cachekey, jaxdeps
+    from farm.pipeline.jaxdeps import RECORDER
+
+    spec = importlib.machinery.PathFinder.find_spec("jax")
+    locations = list(getattr(spec, "submodule_search_locations", None) or [])
+    if len(locations) != 1:
+        RECORDER.why_not = f"jax has {len(locations)} package directories on sys.path"
+        return
+    tree = jaxdeps.Tree(os.path.realpath(locations[0]), cachekey.UNITS, cachekey.FILES.sha)
+    RECORDER.install(tree, code_cache=cachekey.code_cache())
 
 
 class JobRunner:
@@ -43,9 +48,8 @@ class JobRunner:
     def __init__(self, catalog: str, modules: list[str], options: dict[str, Any],
                  clear_every: int = 200) -> None:
         configure_process()
-        # which of jax's code its set-up runs is every harness's (farm.pipeline.jaxdeps): watched
-        # from before jax is imported (importing farm.pipeline imports it)
-        setup = _watch_setup()
+        # which of jax's code each harness runs (farm.pipeline.jaxdeps): jax is loaded instrumented
+        _watch_setup()
         from farm import catalog as cat
         from farm.pipeline import irctx
         from farm.pipeline.jaxdeps import RECORDER
@@ -75,9 +79,12 @@ class JobRunner:
         self.label = f"standalone:{socket.gethostname()}:{os.getpid()}"
         #: What a Ray actor holds (resources, GPU ids, visible devices); recorded with its environment.
         self.placement: dict[str, Any] = {}
-        if not isinstance(setup, str) and not (self.missing_plugin or self.missing_device):
+        if not (self.missing_plugin or self.missing_device):
             self._warm_up()
-        RECORDER.end_setup(setup)
+        from farm.pipeline.cachekey import jax_tree
+
+        keyed = jax_tree()
+        RECORDER.end_setup(keyed.root if keyed else "")  # what set-up and the warm-up ran is every harness's
 
     def _warm_up(self) -> None:
         """Run one harness with its function replaced by the identity while the set-up is

@@ -13,15 +13,32 @@ limitations. This module is its public face; the code lives in the modules besid
 - ``cachekey`` (with ``hermetic``: what a process loaded and its jax/XLA environment;
   ``filedigests``: memoized file hashes), ``references``, ``irctx``, ``faults``.
 
-jax is imported inside the functions that use it, here and in ``farm.stages``: the
-store imports this package (``farm.pipeline.cachekey``) and must not pay jax's ~0.9 s.
+jax is imported inside the functions that use it, here and in ``farm.stages``, and this
+package's exports are imported on first use: the store imports ``farm.pipeline.cachekey``
+and must not pay jax's ~0.9 s, and a worker puts ``farm.pipeline.jaxdeps``'s import hook
+in place before jax is imported.
 """
-from farm.pipeline.artifact import ArtifactJob
-from farm.pipeline.compile_cache import CompileCache
-from farm.pipeline.harness import jax_version, run_harness
-from farm.pipeline.judge import judge_crash
-from farm.pipeline.memory import clear_caches, rss_bytes
-from farm.results import Artifact, Options, Outcome, Record, Reuse
+import importlib
+from typing import Any
+
+#: What this package exports, and the module each comes from: imported on first use, so
+#: that ``farm.pipeline.cachekey`` (the store's, the driver's) and ``farm.pipeline.jaxdeps``
+#: (which must be in place before jax is imported) do not import jax with the package.
+_EXPORTS = {"ArtifactJob": "artifact", "CompileCache": "compile_cache", "jax_version": "harness",
+            "run_harness": "harness", "judge_crash": "judge", "clear_caches": "memory", "rss_bytes": "memory"}
+_CONTRACT = ("Artifact", "Options", "Outcome", "Record", "Reuse")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f"farm.pipeline.{_EXPORTS[name]}"), name)
+    elif name in _CONTRACT:
+        value = getattr(importlib.import_module("farm.results"), name)
+    else:
+        raise AttributeError(f"module 'farm.pipeline' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
 
 __all__ = ["ArtifactJob", "Artifact", "CompileCache", "Options", "Outcome", "Record", "Reuse", "clear_caches", "jax_version",
            "judge_crash", "rss_bytes", "run_harness"]

@@ -366,6 +366,11 @@ def jax_tree() -> jaxdeps.Tree | None:
     return jaxdeps.Tree(roots[0], UNITS, FILES.sha) if len(roots) == 1 else None
 
 
+def code_cache() -> Path:
+    """Where instrumented jax code is cached (``farm.pipeline.jaxdeps``), beside the digest memos."""
+    return FILES.path.parent / f"jax-code-{jaxdeps.UNITS_VERSION}-{sys.implementation.cache_tag}"
+
+
 def deps_key(harness: Any, options: str, parts: Mapping[str, Mapping[str, Any]], install: Installation | None = None,
              code: str | None = None, loaded: str | None = None, tree: jaxdeps.Tree | None = None) -> str | None:
     """The result key with the jax tree narrowed to what the harness ran: the tree's

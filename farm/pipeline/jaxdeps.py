@@ -15,30 +15,35 @@ the next lookup) with Python functions for headers:
   other files, and every unit whose result a cache can keep between harnesses (a
   decorator or wrapper naming ``cache``/``memo``): a later harness can use such a
   result without running the unit, so the unit cannot be attributed to it.
-- **A harness's own part**: the units the worker saw run while it ran the harness
-  (``cProfile`` without sub-call or C-call accounting: about +20% on the Python side of
-  a harness, measured), plus the worker process's *global set*: the units run while it
-  imported jax and the catalog, in its first harness (backend and plugin set-up) and in
-  any harness that imported a jax module, registered a rule or made a backend (lazy
-  set-up whose effect later harnesses use without running it). The worker's set-up
-  includes one harness run with its function replaced by the identity, so that the
-  machinery every harness uses (backends, lowering for each platform, export, compile,
-  the catalog's argument makers) is set up there, not in whichever harness comes first. A whole file is taken where its code runs
-  on XLA's threads (host callbacks), which the profiler does not see.
+- **A harness's own part**: the units that ran while the worker ran the harness. A
+  worker loads jax through an import hook (``Recorder.install``, before jax is
+  imported) that instruments every unit: each function body (nested ones included)
+  starts by marking the unit in a bytearray of its module, and so does every lambda
+  and generator expression in it (about 30 ns a call, on any thread, host callbacks
+  included; a profiler cost +12% on the cold sweep). The instrumented code is cached by
+  the file's path and content beside the digest memos, never in ``__pycache__``. Plus the
+  worker process's *global set*: the units run while it imported jax and the catalog
+  and ran one harness with its function replaced by the identity, and in any harness
+  that imported a jax module, registered a rule or made a backend (lazy set-up whose
+  effect later harnesses use without running it). The worker's set-up so covers the
+  machinery every harness uses (backends, each platform's lowering, export, compile,
+  the catalog's argument makers), not whichever harness comes first.
 
 A cached outcome is reused by this key only if every unit it ran hashes the same now
 (``farm.pipeline.cachekey.deps_key``): an edited unit, a removed one, an edited
 skeleton or cached unit anywhere, all miss. What is not seen: state a harness leaves
-behind for later harnesses outside imports, rule registries and decorated caches (a
-hand-made module-level memo dict filled lazily), and Python code run on threads other
-than the harness's outside the files named in ``WHOLE_FILES``.
+behind for later harnesses outside imports, rule registries, backends and decorated
+caches (a hand-made module-level memo dict filled lazily), and code of the jax tree not
+loaded through the hook (``exec`` of generated source).
 
 No database, Ray or jax imports: the driver computes keys with it too.
 """
 from __future__ import annotations
 
 import ast
-import cProfile
+import importlib.abc
+import importlib.machinery
+import marshal
 import hashlib
 import json
 import os
@@ -52,8 +57,6 @@ from typing import Any
 
 #: Bump when the meaning of a unit or skeleton digest changes.
 UNITS_VERSION = "1"
-#: Files whose code runs on XLA's own threads (host callbacks): taken whole when touched.
-WHOLE_FILES = ("_src/callback.py", "_src/debugging.py")
 #: A decorator or wrapper whose name holds one of these keeps results between harnesses.
 CACHE_WORDS = ("cache", "memo")
 
@@ -248,87 +251,217 @@ def canonical(obj: Any) -> bytes:
 
 
 # ------------------------------------------------------------------ recording in a worker
+#: The name each instrumented module holds its hit marks under.
+SEEN = "__farm_seen__"
+
+
+def _units_of(tree: ast.Module) -> list[tuple[str, ast.AST]]:
+    """(unit name, def) of every module- or class-level function, as ``parse_units`` names them."""
+    out: list[tuple[str, ast.AST]] = []
+
+    def walk(body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                out.append((prefix + node.name, node))
+            elif isinstance(node, ast.ClassDef):
+                walk(node.body, f"{prefix}{node.name}.")
+            elif isinstance(node, (ast.If, ast.Try, ast.With)):
+                for field in ("body", "orelse", "finalbody"):
+                    walk(getattr(node, field, []) or [], prefix)
+                for handler in getattr(node, "handlers", []) or []:
+                    walk(handler.body, prefix)
+
+    walk(tree.body, "")
+    return out
+
+
+def _mark(i: int) -> ast.expr:
+    """``__farm_seen__.__setitem__(i, 1)``: an expression (it returns None) for lambdas and generators."""
+    return ast.Call(ast.Attribute(ast.Name(SEEN, ast.Load()), "__setitem__", ast.Load()),
+                    [ast.Constant(i), ast.Constant(1)], [])
+
+
+class _Marker(ast.NodeTransformer):
+    """Marks unit ``i`` as run wherever code of its body can run later on its own: the
+    body of every function defined in it, and every lambda and generator expression."""
+
+    def __init__(self, i: int) -> None:
+        self.i = i
+
+    def _body(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST:
+        self.generic_visit(node)
+        first = node.body[0]
+        at = 1 if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+            and isinstance(first.value.value, str) else 0  # after the docstring: it stays one
+        anchor = node.body[at] if at < len(node.body) else first
+        stmt = ast.Assign([ast.Subscript(ast.Name(SEEN, ast.Load()), ast.Constant(self.i), ast.Store())],
+                          ast.Constant(1))
+        node.body.insert(at, ast.copy_location(stmt, anchor))  # on the line of the first statement
+        return node
+
+    visit_FunctionDef = _body
+    visit_AsyncFunctionDef = _body
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
+        self.generic_visit(node)
+        node.body = ast.copy_location(ast.BoolOp(ast.Or(), [_mark(self.i), node.body]), node.body)
+        return node
+
+    def visit_GeneratorExp(self, node: ast.GeneratorExp) -> ast.AST:
+        self.generic_visit(node)
+        node.elt = ast.copy_location(ast.BoolOp(ast.Or(), [_mark(self.i), node.elt]), node.elt)
+        return node
+
+
+def instrument(source: bytes, path: str) -> tuple[list[str], Any]:
+    """(unit names, code) of a module whose every unit marks ``__farm_seen__[its index]``
+    when any of its code runs (the module's globals must hold that bytearray)."""
+    tree = ast.parse(source, path)
+    units = _units_of(tree)
+    names = sorted({n for n, _ in units})
+    index = {n: i for i, n in enumerate(names)}
+    for name, node in units:
+        _Marker(index[name]).visit(node)
+    ast.fix_missing_locations(tree)
+    return names, compile(tree, path, "exec", dont_inherit=True)
+
+
+def _instrumented_code(path: str, data: bytes, cache_dir: Path | None) -> tuple[list[str], Any]:
+    """``instrument``, cached in ``cache_dir`` by the file's path and content (a code object
+    names its file: tracebacks, linecache, the harness digest's source lines; so a copy of
+    jax elsewhere, an overlay, has code of its own), never in ``__pycache__``: other
+    processes load the plain code."""
+    sha = hashlib.sha256(path.encode() + b"\0" + data).hexdigest()
+    cache = cache_dir / f"{sha}.bin" if cache_dir else None
+    if cache is not None:
+        try:
+            names, code = marshal.loads(cache.read_bytes())
+            return list(names), code
+        except (OSError, ValueError, EOFError, TypeError):
+            pass
+    names, code = instrument(data, path)
+    if cache is not None:
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=cache.parent, prefix=".code.")
+            with os.fdopen(fd, "wb") as f:
+                f.write(marshal.dumps((names, code)))
+            os.replace(tmp, cache)
+        except OSError:
+            pass  # a read-only cache: instrumenting again next time is only slower
+    return names, code
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    """First on ``sys.meta_path``: asks the finders behind it for a module of the package,
+    as the import system would (so a ``sitecustomize`` hook or an overlay still decides
+    what is loaded and may wrap its loader), then has that loader's ``get_code`` return
+    the instrumented code of the file it found."""
+
+    def __init__(self, package: str, root: str, recorder: "Recorder") -> None:
+        self.package, self.prefix, self.recorder = package, root + os.sep, recorder
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname != self.package and not fullname.startswith(self.package + "."):
+            return None
+        spec = None
+        for finder in list(sys.meta_path):
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec = find(fullname, path, target)
+            if spec is not None:
+                break
+        loader = getattr(spec, "loader", None)
+        origin = getattr(spec, "origin", None)
+        if isinstance(loader, importlib.machinery.SourceFileLoader) and isinstance(origin, str) \
+                and origin.endswith(".py") and os.path.realpath(origin).startswith(self.prefix):
+            self._instrument(loader, origin)
+        return spec
+
+    def _instrument(self, loader: importlib.machinery.SourceFileLoader, origin: str) -> None:
+        recorder = self.recorder
+
+        def get_code(fullname: str) -> Any:
+            names, code = _instrumented_code(loader.path, loader.get_data(loader.path), recorder.code_cache)
+            seen = bytearray(len(names))
+            setattr(sys.modules[fullname], SEEN, seen)  # the module is registered before its code runs
+            recorder.modules.append((os.path.relpath(os.path.realpath(origin), recorder.root or ""), names, seen))
+            return code
+
+        loader.get_code = get_code  # type: ignore[method-assign]
+
+
 class Recorder:
     """What of the jax tree this worker process runs, harness by harness.
 
-    Only a process whose set-up was watched from before jax was imported records
-    (``end_setup``); any other gives no harness a deps key."""
+    ``install`` puts an import hook in place before jax is imported: every module of the
+    jax tree is then loaded with each unit marking a bytearray when its code runs (one
+    store per call, on any thread: about 30 ns, against 200-300 ns for a profiler event).
+    A harness's units are the marks set between ``begin`` and ``end``. A process where jax
+    was imported first records nothing, and no harness of it gets a deps key."""
 
     def __init__(self) -> None:
         self.root: str | None = None
         self.tree: Tree | None = None
+        self.modules: list[tuple[str, list[str], bytearray]] = []  # (file, unit names, marks)
+        self.code_cache: Path | None = None
         self.global_units: dict[str, set[str]] = {}
         self.global_part: tuple[str, dict[str, Any]] | None = None
         self.windows = 0
         self.sent: set[str] = set()  # part addresses this process has sent (the store keeps them)
-        self._profile: cProfile.Profile | None = None
         self._state: tuple[int, ...] = ()
-        self._prefix = ""
-        self._place: dict[int, tuple[Any, tuple[str, str] | None]] = {}
-        self._files: dict[str, FileUnits | None] = {}
+        self._recording = False
         self._parts: dict[tuple[str, frozenset[str]], tuple[str, dict[str, Any]]] = {}
+        self._finder: _Finder | None = None
         self.enabled = False
         self.why_not = "its set-up was not watched"
 
-    def end_setup(self, setup: cProfile.Profile | str) -> None:
-        """After the imports of jax and the catalog: the units ``setup`` (a profiler started
-        before jax was imported, or why there is none) saw run are the process's global set."""
-        if isinstance(setup, str):
-            self.why_not = setup
-            return
-        setup.disable()
-        from farm.pipeline import cachekey
+    def install(self, tree: Tree, package: str = "jax", code_cache: Path | None = None) -> bool:
+        """Load ``package`` (whose directory is ``tree.root``) instrumented from now on;
+        False (and ``why_not``) where it is imported already."""
+        if package in sys.modules:
+            self.why_not = f"{package} was imported before the worker started watching"
+            return False
+        self.root, self.tree = tree.root, tree
+        self.code_cache = code_cache
+        self._finder = _Finder(package, tree.root, self)
+        sys.meta_path.insert(0, self._finder)
+        return True
 
-        roots = cachekey.jax_roots()
-        if len(roots) != 1:
-            self.why_not = f"jax has {len(roots)} package directories"
+    def end_setup(self, keyed_root: str | None = None) -> None:
+        """After the imports of jax and the catalog (and a warm-up): what ran so far is the
+        process's global set. ``keyed_root``: the directory the keys are computed over
+        (``cachekey.jax_tree``), which must be the one recorded."""
+        if self._finder is None:
             return
-        tree = cachekey.jax_tree()
-        assert tree is not None
-        self.attach(tree)
-        self._merge_global(self._units(setup))
+        jax = sys.modules.get(self._finder.package)
+        here = os.path.realpath(getattr(jax, "__file__", None) or "")
+        if not here.startswith(self._finder.prefix) or not self.modules:
+            # something else decided where jax came from: the tree keys would describe other code
+            self.why_not = f"{self._finder.package} was loaded from {here or 'nowhere'}, not {self.root}"
+            return
+        if keyed_root is not None and keyed_root != self.root:
+            self.why_not = f"the keys would be computed over {keyed_root}, not {self.root}"
+            return
+        self._merge_global(self._collect())
         self._state = _global_state()
         self.enabled, self.why_not = True, ""
 
-    def attach(self, tree: Tree) -> None:
-        """Record the code of ``tree`` (the jax package directory)."""
-        self.root, self._prefix, self.tree = tree.root, tree.root + os.sep, tree
-
-    def _units(self, profile: cProfile.Profile) -> dict[str, set[str]]:
-        """file (relative to the jax root) -> units whose code ran. Each code object is
-        placed once per process (in the units of its file as this process first read it:
-        the code it runs is what it imported, whatever the file says later)."""
-        assert self.tree is not None and self.root is not None
+    def _collect(self) -> dict[str, set[str]]:
+        """file -> units marked since the marks were last cleared."""
         out: dict[str, set[str]] = {}
-        place = self._place
-        for e in profile.getstats():
-            code = e.code
-            got = place.get(id(code))
-            if got is None or got[0] is not code:  # by identity: hashing a code object hashes its bytecode
-                got = place[id(code)] = (code, self._locate(code))  # (held, so that its id is never reused)
-            where = got[1]
-            if where is not None:
-                out.setdefault(where[0], set()).add(where[1])
-        for rel in list(out):
-            if rel.endswith(WHOLE_FILES):
-                out[rel] = set(self._file(rel).units)  # type: ignore[union-attr]
+        for rel, names, seen in self.modules:
+            i = seen.find(1)
+            while i >= 0:
+                out.setdefault(rel, set()).add(names[i])
+                i = seen.find(1, i + 1)
         return out
 
-    def _locate(self, code: Any) -> tuple[str, str] | None:
-        """(file, unit) of a code object of the jax tree; None: another file's, C code, or the
-        skeleton's (module and class bodies, module-level lambdas and comprehensions)."""
-        if isinstance(code, str) or not code.co_filename.startswith(self._prefix):
-            return None
-        rel = code.co_filename[len(self._prefix):]
-        fu = self._file(rel)
-        name = code.co_qualname.split(".<locals>", 1)[0]
-        return (rel, name) if fu is not None and name in fu.units else None
-
-    def _file(self, rel: str) -> FileUnits | None:
-        if rel not in self._files:
-            assert self.tree is not None
-            self._files[rel] = self.tree.unit(rel)
-        return self._files[rel]
+    def _clear(self) -> None:
+        for _, _, seen in self.modules:
+            if seen.find(1) >= 0:
+                seen[:] = bytes(len(seen))
 
     def _merge_global(self, units: Mapping[str, set[str]]) -> None:
         for rel, names in units.items():
@@ -338,21 +471,25 @@ class Recorder:
 
     def begin(self) -> bool:
         """Start recording one harness; False: this process records nothing."""
-        if not self.enabled or sys.getprofile() is not None:
+        if not self.enabled:
             return False
-        self._profile = cProfile.Profile(subcalls=False, builtins=False)
-        self._profile.enable()
+        jax = sys.modules.get("jax")
+        if jax is not None:
+            # what jax cached for an earlier harness (an inner jit's trace and lowering, a
+            # compiled executable) would let this one skip code it depends on, unseen
+            jax.clear_caches()
+        self._clear()
+        self._recording = True
         return True
 
     def end(self) -> dict[str, Any] | None:
         """Stop recording: ``{"set": address, "parts": {address: part}, "new": [address]}``
         of this harness, where the global set is one part and each file's units another;
         ``new``: the parts this process has not sent before (the store keeps the others)."""
-        prof, self._profile = self._profile, None
-        if prof is None:
+        if not self._recording:
             return None
-        prof.disable()
-        units = self._units(prof)
+        self._recording = False
+        units = self._collect()
         self.windows += 1
         state = _global_state()
         if state != self._state:
