@@ -12,25 +12,47 @@ from pathlib import Path
 from typing import Any
 
 
-class FileDigests:
-    """sha256 of files, memoized by (size, mtime_ns) in memory and in a JSON file."""
+class JsonMemo:
+    """A dict memo kept in a JSON file beside the others (``XDG_CACHE_HOME/lowering-farm``),
+    read on first use and written back atomically: several workers may do it at once, and
+    a read-only home only makes the next process slower."""
 
-    def __init__(self, path: Path | None = None) -> None:
-        self.path = path or Path(os.environ.get("FARM_DIGEST_CACHE") or
-                                 Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-                                 / "lowering-farm" / "file-digests.json")
-        self._memo: dict[str, list[Any]] | None = None
+    def __init__(self, path: Path | None, env: str, name: str) -> None:
+        self.path = path or Path(os.environ.get(env) or Path(os.environ.get("XDG_CACHE_HOME") or
+                                                             Path.home() / ".cache") / "lowering-farm" / name)
+        self._memo: dict[str, Any] | None = None
         self._dirty = False
         self._lock = threading.Lock()
-        self.hashed_bytes = 0
 
-    def _load(self) -> dict[str, list[Any]]:
+    def _load(self) -> dict[str, Any]:
         if self._memo is None:
             try:
                 self._memo = json.loads(self.path.read_text())
             except (OSError, ValueError):
                 self._memo = {}
         return self._memo
+
+    def save(self) -> None:
+        """Write the memo back (atomically: several workers may do this at once)."""
+        if not self._dirty or self._memo is None:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.stem}.")
+            with os.fdopen(fd, "w") as f:
+                json.dump(self._memo, f)
+            os.replace(tmp, self.path)
+            self._dirty = False
+        except OSError:
+            pass  # a read-only home: the memo is only a speed-up
+
+
+class FileDigests(JsonMemo):
+    """sha256 of files, memoized by (size, mtime_ns) in memory and in a JSON file."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        super().__init__(path, "FARM_DIGEST_CACHE", "file-digests.json")
+        self.hashed_bytes = 0
 
     def sha(self, path: str, st: os.stat_result | None = None) -> str:
         st = st or os.stat(path)
@@ -71,17 +93,3 @@ class FileDigests:
         for rel, sha in sorted(entries):
             h.update(f"{rel}\0{sha}\n".encode())
         return h.hexdigest()
-
-    def save(self) -> None:
-        """Write the memo back (atomically: several workers may do this at once)."""
-        if not self._dirty or self._memo is None:
-            return
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".file-digests.")
-            with os.fdopen(fd, "w") as f:
-                json.dump(self._memo, f)
-            os.replace(tmp, self.path)
-            self._dirty = False
-        except OSError:
-            pass  # a read-only home: the memo is only a speed-up

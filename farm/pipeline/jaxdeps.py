@@ -43,17 +43,18 @@ from __future__ import annotations
 import ast
 import importlib.abc
 import importlib.machinery
-import marshal
 import hashlib
+import marshal
 import json
 import os
 import sys
 import tempfile
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from farm.pipeline.filedigests import JsonMemo
 
 #: Bump when the meaning of a unit or skeleton digest changes.
 UNITS_VERSION = "1"
@@ -87,6 +88,26 @@ def _mentions_cache(node: ast.AST) -> bool:
     return any(w in text for w in CACHE_WORDS)
 
 
+def _units_of(tree: ast.Module) -> list[tuple[str, ast.AST]]:
+    """(unit name, def) of every module- or class-level function, as ``parse_units`` names them."""
+    out: list[tuple[str, ast.AST]] = []
+
+    def walk(body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                out.append((prefix + node.name, node))
+            elif isinstance(node, ast.ClassDef):
+                walk(node.body, f"{prefix}{node.name}.")
+            elif isinstance(node, (ast.If, ast.Try, ast.With)):
+                for field in ("body", "orelse", "finalbody"):
+                    walk(getattr(node, field, []) or [], prefix)
+                for handler in getattr(node, "handlers", []) or []:
+                    walk(handler.body, prefix)
+
+    walk(tree.body, "")
+    return out
+
+
 def parse_units(source: str | bytes) -> FileUnits:
     """Cut a module's source into units and skeleton (see the module docstring). A file
     that does not parse is one skeleton (its whole text)."""
@@ -97,25 +118,12 @@ def parse_units(source: str | bytes) -> FileUnits:
         return FileUnits(_h("unparsed\0" + text), {}, ())
     parts: dict[str, list[str]] = {}
     cached: set[str] = set()
+    for name, node in _units_of(tree):  # the instrumenter names units with the same walk
+        parts.setdefault(name, []).append(ast.dump(node))
+        if any(_mentions_cache(d) for d in node.decorator_list):  # type: ignore[attr-defined]
+            cached.add(name)
+        node.body = [ast.Pass()]  # type: ignore[attr-defined]  # signature, decorators, defaults stay
 
-    def strip(body: list[ast.stmt], prefix: str) -> None:
-        for node in body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                name = prefix + node.name
-                parts.setdefault(name, []).append(ast.dump(node))
-                if any(_mentions_cache(d) for d in node.decorator_list):
-                    cached.add(name)
-                node.body = [ast.Pass()]  # the signature, decorators and defaults stay in the skeleton
-            elif isinstance(node, ast.ClassDef):
-                strip(node.body, f"{prefix}{node.name}.")
-            elif isinstance(node, (ast.If, ast.Try, ast.With)):
-                # conditional definitions (``if TYPE_CHECKING:``, ``try: ... except ImportError:``)
-                for field in ("body", "orelse", "finalbody"):
-                    strip(getattr(node, field, []) or [], prefix)
-                for handler in getattr(node, "handlers", []) or []:
-                    strip(handler.body, prefix)
-
-    strip(tree.body, "")
     # a unit wrapped by a cache in a module-level statement (``f = lru_cache(f)``, ``cache()(f)``)
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and _mentions_cache(node.func):
@@ -126,28 +134,15 @@ def parse_units(source: str | bytes) -> FileUnits:
     return FileUnits(_h(ast.dump(tree)), units, tuple(sorted(cached)))
 
 
-class UnitDigests:
+class UnitDigests(JsonMemo):
     """``parse_units`` per file, memoized by the file's content sha256 in memory and on
     disk (beside the file-digest memo), so an unchanged tree is parsed once per host."""
 
     def __init__(self, sha: Any, path: Path | None = None) -> None:
+        super().__init__(path, "FARM_UNIT_CACHE", f"unit-digests-{UNITS_VERSION}.json")
         self._sha = sha  # path -> content sha256 (memoized by stat: ``cachekey.FILES.sha``)
-        self.path = path or Path(os.environ.get("FARM_UNIT_CACHE") or
-                                 Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-                                 / "lowering-farm" / f"unit-digests-{UNITS_VERSION}.json")
-        self._memo: dict[str, dict[str, Any]] | None = None
         self._parsed: dict[str, FileUnits] = {}
-        self._dirty = False
-        self._lock = threading.Lock()
         self.parsed_files = 0
-
-    def _load(self) -> dict[str, dict[str, Any]]:
-        if self._memo is None:
-            try:
-                self._memo = json.loads(self.path.read_text())
-            except (OSError, ValueError):
-                self._memo = {}
-        return self._memo
 
     def of(self, path: str) -> FileUnits:
         sha = self._sha(path)
@@ -167,19 +162,6 @@ class UnitDigests:
                 self._dirty = True
         self._parsed[sha] = got
         return got
-
-    def save(self) -> None:
-        if not self._dirty or self._memo is None:
-            return
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".unit-digests.")
-            with os.fdopen(fd, "w") as f:
-                json.dump(self._memo, f)
-            os.replace(tmp, self.path)
-            self._dirty = False
-        except OSError:
-            pass  # a read-only home: the memo is only a speed-up
 
 
 # ------------------------------------------------------------------ the tree
@@ -253,26 +235,6 @@ def canonical(obj: Any) -> bytes:
 # ------------------------------------------------------------------ recording in a worker
 #: The name each instrumented module holds its hit marks under.
 SEEN = "__farm_seen__"
-
-
-def _units_of(tree: ast.Module) -> list[tuple[str, ast.AST]]:
-    """(unit name, def) of every module- or class-level function, as ``parse_units`` names them."""
-    out: list[tuple[str, ast.AST]] = []
-
-    def walk(body: list[ast.stmt], prefix: str) -> None:
-        for node in body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                out.append((prefix + node.name, node))
-            elif isinstance(node, ast.ClassDef):
-                walk(node.body, f"{prefix}{node.name}.")
-            elif isinstance(node, (ast.If, ast.Try, ast.With)):
-                for field in ("body", "orelse", "finalbody"):
-                    walk(getattr(node, field, []) or [], prefix)
-                for handler in getattr(node, "handlers", []) or []:
-                    walk(handler.body, prefix)
-
-    walk(tree.body, "")
-    return out
 
 
 def _mark(i: int) -> ast.expr:
