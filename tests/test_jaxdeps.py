@@ -143,7 +143,7 @@ def toy(tmp_path: Path):  # noqa: ANN201
     sys.path.insert(0, str(Path(tree.root).parent))
     rec = jaxdeps.Recorder()
     try:
-        assert rec.install(tree, package=name, code_cache=tmp_path / "code")
+        assert rec.install(tree.root, package=name, code_cache=tmp_path / "code")
         mod = importlib.import_module(f"{name}.lax")
         rec.end_setup()
         yield rec, mod, name
@@ -292,6 +292,6 @@ def test_a_process_that_imported_the_package_first_records_nothing(tmp_path: Pat
 
     rec = jaxdeps.Recorder()
     tree = _tree(tmp_path, {"__init__.py": ""})
-    assert not rec.install(tree, package="json") and "imported before" in rec.why_not
+    assert not rec.install(tree.root, package="json") and "imported before" in rec.why_not
     rec.end_setup()
     assert not rec.enabled and not rec.begin() and rec.end() is None

@@ -30,7 +30,7 @@ def _watch_setup() -> None:
     ``sitecustomize`` hook) may act once, on the import itself."""
     import importlib.machinery
 
-    from farm.pipeline import cachekey, jaxdeps
+    from farm.pipeline import cachekey
     from farm.pipeline.jaxdeps import RECORDER
 
     spec = importlib.machinery.PathFinder.find_spec("jax")
@@ -38,8 +38,7 @@ def _watch_setup() -> None:
     if len(locations) != 1:
         RECORDER.why_not = f"jax has {len(locations)} package directories on sys.path"
         return
-    tree = jaxdeps.Tree(os.path.realpath(locations[0]), cachekey.UNITS, cachekey.FILES.sha)
-    RECORDER.install(tree, code_cache=cachekey.code_cache())
+    RECORDER.install(locations[0], code_cache=cachekey.code_cache())
 
 
 class JobRunner:
@@ -79,8 +78,8 @@ class JobRunner:
         self.label = f"standalone:{socket.gethostname()}:{os.getpid()}"
         #: What a Ray actor holds (resources, GPU ids, visible devices); recorded with its environment.
         self.placement: dict[str, Any] = {}
-        if not (self.missing_plugin or self.missing_device):
-            self._warm_up()
+        if RECORDER.watching and not (self.missing_plugin or self.missing_device):
+            self._warm_up()  # only to be recorded: a process that records nothing needs none
         from farm.pipeline.cachekey import jax_tree
 
         keyed = jax_tree()

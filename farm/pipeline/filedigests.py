@@ -12,6 +12,26 @@ from pathlib import Path
 from typing import Any
 
 
+def walk_files(root: str, skip: Iterable[str] = ("__pycache__",)) -> list[str]:
+    """Every file under ``root``, relative and sorted: no bytecode, no directory named in ``skip``."""
+    skip = set(skip)
+    out: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in skip)
+        out += [os.path.relpath(os.path.join(dirpath, n), root) for n in filenames if not n.endswith((".pyc", ".pyo"))]
+    return sorted(out)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``path`` whole or not at all (several processes may write it at once);
+    OSError where its directory cannot be made or written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
 class JsonMemo:
     """A dict memo kept in a JSON file beside the others (``XDG_CACHE_HOME/lowering-farm``),
     read on first use and written back atomically: several workers may do it at once, and
@@ -37,11 +57,7 @@ class JsonMemo:
         if not self._dirty or self._memo is None:
             return
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.stem}.")
-            with os.fdopen(fd, "w") as f:
-                json.dump(self._memo, f)
-            os.replace(tmp, self.path)
+            atomic_write(self.path, json.dumps(self._memo).encode())
             self._dirty = False
         except OSError:
             pass  # a read-only home: the memo is only a speed-up
@@ -79,17 +95,13 @@ class FileDigests(JsonMemo):
             h.update(self.sha(root).encode())
             return h.hexdigest()
         entries: list[tuple[str, str]] = []
-        for dirpath, dirnames, filenames in os.walk(root):
-            dirnames[:] = sorted(d for d in dirnames if d not in skip)
-            for name in filenames:
-                if name.endswith((".pyc", ".pyo")):
-                    continue
-                p = os.path.join(dirpath, name)
-                try:
-                    st = os.stat(p)
-                except OSError:
-                    continue  # a dangling link
-                entries.append((os.path.relpath(p, root), self.sha(p, st)))
+        for rel in walk_files(root, skip):
+            p = os.path.join(root, rel)
+            try:
+                st = os.stat(p)
+            except OSError:
+                continue  # a dangling link
+            entries.append((rel, self.sha(p, st)))
         for rel, sha in sorted(entries):
             h.update(f"{rel}\0{sha}\n".encode())
         return h.hexdigest()

@@ -48,13 +48,12 @@ import marshal
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from farm.pipeline.filedigests import JsonMemo
+from farm.pipeline.filedigests import JsonMemo, atomic_write, walk_files
 
 #: Bump when the meaning of a unit or skeleton digest changes.
 UNITS_VERSION = "1"
@@ -142,7 +141,6 @@ class UnitDigests(JsonMemo):
         super().__init__(path, "FARM_UNIT_CACHE", f"unit-digests-{UNITS_VERSION}.json")
         self._sha = sha  # path -> content sha256 (memoized by stat: ``cachekey.FILES.sha``)
         self._parsed: dict[str, FileUnits] = {}
-        self.parsed_files = 0
 
     def of(self, path: str) -> FileUnits:
         sha = self._sha(path)
@@ -156,7 +154,6 @@ class UnitDigests(JsonMemo):
         else:
             with open(path, "rb") as f:
                 got = parse_units(f.read())
-            self.parsed_files += 1
             with self._lock:
                 memo[sha] = got.to_json()
                 self._dirty = True
@@ -175,12 +172,7 @@ class Tree:
         self._parts: dict[str, str] = {}
 
     def files(self) -> list[str]:
-        out = []
-        for dirpath, dirnames, filenames in os.walk(self.root):
-            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
-            out += [os.path.relpath(os.path.join(dirpath, n), self.root) for n in filenames
-                    if not n.endswith((".pyc", ".pyo"))]
-        return sorted(out)
+        return walk_files(self.root)
 
     def unit(self, rel: str) -> FileUnits | None:
         p = os.path.join(self.root, rel)
@@ -304,11 +296,7 @@ def _instrumented_code(path: str, data: bytes, cache_dir: Path | None) -> tuple[
     names, code = instrument(data, path)
     if cache is not None:
         try:
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=cache.parent, prefix=".code.")
-            with os.fdopen(fd, "wb") as f:
-                f.write(marshal.dumps((names, code)))
-            os.replace(tmp, cache)
+            atomic_write(cache, marshal.dumps((names, code)))
         except OSError:
             pass  # a read-only cache: instrumenting again next time is only slower
     return names, code
@@ -365,12 +353,10 @@ class Recorder:
 
     def __init__(self) -> None:
         self.root: str | None = None
-        self.tree: Tree | None = None
         self.modules: list[tuple[str, list[str], bytearray]] = []  # (file, unit names, marks)
         self.code_cache: Path | None = None
         self.global_units: dict[str, set[str]] = {}
         self.global_part: tuple[str, dict[str, Any]] | None = None
-        self.windows = 0
         self.sent: set[str] = set()  # part addresses this process has sent (the store keeps them)
         self._state: tuple[int, ...] = ()
         self._recording = False
@@ -379,17 +365,22 @@ class Recorder:
         self.enabled = False
         self.why_not = "its set-up was not watched"
 
-    def install(self, tree: Tree, package: str = "jax", code_cache: Path | None = None) -> bool:
-        """Load ``package`` (whose directory is ``tree.root``) instrumented from now on;
-        False (and ``why_not``) where it is imported already."""
+    def install(self, root: str, package: str = "jax", code_cache: Path | None = None) -> bool:
+        """Load ``package`` (whose directory is ``root``) instrumented from now on; False
+        (and ``why_not``) where it is imported already."""
         if package in sys.modules:
             self.why_not = f"{package} was imported before the worker started watching"
             return False
-        self.root, self.tree = tree.root, tree
+        self.root = os.path.realpath(root)
         self.code_cache = code_cache
-        self._finder = _Finder(package, tree.root, self)
+        self._finder = _Finder(package, self.root, self)
         sys.meta_path.insert(0, self._finder)
         return True
+
+    @property
+    def watching(self) -> bool:
+        """Whether the import hook is in place (``install`` succeeded)."""
+        return self._finder is not None
 
     def end_setup(self, keyed_root: str | None = None) -> None:
         """After the imports of jax and the catalog (and a warm-up): what ran so far is the
@@ -452,7 +443,6 @@ class Recorder:
             return None
         self._recording = False
         units = self._collect()
-        self.windows += 1
         state = _global_state()
         if state != self._state:
             self._merge_global(units)  # set-up that later harnesses rely on without running it
