@@ -66,11 +66,28 @@ _ARTIFACT = {
     "properties": {"sha256": _SHA, "kind": {"enum": list(ARTIFACT_KINDS)}, "data": {"type": "string"},
                    "meta": _opt({"type": "object", "properties": {"jax_version": _s(32)}})},
 }
+#: The jax code an outcome ran (``farm.pipeline.jaxdeps.wire``): its set's address and the
+#: rows it brings, each a part (``units``: file -> unit names) or a set (``parts``: addresses).
+#: The store keeps only the rows that hash to their addresses (``farm.store.codedeps``).
+_DEPS = {
+    "type": "object",
+    "required": ["set", "rows"],
+    "additionalProperties": False,
+    "properties": {"set": _SHA, "rows": {
+        "type": "object", "maxProperties": 4096, "propertyNames": {"pattern": "^[0-9a-f]{64}$"},
+        "additionalProperties": {
+            "type": "object", "additionalProperties": False, "maxProperties": 1,
+            "properties": {"parts": {"type": "array", "items": _SHA, "maxItems": 4096},
+                           "units": {"type": "object", "maxProperties": 4096, "propertyNames": {"maxLength": 255},
+                                     "additionalProperties": {"type": "array", "items": _s(255),
+                                                              "maxItems": 20000}}}}}},
+}
 _OUTCOME = {
     "type": "object",
     "required": ["fingerprint", "name", "records", "artifacts"],
     "properties": {"fingerprint": _s(64, 1), "name": {"type": "string"}, "seconds": _opt(_NUMBER),
                    "worker": _opt({"type": "string"}), "result_key": _opt(_s(64)), "downstream_key": _opt(_s(64)),
+                   "deps_key": _opt(_s(64)), "deps": _opt(_DEPS),
                    "records": {"type": "array", "items": _RECORD}, "artifacts": {"type": "array", "items": _ARTIFACT}},
 }
 SCHEMA = {

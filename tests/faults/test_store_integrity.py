@@ -213,6 +213,12 @@ def mutations() -> dict[str, object]:
         "metric not a number": (lambda d: d["outcomes"][0]["records"][1]["metrics"].__setitem__("x", "y"),
                                 "is not of type 'number'"),
         "document a list": (lambda d: d.clear(), "not a Lowering Farm results bundle"),
+        "jax code a string": (lambda d: d["outcomes"][0].__setitem__("deps", "everything"), "is not of type"),
+        "jax code row not an address": (lambda d: d["outcomes"][0].__setitem__(
+            "deps", {"set": "a" * 64, "rows": {"../etc": {"parts": []}}}), "does not match"),
+        "jax code oversized": (lambda d: d["outcomes"][0].__setitem__(
+            "deps", {"set": "a" * 64, "rows": {"a" * 64: {"units": {"lax.py": ["u"] * 20001}}}}), "is malformed at outcomes/0/deps/rows/"),
+        "jax code key too long": (lambda d: d["outcomes"][0].__setitem__("deps_key", "k" * 65), "too long"),
     }
 
 
