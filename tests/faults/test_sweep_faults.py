@@ -103,11 +103,13 @@ def test_database_connection_cut_mid_sweep(pg_url: str) -> None:
     from tests.conftest import PG_ADMIN
 
     dbname = pg_url.rsplit("/", 1)[1]
-    p = start("sweep", "--db", pg_url, *SMALL, "--name", "pg")
+    # the whole family (264 harnesses): 52 now run in about a second, and the writer commits
+    # them in one or two batches, so the sweep was often over before the first cut
+    p = start("sweep", "--db", pg_url, *FAMILY, "--name", "pg")
     cuts = 0
     try:
         for target in (6, 20, 34):
-            if wait_for(p, pg_url, target) >= 52 or p.poll() is not None:
+            if wait_for(p, pg_url, target) >= 264 or p.poll() is not None:
                 break
             with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
                 cuts += len(conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
@@ -116,14 +118,14 @@ def test_database_connection_cut_mid_sweep(pg_url: str) -> None:
     finally:
         if p.poll() is None:
             kill(p)
-    assert cuts >= 1
+    assert cuts >= 1, f"no backend to cut (sweep exit {p.returncode}): {err[-3000:]}"
     assert "Traceback" not in err, err[-3000:]
     if p.returncode != 0:  # stopped resumably, with one line
         assert p.returncode == 2 and "lost the connection" in err, err[-2000:]
         r = farm("sweep", "--db", pg_url, "--resume", "pg")
         assert r.returncode == 0, r.stderr[-2000:]
     print(f"connection cut: {cuts} backends terminated; sweep exit {p.returncode}")
-    assert_intact(pg_url, "pg", 52)
+    assert_intact(pg_url, "pg", 264)
 
 
 @pytest.mark.faults_slow  # OPEN BUG (docs/reliability.md): run b is sometimes left "running" after exit 0
