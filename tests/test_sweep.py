@@ -68,6 +68,28 @@ def test_crash_and_hang_are_isolated(ray_local, sqlite_url) -> None:  # noqa: AN
     assert stats.crashed == 1 and stats.timeouts == 1 and len(by_name) == len(hs)
 
 
+@pytest.mark.parametrize("culprit,status", [("abort", "crashed"), ("hang", "timeout")])
+def test_a_death_or_hang_is_blamed_on_its_harness_not_on_one_waiting_in_its_window(
+        ray_local, sqlite_url, culprit, status) -> None:  # noqa: ANN001
+    """``sin`` finishes first and waits in its worker's window (60 s, longer than any time
+    limit here) when ``culprit`` kills or hangs the process: the driver cannot tell which
+    harness did it (for all it knows ``sin`` is still running, and past its 15 s limit), so
+    ``sin`` is retried alone, not recorded as the crash or the timeout."""
+    store = open_store(sqlite_url)
+    by = {h.name.split(".")[1].split("_")[0]: h for h in
+          catalog.select(catalog.Filters(catalog="planted", modules=("harnesses.planted",)))}
+    hs = [by["sin"], by[culprit], by["exp"], by["cos"]]  # batches: [sin, culprit], [exp], [cos]
+    cfg = SweepConfig(workers=1, batch=2, modules=("harnesses.planted",), startup_s=60, keep_order=True,
+                      window_s=60.0, timeout_s=15.0)
+    run, stats = sweep(store, hs, options=Options(platforms=("cpu",)), catalog="planted", filters={}, config=cfg)
+    with store.session() as s:
+        worst = dict(s.execute(select(OutcomeRow.harness_id, OutcomeRow.worst).where(OutcomeRow.run_id == run.id)).all())
+        names = {h.id: h.name.split(".")[1].split("_")[0]
+                 for h in s.scalars(select(__import__("farm.store.models", fromlist=["HarnessRow"]).HarnessRow))}
+    assert {names[k]: v for k, v in worst.items()} == {"sin": "ok", culprit: status, "exp": "ok", "cos": "ok"}
+    assert (stats.crashed, stats.timeouts) == ((1, 0) if culprit == "abort" else (0, 1))
+
+
 def test_run_on_missing_device_is_refused_up_front(ray_local, sqlite_url) -> None:  # noqa: ANN001
     store = open_store(sqlite_url)
     t0 = time.monotonic()

@@ -1,4 +1,4 @@
-"""The Ray actor: one per slot, imports jax once, streams one outcome per harness."""
+"""The Ray actor: one per slot, imports jax once, streams its outcomes in chunks (``workers.chunks``)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -6,6 +6,7 @@ from typing import Any
 
 import ray
 
+from workers.chunks import WINDOW_S, harness_thread, stream
 from workers.runtime import JobRunner
 
 #: Variables Ray sets to hand an actor its accelerators.
@@ -19,7 +20,9 @@ class HarnessWorker:
     def __init__(self, catalog: str, modules: list[str], options: dict[str, Any], clear_every: int = 200) -> None:
         import os
 
-        self.runner = JobRunner(catalog, modules, options, clear_every)
+        #: every job, and the set-up, run on this one thread (``chunks.harness_thread``)
+        self.thread = harness_thread()
+        self.runner = self.thread.submit(JobRunner, catalog, modules, options, clear_every).result()
         ctx = ray.get_runtime_context()
         self.runner.label = f"ray:{ctx.get_node_id()[:12]}:{os.getpid()}"
         # what Ray gave this actor, kept with its environment (the driver records it per worker)
@@ -36,9 +39,10 @@ class HarnessWorker:
     def info(self) -> dict[str, Any]:
         """The runner's info, with the Ray resources this actor holds (``{"GPU": 0.25}``...)."""
         ctx = ray.get_runtime_context()
-        return {**self.runner.info(), "ray_resources": ctx.get_assigned_resources(),
+        return {**self.thread.submit(self.runner.info).result(), "ray_resources": ctx.get_assigned_resources(),
                 "gpu_ids": [str(g) for g in ray.get_gpu_ids()]}
 
     def run_batch(self, fps: list[str], reuse: dict[str, dict[str, Any]] | None = None,
-                  jobs: list[Any] | None = None) -> Iterator[dict[str, Any]]:
-        yield from self.runner.run_batch(fps, reuse, jobs)
+                  jobs: list[Any] | None = None, window_s: float = WINDOW_S) -> Iterator[bytes]:
+        """The batch's outcomes in order, in chunks of those that finished within ``window_s``."""
+        yield from stream(lambda: self.runner.run_batch(fps, reuse, jobs), self.thread, window_s)

@@ -142,14 +142,22 @@ def replay_actor() -> Any:
     @ray.remote(num_cpus=0, max_restarts=0, max_task_retries=0)
     class ReplayWorker:
         def __init__(self, buf: Any, index: dict[str, tuple[int, int]], rate: float) -> None:
+            from workers.chunks import harness_thread
+
             self.buf, self.index = buf, index  # buf: read in place from the object store
             self.period = 1.0 / rate if rate > 0 else 0.0
+            self.thread = harness_thread()
 
         def ready(self) -> bool:
             return True
 
-        def run_batch(self, fps: list[str], reuse: dict[str, Any] | None = None,
-                      jobs: list[Any] | None = None) -> Iterator[dict[str, Any]]:  # HarnessWorker.run_batch's signature
+        def run_batch(self, fps: list[str], reuse: dict[str, Any] | None = None, jobs: list[Any] | None = None,
+                      window_s: float = 0.0) -> Iterator[bytes]:  # HarnessWorker.run_batch's, chunks and all
+            from workers.chunks import stream
+
+            yield from stream(lambda: self._replay(fps), self.thread, window_s)
+
+        def _replay(self, fps: list[str]) -> Iterator[dict[str, Any]]:
             t = time.monotonic()
             for fp in fps:
                 if self.period:
@@ -175,7 +183,7 @@ def start_actors(recorded: Recorded, workers: int, rate: float) -> list[Any]:
 
 
 def fleet_sweep(recorded: Recorded, sink: Any, *, pool: list[Any], batch: int = 25,
-                commit_every_s: float = 1.0) -> Any:
+                commit_every_s: float = 1.0, window_s: float | None = None) -> Any:
     """Run ``recorded`` through the real scheduler on the replay actors ``pool``; returns its stats."""
     from farm.results import Options
     from farm.run.cluster import Worker
@@ -190,12 +198,14 @@ def fleet_sweep(recorded: Recorded, sink: Any, *, pool: list[Any], batch: int = 
 
     cfg = SweepConfig(workers=len(pool), batch=batch, commit_every_s=commit_every_s, progress=False,
                       startup_s=600.0)
+    if window_s is not None:
+        cfg.window_s = window_s
     sw = FleetSweep(recorded.harnesses, Options(run_on=("cpu",)), "upstream", cfg, sink)  # type: ignore[arg-type]
     return sw.run()
 
 
 def drive(store: Any, recorded: Recorded, *, name: str, workers: int = 64, rate: float = 50.0, batch: int = 25,
-          write: bool = True, delta: bool = True) -> dict[str, Any]:
+          write: bool = True, delta: bool = True, window_s: float | None = None) -> dict[str, Any]:
     """One simulated sweep into ``store``: the driver's CPU seconds and wall time per harness,
     result rows per second, and what the run stored."""
     from farm.store import writes
@@ -222,7 +232,7 @@ def drive(store: Any, recorded: Recorded, *, name: str, workers: int = 64, rate:
 
     pool = start_actors(recorded, workers, rate)  # started and ready before the clock: not the driver's cost
     c0, t0 = time.process_time(), time.perf_counter()
-    stats = fleet_sweep(recorded, sink, pool=pool, batch=batch)
+    stats = fleet_sweep(recorded, sink, pool=pool, batch=batch, window_s=window_s)
     cpu, wall = time.process_time() - c0, time.perf_counter() - t0
     t = time.perf_counter()
     d = writes.finish_run(session, run, "finished", delta=delta and write)

@@ -146,6 +146,9 @@ class Worker:
     isolated: bool = False  # running one harness alone, retried after its worker died
     kind: str = "cpu"  # the device kind it runs natively on
     ready_ref: Any = None  # answered once the process has started (``HarnessWorker.ready``)
+    #: the running batch's window (``workers.chunks``): > 0, a death or a hang may have taken
+    #: finished outcomes with it, so its current harness is not yet known to be the cause
+    window_s: float = 0.0
 
     @classmethod
     def start(cls, kind: str, catalog: str, modules: list[str], options: dict[str, Any],
@@ -178,13 +181,17 @@ class Worker:
     def current(self) -> Harness | None:
         return self.batch[self.pos] if self.pos < len(self.batch) else None
 
-    def run(self, batch: list[Harness], reuse: dict[str, dict[str, Any]], isolated: bool) -> None:
-        """Start ``batch``, with the downstream priors (``reuse``) of those of its harnesses that have one."""
+    def run(self, batch: list[Harness], reuse: dict[str, dict[str, Any]], isolated: bool,
+            window_s: float = 0.0) -> None:
+        """Start ``batch``, with the downstream priors (``reuse``) of those of its harnesses that
+        have one; its outcomes come in chunks of those that finished within ``window_s``
+        (``workers.chunks``; 0: one per harness, each as soon as it is done)."""
         self.batch, self.pos, self.since, self.isolated = batch, 0, time.monotonic(), isolated
+        self.window_s = window_s
         jobs = [h if not isinstance(h, Harness) else None for h in batch]  # stored artifacts travel whole
         self.stream = self.actor.run_batch.options(num_returns="streaming").remote(
             [h.fingerprint for h in batch], {h.fingerprint: reuse[h.fingerprint] for h in batch if h.fingerprint in reuse},
-            jobs if any(j is not None for j in jobs) else None)
+            jobs if any(j is not None for j in jobs) else None, window_s)
 
     def advance(self, now: float) -> bool:
         """Count the harness that just finished; False (and idle) once the batch is over."""
@@ -196,22 +203,6 @@ class Worker:
             return True
         self.stream = None
         return False
-
-    def next_result(self) -> dict[str, Any] | None:
-        """The next outcome (as a dict) the batch streamed, or None when the batch is over.
-
-        Raises:
-            WorkerDied: the worker process died under the harness it was running.
-        """
-        import ray
-        from ray.exceptions import RayError  # RayActorError is one
-
-        try:
-            return ray.get(next(self.stream))
-        except StopIteration:
-            return None
-        except RayError as e:
-            raise WorkerDied(type(e).__name__) from e
 
     def kill(self) -> None:
         """Kill the actor, never restarting it; one already gone is no error."""
@@ -239,11 +230,14 @@ def wait(workers: list[Worker], timeout: float) -> list[Worker]:
     return [w for w in workers if id(w.stream) in ids]
 
 
-def fetch(workers: list[Worker]) -> list[dict[str, Any] | None | WorkerDied]:
-    """The next outcome of each ready worker in one ``ray.get`` (None: its batch is over; a
-    ``WorkerDied``: it died), instead of one call per worker."""
+def fetch(workers: list[Worker]) -> list[list[dict[str, Any]] | None | WorkerDied]:
+    """The next chunk of outcomes of each ready worker (``workers.chunks``: the outcomes of its
+    next harnesses, in order) in one ``ray.get`` (None: its batch is over; a ``WorkerDied``:
+    it died), instead of one call per worker."""
     import ray
     from ray.exceptions import RayError
+
+    from workers.chunks import decode
 
     refs: list[Any] = []
     for w in workers:
@@ -263,4 +257,5 @@ def fetch(workers: list[Worker]) -> list[dict[str, Any] | None | WorkerDied]:
                 got[id(r)] = ray.get(r)
             except RayError as e:
                 got[id(r)] = WorkerDied(type(e).__name__)
-    return [r if r is None or isinstance(r, WorkerDied) else got[id(r)] for r in refs]
+    return [r if r is None or isinstance(r, WorkerDied) else
+            got[id(r)] if isinstance(got[id(r)], WorkerDied) else decode(got[id(r)]) for r in refs]

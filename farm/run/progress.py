@@ -28,6 +28,9 @@ class SweepConfig:
     #: handed out and what is queued is dropped (a fuzz campaign's budget); None: run everything
     budget_s: float | None = None
     keep_order: bool = False  # run harnesses in the order given (a fuzz campaign's families interleaved)
+    #: seconds a finished outcome may wait in its worker for others to travel with it in one
+    #: object (``workers.chunks``); 0: one object per harness
+    window_s: float = 0.2
 
 
 @dataclass

@@ -6,6 +6,7 @@ handed to the driver's sink as they arrive (``farm.run.sweep`` is the driver).
 from __future__ import annotations
 
 import dataclasses
+import gc
 import time
 from collections import deque
 from typing import Any, Callable
@@ -47,7 +48,9 @@ class Sweep:
         #: every harness runs natively on each kind, on a worker of that kind (one lane per kind)
         self.kinds: tuple[str, ...] = tuple(options.run_on or ("cpu",))
         self.kind = self.kinds[0]
-        self.queue: deque[tuple[str, list[Harness]]] = deque()
+        #: (kind, batch, precise): a precise batch streams each outcome alone (window 0), as one
+        #: retried after a death or hang in a chunked batch must, to name its cause
+        self.queue: deque[tuple[str, list[Harness], bool]] = deque()
         self.slots: list[Worker] = []
         self.target: dict[str, int] = {}  # per kind, the workers wanted; fewer while the cluster has fewer slots
         #: with several kinds: fingerprint -> the outcomes of the kinds done so far (merged once all are)
@@ -70,7 +73,7 @@ class Sweep:
         t0 = time.monotonic()
         batches = self._batches()
         for i in range(len(batches)):  # lanes interleaved: every kind makes progress
-            self.queue.extend((kind, batches[i]) for kind in self.kinds)
+            self.queue.extend((kind, batches[i], False) for kind in self.kinds)
         for kind in self.kinds:
             n = min(max(1, self.config.workers or 1), max(1, len(batches)))
             if kind != "cpu":  # an accelerator worker Ray cannot place would wait forever
@@ -79,6 +82,10 @@ class Sweep:
             self.slots += [self._new_worker(kind) for _ in range(n)]
         self.progress = Progress(len(self.harnesses), self.config.progress)
         self.last_commit = time.monotonic()
+        # The heap from before the sweep (catalog, store, Ray) stays out of the collector's scans
+        # while the sweep allocates ~60 objects a harness: a full collection scanned it all, half
+        # the driver's time per outcome. Unfrozen after (nothing is lost: it is collectable again).
+        gc.freeze()
         try:
             while self._step():
                 pass
@@ -89,6 +96,7 @@ class Sweep:
             self.progress.close()
             for s in self.slots:
                 s.kill()
+            gc.unfreeze()
         self._flush(force=True)
         self.stats.wall_s = time.monotonic() - t0
         return self.stats
@@ -142,13 +150,15 @@ class Sweep:
             self.queue.clear()
         for slot in self.slots:
             if slot.stream is None and self.queue:
-                i = next((i for i, (kind, _) in enumerate(self.queue) if kind == slot.kind), None)
+                i = next((i for i, (kind, _, _) in enumerate(self.queue) if kind == slot.kind), None)
                 if i is None:
                     continue
-                _, batch = self.queue[i]
+                _, batch, precise = self.queue[i]
                 del self.queue[i]
                 key = (slot.kind, batch[0].fingerprint)
-                slot.run(batch, self.reuse, isolated=len(batch) == 1 and key in self.retry_alone)
+                isolated = len(batch) == 1 and key in self.retry_alone
+                slot.run(batch, self.reuse, isolated=isolated,
+                         window_s=0.0 if precise or isolated else self.config.window_s)
 
     def _collect(self, slot: Worker, d: Any, now: float) -> Worker | None:
         """Handle a busy worker and what it streamed (``cluster.fetch``: an outcome, None at the
@@ -163,7 +173,9 @@ class Sweep:
         if d is None:  # the batch is over
             slot.stream = None
             return slot
-        return self._finished(slot, cur, d, now)
+        for one in d:  # a chunk: the outcomes of the batch's next harnesses, in order
+            slot = self._finished(slot, slot.current, one, now)
+        return slot
 
     def _finished(self, slot: Worker, cur: Harness | None, d: dict[str, Any], now: float) -> Worker:
         """A worker streamed the outcome of ``cur``; a worker at its end of life is recycled."""
@@ -194,24 +206,29 @@ class Sweep:
             if cluster.capacity(kind, self.config.gpu_fraction) < self.target[kind] and tries < 3:
                 # its node went away (the cluster has fewer slots): not the harness's fault
                 self.node_requeues[key] = tries + 1
-                self.queue.appendleft((kind, [cur]))
+                self.queue.appendleft((kind, [cur], True))
             elif not self.isolation.retry(1 if key in self.retry_alone or slot.isolated else 0):
                 self.stats.crashed += 1
                 self._finish(self.isolation.crashed(cur, cause, (kind,)), kind)
             else:
                 self.retry_alone.add(key)
-                self.queue.appendleft((kind, [cur]))
-            self._requeue_rest(slot, slot.pos + 1)
+                self.queue.appendleft((kind, [cur], True))
+            self._requeue_rest(slot, slot.pos + 1, precise=True)
         self._lose(slot)
 
     def _check_timeout(self, slot: Worker, cur: Harness, now: float) -> Worker:
-        """A worker past the time limit on ``cur`` is killed and replaced; ``cur`` is a ``timeout``."""
+        """A worker past the time limit on ``cur`` is killed and replaced; ``cur`` is a ``timeout``.
+        In a chunked batch the hang may be a later harness's, with ``cur``'s outcome still in
+        its window (a hang that holds the GIL stops the flush): ``cur`` is retried alone first."""
         limit = self.isolation.limit(cur, slot.starting(now))
         if now - slot.since <= limit:
             return slot
-        self.stats.timeouts += 1
-        self._finish(self.isolation.timed_out(cur, limit), slot.kind)
-        self._requeue_rest(slot, slot.pos + 1)
+        if slot.window_s > 0:
+            self.queue.appendleft((slot.kind, [cur], True))
+        else:
+            self.stats.timeouts += 1
+            self._finish(self.isolation.timed_out(cur, limit), slot.kind)
+        self._requeue_rest(slot, slot.pos + 1, precise=True)
         return self._replace(slot)
 
     def _rebalance(self, now: float) -> None:
@@ -233,7 +250,7 @@ class Sweep:
         for s in [s for s in reversed(mine) if s.fresh and s.count == 0]:  # replacements are appended
             if len(mine) <= cap:
                 break
-            self._requeue_rest(s, s.pos)
+            self._requeue_rest(s, s.pos, precise=s.window_s == 0)
             self._lose(s)
             self.slots.remove(s)
             mine.remove(s)
@@ -252,10 +269,10 @@ class Sweep:
         slot.kill()
         self.lost_at = time.monotonic()
 
-    def _requeue_rest(self, slot: Worker, after: int) -> None:
+    def _requeue_rest(self, slot: Worker, after: int, precise: bool) -> None:
         rest = slot.batch[after:]
         if rest:
-            self.queue.appendleft((slot.kind, rest))
+            self.queue.appendleft((slot.kind, rest, precise))
 
     def _finish(self, o: Outcome, kind: str) -> None:
         """Count an outcome and buffer it for the sink; with several kinds, once every kind's is in."""
