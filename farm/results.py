@@ -89,9 +89,33 @@ class Record:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Record":
-        g = d.get  # positional: the driver builds ~20 of these per harness, ~2x faster than **kwargs
-        return cls(d["stage"], d["platform"], d["status"], g("seconds"), g("error_type"), g("error"), g("detail"),
-                   g("metrics") or {}, g("facts") or {}, g("artifact"))
+        """The driver builds ~20 records a harness: their slots are set directly (the frozen
+        ``__init__`` costs one ``object.__setattr__`` call a field, 1.6 against 0.9 µs a record)."""
+        status = d["status"]
+        if status not in _STATUS_SET:
+            raise ValueError(f"unknown status {status!r}")
+        g = d.get
+        r = _new(cls)
+        _set_stage(r, d["stage"])
+        _set_platform(r, d["platform"])
+        _set_status(r, status)
+        _set_seconds(r, g("seconds"))
+        _set_error_type(r, g("error_type"))
+        _set_error(r, g("error"))
+        _set_detail(r, g("detail"))
+        _set_metrics(r, g("metrics") or {})
+        _set_facts(r, g("facts") or {})
+        _set_artifact(r, g("artifact"))
+        _set_handle(r, None)
+        return r
+
+
+_new = object.__new__
+_STATUS_SET = frozenset(STATUSES)
+(_set_stage, _set_platform, _set_status, _set_seconds, _set_error_type, _set_error, _set_detail, _set_metrics,
+ _set_facts, _set_artifact, _set_handle) = (getattr(Record, f).__set__ for f in (
+    "stage", "platform", "status", "seconds", "error_type", "error", "detail", "metrics", "facts", "artifact",
+    "handle"))
 
 
 @dataclass(frozen=True, slots=True)

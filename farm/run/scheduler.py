@@ -102,13 +102,15 @@ class Sweep:
         return self.stats
 
     def _batches(self) -> list[list[Harness]]:
-        """The harnesses in order, in batches; small batches at the end keep both workers
-        busy until the last harness."""
+        """The harnesses in order, in batches that shrink as the work left does (guided
+        self-scheduling: a batch is 1/workers of what is left, at most ``batch``), so every
+        worker stays busy until the last harness. (Half that, as before, made 705 batches of
+        5,594 harnesses on 64 workers instead of 450: each costs the driver a task.)"""
         hs = self.harnesses if self.config.keep_order else \
             sorted(self.harnesses, key=lambda h: (h.family, h.group, h.dtype or "", h.name))
         out, i, n = [], 0, len(hs)
         while i < n:
-            size = max(1, min(self.config.batch, (n - i) // (2 * max(1, self.config.workers or 2)) or 1))
+            size = max(1, min(self.config.batch, (n - i) // max(1, self.config.workers or 2) or 1))
             out.append(hs[i:i + size])
             i += size
         return out
