@@ -1,8 +1,8 @@
 """``farm bench --only fleet``: the driver against a simulated fleet (``farm.bench.fleet``).
 
-Figures: the driver's CPU time per harness with 64 replay actors (scheduler alone, and
-with the writes into SQLite); result rows per second into SQLite and, with
-``FARM_BENCH_PG`` (a PostgreSQL server URL whose database may be created and dropped),
+Figures: the driver's CPU time per harness with 64 replay actors (scheduler alone, the
+median of 3 sweeps, against the 0.2 ms goal; and with the writes into SQLite); result rows
+per second into SQLite and, with ``FARM_BENCH_PG`` (a PostgreSQL server URL whose database may be created and dropped),
 into PostgreSQL; and the rows and bytes an unchanged re-sweep stores (the same recorded
 run replayed twice: the second is a delta run).
 """
@@ -49,9 +49,12 @@ def fleet_figures(quick: bool, log: Callable[[str], None], workers: int = 64, ra
             log(f"bench: fleet of {workers} replay actors at {rate:g} outcomes/s each, {n} harnesses")
             url = f"sqlite:///{Path(d) / 'fleet.db'}"
             store = open_store(url)
-            bare = drive(store, rec, name="no-writes", workers=workers, rate=rate, write=False)
+            # the driver's overhead (scheduling, transport, decoding): the median of 3 sweeps
+            bare = sorted(drive(store, rec, name=f"no-writes-{i}", workers=workers, rate=rate, write=False)
+                          ["driver_ms_per_harness"] for i in range(1 if quick else 3))
             figs.append(Figure(f"driver CPU per harness, {workers} simulated workers, no writes",
-                               bare["driver_ms_per_harness"], "ms", 0.2))
+                               bare[len(bare) // 2], "ms", 0.2,
+                               spread=f"{len(bare)} sweeps: {bare[0]:.3f}-{bare[-1]:.3f}" if len(bare) > 1 else ""))
             b0 = _sqlite_bytes(Path(d) / "fleet.db")
             first = drive(store, rec, name="first", workers=workers, rate=rate)
             b1 = _sqlite_bytes(Path(d) / "fleet.db")
@@ -63,8 +66,9 @@ def fleet_figures(quick: bool, log: Callable[[str], None], workers: int = 64, ra
             def share(after: tuple[int, int], before: tuple[int, int], i: int) -> float:
                 return 100.0 * max(0, after[i] - before[i]) / max(1, b1[i] - b0[i])
 
+            # the same with the writes: ~19 rows a harness, so the store's cost (rows/s below), not a goal of its own
             figs += [Figure(f"driver CPU per harness, {workers} workers, writing SQLite",
-                            first["driver_ms_per_harness"], "ms", 0.2),
+                            first["driver_ms_per_harness"], "ms"),
                      Figure("result rows/s into SQLite (driver-bound)", first["rows_per_s"], "rows/s"),
                      Figure("unchanged re-sweep: rows stored vs a full run",
                             100.0 * second["delta"]["stored"] / max(1, first["harnesses"]), "%", 1.0),
