@@ -183,7 +183,7 @@ def start_actors(recorded: Recorded, workers: int, rate: float) -> list[Any]:
 
 
 def fleet_sweep(recorded: Recorded, sink: Any, *, pool: list[Any], batch: int = 25,
-                commit_every_s: float = 1.0, window_s: float | None = None) -> Any:
+                commit_every_s: float = 1.0) -> Any:
     """Run ``recorded`` through the real scheduler on the replay actors ``pool``; returns its stats."""
     from farm.results import Options
     from farm.run.cluster import Worker
@@ -198,14 +198,12 @@ def fleet_sweep(recorded: Recorded, sink: Any, *, pool: list[Any], batch: int = 
 
     cfg = SweepConfig(workers=len(pool), batch=batch, commit_every_s=commit_every_s, progress=False,
                       startup_s=600.0)
-    if window_s is not None:
-        cfg.window_s = window_s
     sw = FleetSweep(recorded.harnesses, Options(run_on=("cpu",)), "upstream", cfg, sink)  # type: ignore[arg-type]
     return sw.run()
 
 
 def drive(store: Any, recorded: Recorded, *, name: str, workers: int = 64, rate: float = 50.0, batch: int = 25,
-          write: bool = True, delta: bool = True, window_s: float | None = None) -> dict[str, Any]:
+          write: bool = True, delta: bool = True) -> dict[str, Any]:
     """One simulated sweep into ``store``: the driver's CPU seconds and wall time per harness,
     result rows per second, and what the run stored."""
     from farm.store import writes
@@ -232,7 +230,7 @@ def drive(store: Any, recorded: Recorded, *, name: str, workers: int = 64, rate:
 
     pool = start_actors(recorded, workers, rate)  # started and ready before the clock: not the driver's cost
     c0, t0 = time.process_time(), time.perf_counter()
-    stats = fleet_sweep(recorded, sink, pool=pool, batch=batch, window_s=window_s)
+    stats = fleet_sweep(recorded, sink, pool=pool, batch=batch)
     cpu, wall = time.process_time() - c0, time.perf_counter() - t0
     t = time.perf_counter()
     d = writes.finish_run(session, run, "finished", delta=delta and write)

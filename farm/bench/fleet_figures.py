@@ -2,9 +2,9 @@
 
 Figures: the driver's CPU time per harness with 64 replay actors (scheduler alone, the
 median of 3 sweeps, against the 0.2 ms goal; and with the writes into SQLite); result rows
-per second into SQLite and, with ``FARM_BENCH_PG`` (a PostgreSQL server URL whose database may be created and dropped),
-into PostgreSQL; and the rows and bytes an unchanged re-sweep stores (the same recorded
-run replayed twice: the second is a delta run).
+per second into SQLite and, with ``FARM_BENCH_PG`` (a PostgreSQL server URL whose database
+may be created and dropped), into PostgreSQL; and the rows and bytes an unchanged re-sweep
+stores (the same recorded run replayed twice: the second is a delta run).
 """
 from __future__ import annotations
 

@@ -249,13 +249,12 @@ def fetch(workers: list[Worker]) -> list[list[dict[str, Any]] | None | WorkerDie
             refs.append(WorkerDied(type(e).__name__))
     live = [r for r in refs if r is not None and not isinstance(r, WorkerDied)]
     try:
-        got = dict(zip(map(id, live), ray.get(live))) if live else {}
+        got = {id(r): decode(b) for r, b in zip(live, ray.get(live))} if live else {}
     except RayError:  # one of them died: ask each alone to tell which
         got = {}
         for r in live:
             try:
-                got[id(r)] = ray.get(r)
+                got[id(r)] = decode(ray.get(r))
             except RayError as e:
                 got[id(r)] = WorkerDied(type(e).__name__)
-    return [r if r is None or isinstance(r, WorkerDied) else
-            got[id(r)] if isinstance(got[id(r)], WorkerDied) else decode(got[id(r)]) for r in refs]
+    return [r if r is None or isinstance(r, WorkerDied) else got[id(r)] for r in refs]

@@ -168,9 +168,9 @@ class Sweep:
                          window_s=0.0 if precise or isolated else self.config.window_s)
 
     def _collect(self, slot: Worker, d: Any, now: float) -> Worker | None:
-        """Handle a busy worker and what it streamed (``cluster.fetch``: an outcome, None at the
-        end of its batch, a ``WorkerDied``, or ``_NOT_READY``); returns what takes its place
-        (itself, a new worker, or None)."""
+        """Handle a busy worker and what it streamed (``cluster.fetch``: a chunk of outcomes, None
+        at the end of its batch, a ``WorkerDied``, or ``_NOT_READY``); returns what takes its
+        place (itself, a new worker, or None)."""
         cur = slot.current
         if d is _NOT_READY:
             return self._check_timeout(slot, cur, now) if cur is not None else slot
@@ -181,11 +181,12 @@ class Sweep:
             slot.stream = None
             return slot
         for one in d:  # a chunk: the outcomes of the batch's next harnesses, in order
-            slot = self._finished(slot, slot.current, one, now)
+            slot = self._finished(slot, one, now)
         return slot
 
-    def _finished(self, slot: Worker, cur: Harness | None, d: dict[str, Any], now: float) -> Worker:
-        """A worker streamed the outcome of ``cur``; a worker at its end of life is recycled."""
+    def _finished(self, slot: Worker, d: dict[str, Any], now: float) -> Worker:
+        """A worker streamed the outcome of its current harness; a worker at its end of life is recycled."""
+        cur = slot.current
         o = Outcome.from_dict(d)
         if any(r.error_type == "UnknownHarness" for r in o.records):
             raise CatalogMismatch(
