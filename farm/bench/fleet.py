@@ -182,7 +182,7 @@ def start_actors(recorded: Recorded, workers: int, rate: float) -> list[Any]:
     return actors
 
 
-def fleet_sweep(recorded: Recorded, sink: Any, *, pool: list[Any], batch: int = 25,
+def fleet_sweep(recorded: Recorded, sink: Any, *, pool: list[Any], batch: int | None = None,
                 commit_every_s: float = 1.0) -> Any:
     """Run ``recorded`` through the real scheduler on the replay actors ``pool``; returns its stats."""
     from farm.results import Options
@@ -202,7 +202,8 @@ def fleet_sweep(recorded: Recorded, sink: Any, *, pool: list[Any], batch: int = 
     return sw.run()
 
 
-def drive(store: Any, recorded: Recorded, *, name: str, workers: int = 64, rate: float = 50.0, batch: int = 25,
+def drive(store: Any, recorded: Recorded, *, name: str, workers: int = 64, rate: float = 50.0,
+          batch: int | None = None,
           write: bool = True, delta: bool = True) -> dict[str, Any]:
     """One simulated sweep into ``store``: the driver's CPU seconds and wall time per harness,
     result rows per second, and what the run stored."""

@@ -51,6 +51,7 @@ class ArtifactJob:
     # what the scheduler orders and judges crashes by, as for a harness
     family = "replay"
     limitations = ()
+    travels = True  # sent to the worker whole (``cluster.Worker.run``): no catalog there has it
 
     @property
     def group(self) -> str:

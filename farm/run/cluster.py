@@ -141,6 +141,7 @@ class Worker:
     batch: list[Harness] = field(default_factory=list)
     pos: int = 0  # index in ``batch`` of the harness running now
     since: float = field(default_factory=time.monotonic)  # when the batch or its last outcome came
+    started: float = 0.0  # when the running batch was handed out
     fresh: bool = True  # still starting: no outcome yet, and ``ready_ref`` not answered
     count: int = 0  # harnesses this process finished
     isolated: bool = False  # running one harness alone, retried after its worker died
@@ -149,6 +150,7 @@ class Worker:
     #: the running batch's window (``workers.chunks``): > 0, a death or a hang may have taken
     #: finished outcomes with it, so its current harness is not yet known to be the cause
     window_s: float = 0.0
+    _run_batch: Any = None  # ``actor.run_batch`` as a streaming call, made once (~25 us a task)
 
     @classmethod
     def start(cls, kind: str, catalog: str, modules: list[str], options: dict[str, Any],
@@ -186,10 +188,13 @@ class Worker:
         """Start ``batch``, with the downstream priors (``reuse``) of those of its harnesses that
         have one; its outcomes come in chunks of those that finished within ``window_s``
         (``workers.chunks``; 0: one per harness, each as soon as it is done)."""
-        self.batch, self.pos, self.since, self.isolated = batch, 0, time.monotonic(), isolated
-        self.window_s = window_s
-        jobs = [h if not isinstance(h, Harness) else None for h in batch]  # stored artifacts travel whole
-        self.stream = self.actor.run_batch.options(num_returns="streaming").remote(
+        self.batch, self.pos, self.isolated, self.window_s = batch, 0, isolated, window_s
+        self.since = self.started = time.monotonic()
+        # a job the worker's catalog cannot know (a stored artifact: ``travels``) goes whole
+        jobs = [h if getattr(h, "travels", False) else None for h in batch]
+        if self._run_batch is None:
+            self._run_batch = self.actor.run_batch.options(num_returns="streaming")
+        self.stream = self._run_batch.remote(
             [h.fingerprint for h in batch], {h.fingerprint: reuse[h.fingerprint] for h in batch if h.fingerprint in reuse},
             jobs if any(j is not None for j in jobs) else None, window_s)
 

@@ -13,7 +13,11 @@ from tqdm import tqdm  # ~25 ms: every sweep shows progress
 class SweepConfig:
     workers: int | None = None  # None: every core (local) / every cpu_slot (cluster)
     address: str | None = None
-    batch: int = 8
+    #: the most harnesses one batch (one Ray task) holds; None: sized to ``batch_s`` seconds
+    #: of a worker's time as the sweep measures it (``farm.run.scheduler.FIRST_BATCH`` before
+    #: anything was timed, at most ``MAX_BATCH``)
+    batch: int | None = None
+    batch_s: float = 2.0
     timeout_s: float = 120.0
     startup_s: float = 120.0
     recycle_after: int = 1500  # harnesses per worker process before it is replaced
