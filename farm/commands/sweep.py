@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--force", action="store_true", help="recompute even if results are cached")
     p.add_argument("--timeout", type=number("--timeout", float, above=0), default=120.0, help="per-harness time limit in seconds")
     p.add_argument("--batch", type=number("--batch", minimum=1), default=None,
-                   help="at most this many harnesses per worker call (default: about 2 s of work each)")
+                   help="at most this many harnesses per worker call (default: about 1 s of work each)")
     p.add_argument("--repeats", type=number("--repeats", minimum=1), default=3, help="timed executions per harness")
     p.add_argument("--no-crossexec", action="store_true", help="skip running other platforms' modules on CPU")
     p.add_argument("--default", action="store_true",

@@ -17,7 +17,7 @@ class SweepConfig:
     #: of a worker's time as the sweep measures it (``farm.run.scheduler.FIRST_BATCH`` before
     #: anything was timed, at most ``MAX_BATCH``)
     batch: int | None = None
-    batch_s: float = 2.0
+    batch_s: float = 1.0
     timeout_s: float = 120.0
     startup_s: float = 120.0
     recycle_after: int = 1500  # harnesses per worker process before it is replaced
