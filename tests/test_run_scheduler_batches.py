@@ -50,7 +50,7 @@ def test_an_explicit_batch_is_a_cap_whatever_the_pace() -> None:
 
 
 def test_the_tail_shrinks_to_tail_s_of_work_and_never_past_what_is_left() -> None:
-    sw = sweep(1000, 10)
+    sw = sweep(1000, 10, batch_s=2.0)
     w = Worker(None)
     sw.pace["cpu"] = 0.05
     assert sw._batch_size(w) == 40  # 1000/10 left per worker: the pace's 40 rules
