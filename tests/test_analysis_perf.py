@@ -144,7 +144,7 @@ from farm.pipeline import run_harness
 from farm.results import Options
 faults.plant_from_env()
 (h,) = catalog.select(catalog.Filters.parse(primitive="exp", dtype="float32", name="exp_float32_3x4"))
-o = run_harness(h, Options(platforms=("cpu",), crossexec=False, repeats=3))
+o = run_harness(h, Options(platforms=("cpu",), crossexec=False, repeats=5))
 print(json.dumps([r.to_dict() for r in o.records]))
 """
 
@@ -165,7 +165,9 @@ def test_a_real_execute_slowed_by_a_host_callback_is_a_regression():
     base, cand = _records(""), _records("slow:exp:0.00002")
     (b,) = [r for r in base if r["stage"] == "execute"]
     (c,) = [r for r in cand if r["stage"] == "execute"]
-    assert len(c["facts"]["samples_s"]) == 3 and c["facts"]["warmup_calls"] >= 1
+    # 5 repeats, not the default 3: with 3 a side, one base call stalled by the other test
+    # worker (CI runs 2) leaves the exact test at p = 0.1, which is noise (seen once: 37 against 312 us)
+    assert len(c["facts"]["samples_s"]) == 5 and c["facts"]["warmup_calls"] >= 1
     (v,) = compare_rows(b, c)
     assert v["verdict"] == "regression" and v["method"] == "mann-whitney", v
     if v["change"] < 1e-3:

@@ -156,7 +156,8 @@ def test_help_shows_every_default() -> None:
                 checked += 1
     assert checked > 20
     text = sub.choices["sweep"].format_help()
-    assert "(default: 8)" in text and "(default: 120.0)" in text
+    assert "(default: 3)" in text and "(default: 120.0)" in text
+    assert "(default: about 1 s of work each)" in " ".join(text.split())  # --batch: said in words, not "None"
     assert "(default 0.2 = 20%)" in " ".join(sub.choices["compare"].format_help().split())  # named once, not twice
 
 
