@@ -27,7 +27,7 @@ _NOT_READY = object()  # a busy worker with nothing streamed this turn
 FIRST_BATCH, MAX_BATCH = 8, 256
 #: The tail's batches are at least this many seconds of work (guided self-scheduling with a
 #: minimum chunk): shrinking to one harness a task multiplies the tasks for a fast fleet
-#: (486 against 332 for 5,594 harnesses on 64 workers) to save at most this at the end.
+#: (486 against ~300 for 5,594 harnesses on 64 workers) to save at most this at the end.
 TAIL_S = 0.25
 #: outcomes the driver buffers before handing them to the sink (or ``commit_every_s``)
 FLUSH_AT = 1000
@@ -61,7 +61,7 @@ class Sweep:
         #: ``pending``: (kind, batch, precise); a precise batch streams each outcome alone
         #: (window 0), as one retried after a death or hang in a chunked batch must, to name its cause
         self.queue: deque[tuple[str, list[Harness], bool]] = deque()
-        #: per kind, the worker seconds a harness takes (a moving average over finished batches)
+        #: per kind, the worker seconds a harness takes (a moving average over chunks: ``_timed``)
         self.pace: dict[str, float] = {}
         self.slots: list[Worker] = []
         self.target: dict[str, int] = {}  # per kind, the workers wanted; fewer while the cluster has fewer slots
@@ -123,8 +123,9 @@ class Sweep:
         the driver ~0.3 ms and a worker a round trip, so a fast worker gets many: ``batch_s``
         of its kind's measured pace (``FIRST_BATCH`` before any was timed, ``batch`` or
         ``MAX_BATCH`` at most). Guided self-scheduling bounds it by 1/workers of what is left,
-        so the batches shrink to one at the end and every worker stays busy until the last
-        harness; nor does it run past the worker's recycling (``recycle_after``)."""
+        so the batches shrink at the end (to ``TAIL_S`` of work, or one harness while nothing
+        was timed) and every worker stays busy until the last; nor does a batch run past the
+        worker's recycling (``recycle_after``)."""
         kind, cfg = slot.kind, self.config
         pace = self.pace.get(kind)
         if cfg.batch is not None:
