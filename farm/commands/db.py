@@ -12,14 +12,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     u = s.add_parser("upgrade", help="create or migrate the schema to the newest revision (Alembic)")
     add_db(u)
     u.set_defaults(func=upgrade)
-    c = s.add_parser("check", help="verify every artifact's hash, every result's artifact reference and the "
-                                   "blob directory ($FARM_ARTIFACT_DIR); exit 1 if anything is wrong",
+    c = s.add_parser("check", help="verify every artifact's hash, every result's artifact reference, the "
+                                   "blob directory ($FARM_ARTIFACT_DIR) and the code_deps rows; exit 1 if anything "
+                                   "is wrong",
                      description="Read and hash every stored artifact, follow every reference from a result to "
-                                 "an artifact, and match the blob directory against the rows. Exit 0: clean; 1: "
-                                 "something is wrong (see the counts).")
+                                 "an artifact, match the blob directory against the rows, and hash every code_deps "
+                                 "row (the jax code each harness ran). Exit 0: clean; 1: something is wrong (see "
+                                 "the counts).")
     c.add_argument("--repair", action="store_true",
-                   help="remove orphan blob files and mark artifacts whose bytes are lost as damaged (the next "
-                        "genuine write of one replaces it); never deletes a row or a blob a row names")
+                   help="remove orphan blob files, mark artifacts whose bytes are lost as damaged (the next "
+                        "genuine write of one replaces it) and delete damaged code_deps rows (a cache the next "
+                        "sweep writes again); never deletes a result, an artifact or a blob a row names")
     add_db(c)
     c.set_defaults(func=check)
     pr = s.add_parser("prune", help="delete old runs; never one a kept run's stored comparison or delta rows need",

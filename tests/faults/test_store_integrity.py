@@ -277,3 +277,51 @@ def test_a_run_refused_by_the_database_stores_nothing(sqlite_url: str, blobs: Pa
         assert s.scalar(select(func.count()).select_from(Run)) == 0
         assert s.scalar(select(func.count()).select_from(ArtifactRow)) == 0
     assert blob_files(blobs) == []
+
+
+# --------------------------------------------------------------------------- code_deps
+@pytest.mark.parametrize("db", ["sqlite_url", "pg_url"])
+def test_db_check_finds_a_damaged_code_deps_row_and_repair_lets_the_next_sweep_restore_it(
+        db: str, request: pytest.FixtureRequest) -> None:
+    from farm.pipeline.jaxdeps import address
+    from farm.store import codedeps
+    from farm.store.models import CodeDepsRow
+
+    url = request.getfixturevalue(db)
+    part = {"units": {"jax/_src/lax/lax.py": ["_sin_lowering"]}}
+    other = {"units": {"jax/_src/interpreters/mlir.py": ["lower_fun"]}}
+    code_set = {"parts": sorted([address(part), address(other)])}
+    rows = {address(b): b for b in (part, other, code_set)}
+    deps = {"set": address(code_set), "rows": rows}
+
+    def write(name: str) -> None:
+        with store.session() as s:
+            run = writes.create_run(s, env=ENV, name=name, platforms=["cpu"], run_on=["cpu"], total=1)
+            writes.Writer(s, run, writes.harness_ids(s, [harness_desc(0)])).write(
+                [outcome(0).replace(result_key="r", deps_key="k", deps=deps)])
+
+    store = open_store(url)
+    write("first")
+    with store.session() as s:
+        rep = check(s)
+        assert rep.ok and rep.code_rows == 3 and rep.unreadable_sets == 0, rep.lines()
+        s.get(CodeDepsRow, address(other)).body = zlib.compress(b'{"units": {}}')  # a part, tampered
+    with store.session() as s:
+        rep = check(s)
+        assert not rep.ok and rep.bad_code == (address(other),) and rep.unreadable_sets == 1, rep.lines()
+        assert codedeps.sets(s, [address(code_set)]) == {}  # reads skip it already: a miss, never a wrong hit
+    write("again")  # a write does not replace a row that is there, damaged or not
+    with store.session() as s:
+        assert check(s).bad_code == (address(other),)
+        fixed = check(s, repair=True)
+        assert fixed.repaired["damaged code_deps rows deleted"] == 1
+    with store.session() as s:
+        rep = check(s)
+        assert rep.ok and rep.code_rows == 2 and rep.unreadable_sets == 2, rep.lines()  # both runs' outcomes
+        assert s.get(CodeDepsRow, address(part)) is not None  # only the damaged row went
+    write("third")  # the next sweep that ran that code writes it again
+    with store.session() as s:
+        rep = check(s)
+        assert rep.ok and rep.code_rows == 3 and rep.unreadable_sets == 0, rep.lines()
+        assert set(codedeps.sets(s, [address(code_set)])[address(code_set)]) == {address(part), address(other)}
+    store.dispose()
