@@ -141,7 +141,6 @@ class Worker:
     batch: list[Harness] = field(default_factory=list)
     pos: int = 0  # index in ``batch`` of the harness running now
     since: float = field(default_factory=time.monotonic)  # when the batch or its last outcome came
-    started: float = 0.0  # when the running batch was handed out
     fresh: bool = True  # still starting: no outcome yet, and ``ready_ref`` not answered
     count: int = 0  # harnesses this process finished
     isolated: bool = False  # running one harness alone, retried after its worker died
@@ -189,7 +188,7 @@ class Worker:
         have one; its outcomes come in chunks of those that finished within ``window_s``
         (``workers.chunks``; 0: one per harness, each as soon as it is done)."""
         self.batch, self.pos, self.isolated, self.window_s = batch, 0, isolated, window_s
-        self.since = self.started = time.monotonic()
+        self.since = time.monotonic()
         # a job the worker's catalog cannot know (a stored artifact: ``travels``) goes whole
         jobs = [h if getattr(h, "travels", False) else None for h in batch]
         if self._run_batch is None:

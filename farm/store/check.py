@@ -16,16 +16,14 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-
-import json
-import zlib
+from typing import Any
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
-from farm.pipeline.jaxdeps import address
-from farm.store import artifacts
+from farm.store import artifacts, codedeps
 from farm.store.models import ArtifactRow, CodeDepsRow, ResultRow, StoredOutcomeRow
 
 #: a staging file is left by a dead writer when its pid is gone, or in any case after this long
@@ -90,32 +88,34 @@ def _dead_staging(name: str, path: os.PathLike[str], now: float) -> bool:
     return not alive or old
 
 
+def _scan(session: Session, key: Any, *cols: Any, chunk: int) -> Iterator[Any]:
+    """Every row of ``key``'s table (``key`` and ``cols``), in chunks of ``chunk`` rows by key,
+    so a large store is never read whole."""
+    last = ""
+    while True:
+        rows = session.execute(select(key, *cols).where(key > last).order_by(key).limit(chunk)).all()
+        if not rows:
+            return
+        yield from rows
+        last = rows[-1][0]
+        session.expunge_all()
+
+
 def _code_deps(session: Session, chunk: int) -> tuple[int, list[str], int]:
     """(rows, bad addresses, outcome rows whose set cannot be read whole) of ``code_deps``."""
     good: set[str] = set()
     bad: list[str] = []
     parts_of: dict[str, list[str]] = {}  # a set's parts (sets are the rows with a "parts" list)
-    last, n = "", 0
-    while True:
-        rows = session.execute(select(CodeDepsRow.sha256, CodeDepsRow.body).where(CodeDepsRow.sha256 > last)
-                               .order_by(CodeDepsRow.sha256).limit(chunk)).all()
-        if not rows:
-            break
-        for sha, body in rows:
-            n += 1
-            try:
-                obj = json.loads(zlib.decompress(body))
-            except (zlib.error, ValueError, TypeError):
-                bad.append(sha)
-                continue
-            if address(obj) != sha:
-                bad.append(sha)
-                continue
-            good.add(sha)
-            if isinstance(obj, dict) and isinstance(obj.get("parts"), list):
-                parts_of[sha] = obj["parts"]
-        last = rows[-1][0]
-        session.expunge_all()
+    n = 0
+    for sha, body in _scan(session, CodeDepsRow.sha256, CodeDepsRow.body, chunk=chunk):
+        n += 1
+        obj = codedeps.decode(sha, body)
+        if obj is None:
+            bad.append(sha)
+            continue
+        good.add(sha)
+        if isinstance(obj, dict) and isinstance(obj.get("parts"), list):
+            parts_of[sha] = obj["parts"]
     whole = {s for s, ps in parts_of.items() if all(p in good for p in ps)}
     named = session.execute(select(StoredOutcomeRow.deps_sha, func.count()).where(StoredOutcomeRow.deps_sha.is_not(None))
                             .group_by(StoredOutcomeRow.deps_sha)).tuples().all()
@@ -129,28 +129,20 @@ def check(session: Session, repair: bool = False, chunk: int = 200) -> CheckRepo
     bad: dict[str, str] = {}
     damaged: set[str] = set()
     shas: set[str] = set()
-    last = ""
-    while True:  # in chunks of rows, so a large store is never read whole
-        rows = session.execute(select(ArtifactRow.sha256, ArtifactRow.data, ArtifactRow.damaged)
-                               .where(ArtifactRow.sha256 > last).order_by(ArtifactRow.sha256).limit(chunk)).all()
-        if not rows:
-            break
-        for sha, packed, mark in rows:
-            shas.add(sha)
-            if mark is not None:
-                damaged.add(sha)
-                continue
-            if packed is None:
-                packed = bd.get(sha) if bd else None
-            data = artifacts.unpack(packed)
-            if packed is None:
-                bad[sha] = "no stored bytes"
-            elif data is None:
-                bad[sha] = "cannot decompress"
-            elif artifacts.digest(data) != sha:
-                bad[sha] = f"bytes hash to {artifacts.digest(data)[:12]}"
-        last = rows[-1][0]
-        session.expunge_all()
+    for sha, packed, mark in _scan(session, ArtifactRow.sha256, ArtifactRow.data, ArtifactRow.damaged, chunk=chunk):
+        shas.add(sha)
+        if mark is not None:
+            damaged.add(sha)
+            continue
+        if packed is None:
+            packed = bd.get(sha) if bd else None
+        data = artifacts.unpack(packed)
+        if packed is None:
+            bad[sha] = "no stored bytes"
+        elif data is None:
+            bad[sha] = "cannot decompress"
+        elif artifacts.digest(data) != sha:
+            bad[sha] = f"bytes hash to {artifacts.digest(data)[:12]}"
     refs = dict(session.execute(select(ResultRow.artifact_sha, func.count()).where(ResultRow.artifact_sha.is_not(None))
                                 .group_by(ResultRow.artifact_sha)).tuples().all())
     dangling = tuple(sorted(s for s in refs if s not in shas))

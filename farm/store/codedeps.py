@@ -27,6 +27,15 @@ def put(session: Session, rows: Mapping[str, Any]) -> int:
     return len(good)
 
 
+def decode(sha: str, body: bytes | None) -> Any | None:
+    """A stored row's body, or None where it is damaged (unreadable, or not hashing to ``sha``)."""
+    try:
+        obj = json.loads(zlib.decompress(body))  # type: ignore[arg-type]
+    except (zlib.error, ValueError, TypeError):
+        return None
+    return obj if address(obj) == sha else None
+
+
 def get(session: Session, shas: Iterable[str]) -> dict[str, Any]:
     """address -> body of the intact rows among ``shas`` (a damaged one is left out)."""
     out: dict[str, Any] = {}
@@ -34,11 +43,8 @@ def get(session: Session, shas: Iterable[str]) -> dict[str, Any]:
     for i in range(0, len(shas), 500):
         for sha, body in session.execute(select(CodeDepsRow.sha256, CodeDepsRow.body)
                                          .where(CodeDepsRow.sha256.in_(shas[i:i + 500]))).tuples():
-            try:
-                obj = json.loads(zlib.decompress(body))
-            except (zlib.error, ValueError):
-                continue
-            if address(obj) == sha:
+            obj = decode(sha, body)
+            if obj is not None:
                 out[sha] = obj
     return out
 
