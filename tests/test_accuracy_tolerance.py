@@ -15,7 +15,7 @@ import numpy as np
 
 from farm.catalog import ulps
 from farm.pipeline import cachekey
-T = importlib.import_module("farm.reference.tolerance")  # the module (farm.reference exports a function of that name)
+T = importlib.import_module("farm.judge.tolerance")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PLANT = "low_precision:exp:float16:bfloat16,low_precision:sin:float32:float16"

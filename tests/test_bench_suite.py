@@ -123,7 +123,7 @@ def test_census_walk(benchmark: Any) -> None:
 
 # --------------------------------------------------------------------------- compare
 def test_compare_outputs(benchmark: Any) -> None:
-    from farm.stages.compare import compare_outputs
+    from farm.judge.outputs import compare_outputs
 
     rng = np.random.default_rng(0)
     expected = [rng.standard_normal(1_000_000).astype(np.float32), rng.standard_normal((300, 300)).astype(np.float32)]

@@ -14,6 +14,7 @@ import pytest
 from jax import lax
 
 from farm import reference as R
+from farm.judge import jaxpr as J, tolerance as T
 
 NAN, INF = np.nan, np.inf
 
@@ -305,16 +306,16 @@ def test_threefry_bits_match_jax() -> None:
     want = [np.asarray(w) for w in f(np.int32(42))]
     for g, w in zip(got[:4], want[:4]):
         same(g, w)  # bit-exact
-    assert R.mismatches(got[4], want[4], np.float32) == 0
+    assert T.mismatches(got[4], want[4], np.float32) == 0
 
 
 # ------------------------------------------------------------------ tolerance
 def test_tolerance_rounds_the_reference_to_the_promised_dtype() -> None:
-    assert R.mismatches(np.array([1e39]), f32(INF), np.float32) == 0  # overflow as on device
-    assert R.mismatches(np.array([1.0]), f32(1 + 2**-23), np.float32) == 0
-    assert R.mismatches(np.array([1.0]), f32(1.001), np.float32) == 1
-    assert R.mismatches(np.array([NAN, 2.0]), f32(NAN, 2), np.float32) == 0
-    assert R.mismatches(np.array([3], np.int32), i32(4), np.int32) == 1
+    assert T.mismatches(np.array([1e39]), f32(INF), np.float32) == 0  # overflow as on device
+    assert T.mismatches(np.array([1.0]), f32(1 + 2**-23), np.float32) == 0
+    assert T.mismatches(np.array([1.0]), f32(1.001), np.float32) == 1
+    assert T.mismatches(np.array([NAN, 2.0]), f32(NAN, 2), np.float32) == 0
+    assert T.mismatches(np.array([3], np.int32), i32(4), np.int32) == 1
 
 
 def test_a_wrong_rule_is_caught(monkeypatch) -> None:  # the comparison is not vacuous
@@ -322,9 +323,9 @@ def test_a_wrong_rule_is_caught(monkeypatch) -> None:  # the comparison is not v
     f = lambda a: jnp.tanh(a) * 2 + 1
     cj = jax.make_jaxpr(f)(x)
     want = np.asarray(jax.jit(f)(x))
-    assert R.mismatches(R.evaluate(cj, x)[0], want, np.float32) == 0
+    assert T.mismatches(R.evaluate(cj, x)[0], want, np.float32) == 0
     monkeypatch.setitem(R.RULES, "tanh", lambda ctx, a, **_: np.tanh(a) * (1 + 1e-5))  # off by ~80 ULPs
-    assert R.mismatches(R.evaluate(cj, x)[0], want, np.float32) > 0
+    assert T.mismatches(R.evaluate(cj, x)[0], want, np.float32) > 0
 
 
 # ------------------------------------------------------------------ the upstream catalog
@@ -344,7 +345,7 @@ def test_coverage_counts_kinds_and_names_the_reason(upstream) -> None:
     ref = R.reference_for(h)
     args = h.make_args()
     want = np.asarray(jax.jit(h.fun, static_argnums=h.static_argnums())(*args))
-    assert R.mismatches(ref(*args)[0], want, want.dtype, "accumulating") == 0
+    assert T.mismatches(ref(*args)[0], want, want.dtype, "accumulating") == 0
 
 
 def test_coverage_names_why_there_is_no_verdict() -> None:
@@ -379,7 +380,7 @@ def test_agrees_with_jax_cpu_on_a_sample_of_the_upstream_catalog(upstream) -> No
         except Exception as e:  # JAX's CPU backend cannot run it (float16 LAPACK): nothing to compare
             no_device.append((h.name, type(e).__name__))
             continue
-        v = R.judge(cj, dyn, got)
+        v = J.judge_jaxpr(cj, dyn, got)
         kinds[v.against] += 1
         if v.status == "fail":
             disagreements.append((h.name, v.error))

@@ -18,6 +18,7 @@ from jax import lax
 
 from farm import catalog
 from farm import reference as R
+from farm.judge import jaxpr as J, tolerance as T
 from farm.catalog import special, ulps
 from farm.pipeline import run_harness
 from farm.results import Options
@@ -97,7 +98,7 @@ def _judge(f, x, tamper=None):
     outs = [np.asarray(o) for o in jax.tree_util.tree_leaves(jax.jit(f)(x))]
     if tamper is not None:
         outs = tamper(outs)
-    return R.judge(cj, [x], outs)
+    return J.judge_jaxpr(cj, [x], outs)
 
 
 @pytest.mark.parametrize("f", [jnp.linalg.eigh, lambda x: lax.linalg.eig(x), jnp.linalg.svd, jnp.linalg.qr],
@@ -126,9 +127,9 @@ def test_sort_ties_may_carry_payloads_in_any_order_but_not_lose_them() -> None:
     f = lambda k, p: lax.sort((k, p), num_keys=1, is_stable=False)  # noqa: E731
     cj = jax.make_jaxpr(f)(keys, payload)
     swapped = [np.array([[0, 0, 1, 1, 2]], np.float32), np.array([[3, 1, 2, 0, 4]], np.float32)]
-    assert R.judge(cj, [keys, payload], swapped).status == "ok"
+    assert J.judge_jaxpr(cj, [keys, payload], swapped).status == "ok"
     lost = [swapped[0], np.array([[3, 3, 2, 0, 4]], np.float32)]
-    assert R.judge(cj, [keys, payload], lost).status == "fail"
+    assert J.judge_jaxpr(cj, [keys, payload], lost).status == "fail"
 
 
 def test_cholesky_unspecified_triangle_is_not_compared_but_the_lower_one_is() -> None:
@@ -180,9 +181,9 @@ def test_special_values_catch_a_nan_dropping_max() -> None:
     f = lambda x, y: lax.max(x, y)  # noqa: E731
     cj = jax.make_jaxpr(f)(a, b)
     good = np.asarray(jax.jit(f)(a, b))
-    assert R.judge(cj, [a, b], [good]).status == "ok"
+    assert J.judge_jaxpr(cj, [a, b], [good]).status == "ok"
     nan_dropping = np.where(np.isnan(a), b, np.where(np.isnan(b), a, good))
-    assert R.judge(cj, [a, b], [nan_dropping]).status == "fail"
+    assert J.judge_jaxpr(cj, [a, b], [nan_dropping]).status == "fail"
 
 
 def test_float_to_int_saturates_in_the_reference() -> None:
@@ -200,10 +201,10 @@ def test_float_to_int_saturates_in_the_reference() -> None:
 def test_flushed_subnormals_are_accepted_but_nothing_else() -> None:
     x = np.array([1e-45, -1e-45, 1.0], np.float32)
     cj = jax.make_jaxpr(lax.sign)(x)
-    assert R.judge(cj, [x], [np.array([1.0, -1.0, 1.0], np.float32)]).status == "ok"  # IEEE
-    flushed = R.judge(cj, [x], [np.array([0.0, -0.0, 1.0], np.float32)])  # flush-to-zero (XLA CPU)
+    assert J.judge_jaxpr(cj, [x], [np.array([1.0, -1.0, 1.0], np.float32)]).status == "ok"  # IEEE
+    flushed = J.judge_jaxpr(cj, [x], [np.array([0.0, -0.0, 1.0], np.float32)])  # flush-to-zero (XLA CPU)
     assert flushed.status == "ok" and flushed.facts["subnormals_flushed"]
-    assert R.judge(cj, [x], [np.array([0.0, 1.0, 1.0], np.float32)]).status == "fail"
+    assert J.judge_jaxpr(cj, [x], [np.array([0.0, 1.0, 1.0], np.float32)]).status == "fail"
 
 
 # ------------------------------------------------------------------ coverage as data

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from farm.cli import main
-from farm.reference.tolerance import invariant_bound
+from farm.reference.invariants import invariant_bound
 from tests.helpers.repro import run_without_farm
 
 EIGH = "eigh_float64_4x4"

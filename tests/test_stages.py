@@ -13,7 +13,8 @@ import pytest
 from farm import catalog
 from farm.pipeline import run_harness
 from farm.results import Options
-from farm.stages.compare import compare_outputs, errors
+from farm.judge.outputs import compare_outputs
+from farm.stages.compare import errors
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -284,7 +285,7 @@ def test_too_few_devices_is_not_runnable_here(monkeypatch) -> None:  # noqa: ANN
 
 def test_known_crash_is_expected_only_where_declared() -> None:
     """JAX's skip_run ("this crashes"): a crash there is expected; elsewhere it is a finding."""
-    from farm.pipeline import judge_crash
+    from farm.judge.limitations import judge_crash
     from farm.results import Outcome
 
     def harness(crashes: bool) -> catalog.Harness:

@@ -12,15 +12,16 @@ import numpy as np
 import pytest
 
 from farm import reference as R
+from farm.judge import jaxpr as J, tolerance as T
 from farm.analysis.signatures import numeric_class, signature
-from farm.stages import compare
+from farm.judge import outputs as compare
 
 BF16 = ml_dtypes.bfloat16
 
 
 def run(got: list[float], want: list[float], dtype=np.float32, rtol: float = 1e-6, atol: float = 1e-6
         ) -> compare.Compared:
-    return compare.run([np.array(got, dtype)], [np.array(want)], platform="cpu", against="reference",
+    return compare.compared([np.array(got, dtype)], [np.array(want)], platform="cpu", against="reference",
                        rtol=rtol, atol=atol, exact=False)
 
 
@@ -64,7 +65,7 @@ def judged(f, x, tamper):
     cj = jax.make_jaxpr(f)(x)
     outs = [np.asarray(o) for o in jax.jit(f)(x)] if isinstance(jax.eval_shape(f, x), tuple) \
         else [np.asarray(jax.jit(f)(x))]
-    return R.judge(cj, [x], tamper(outs))
+    return J.judge_jaxpr(cj, [x], tamper(outs))
 
 
 def record(v) -> dict:

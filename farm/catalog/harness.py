@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from farm.catalog.args import Arg, StaticArg, _arg_dtype
-from farm.catalog.dtypes import DEFAULT_TOL, X64_DTYPES
+from farm.catalog.dtypes import X64_DTYPES
 from farm.platforms import LOWERING_PLATFORMS
 from farm.results import LIMITATION_STAGES
 
@@ -214,14 +214,6 @@ class Harness:
             if lim.applies(platform, self.dtype) and (stage is None or lim.stage == stage) and lim.tol is None:
                 return lim
         return None
-
-    def tolerance(self, platform: str, dtype: str | None = None) -> tuple[float, float]:
-        for lim in self.limitations:
-            if lim.tol is not None and lim.applies(platform, self.dtype):
-                return lim.tol
-        if self.tol is not None:
-            return self.tol
-        return DEFAULT_TOL.get(dtype or self.dtype, (0.0, 0.0))
 
     def describe(self) -> dict[str, Any]:
         return {

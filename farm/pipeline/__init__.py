@@ -5,10 +5,9 @@ limitations. This module is its public face; the code lives in the modules besid
   crossexec, xhost, the artifact's round trip, invariants);
 - ``artifact``: a stored export as a job (``ArtifactJob``, what a replay schedules),
   run by ``run_harness`` through the same stages, verdicts and limitations;
-- ``judge``: limitations applied as data (``judge_crash`` for a dead worker's outcome);
 - ``compile_cache``: ``CompileCache``, one compile per distinct module in a worker;
 - ``memory``: ``clear_caches`` and ``rss_bytes`` for long-lived workers;
-- ``verdicts``: how outputs are judged (reference, jaxpr reference, invariant, stored);
+- ``checks``: what is run to judge a harness's outputs (crossexec, round trip, xhost); the verdicts are ``farm.judge``'s;
 - ``isolation``: the timeout / retry-alone / crashed policy every runner of worker processes applies;
 - ``cachekey`` (with ``hermetic``: what a process loaded and its jax/XLA environment;
   ``filedigests``: memoized file hashes), ``references``, ``irctx``, ``faults``.
@@ -25,7 +24,7 @@ from typing import Any
 #: that ``farm.pipeline.cachekey`` (the store's, the driver's) and ``farm.pipeline.jaxdeps``
 #: (which must be in place before jax is imported) do not import jax with the package.
 _EXPORTS = {"ArtifactJob": "artifact", "CompileCache": "compile_cache", "jax_version": "harness",
-            "run_harness": "harness", "judge_crash": "judge", "clear_caches": "memory", "rss_bytes": "memory"}
+            "run_harness": "harness", "clear_caches": "memory", "rss_bytes": "memory"}
 _CONTRACT = ("Artifact", "Options", "Outcome", "Record", "Reuse")
 
 
@@ -41,4 +40,4 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = ["ArtifactJob", "Artifact", "CompileCache", "Options", "Outcome", "Record", "Reuse", "clear_caches", "jax_version",
-           "judge_crash", "rss_bytes", "run_harness"]
+           "rss_bytes", "run_harness"]

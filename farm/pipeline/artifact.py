@@ -1,6 +1,6 @@
 """A stored artifact as a job for the pipeline: the serialize stage run backwards, then the
 same compile, execute and compare stages a harness goes through, judged by the same
-verdicts (``farm.pipeline.verdicts.stored``) and limitations, in the same workers.
+verdicts (``farm.judge.stored``) and limitations, in the same workers.
 
 ``ArtifactJob`` is what a replay hands the scheduler instead of a harness (it carries the
 bytes: a worker needs no store); ``run_artifact`` is the sequence, reached through
@@ -14,11 +14,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from farm.catalog import Harness
-from farm.pipeline.judge import judge_record, judge_run
-from farm.pipeline.verdicts import STORED, invariant_check, stored, stored_tolerance
+from farm.judge.harness import invariant_check
+from farm.judge.limitations import judge_record, judge_run
+from farm.judge.outputs import compared
+from farm.judge.stored import STORED, stored
+from farm.judge.tolerance import harness_tolerance, stored_tolerance
+from farm.judge.xhost import judge_xhost
 from farm.platforms import native_platform
 from farm.results import Options, Outcome, Record
-from farm.stages import compare, compat, deserialize, execute, trace, xhost
+from farm.stages import compat, deserialize, execute, trace, xhost
 from farm.stages.export import needs_x64
 from farm.stages.record import Timer, failure
 from farm.stages.stored import FORMAT_JAX_EXPORT
@@ -96,7 +100,7 @@ def _stages(job: ArtifactJob, opts: Options, h: Harness | None, platform: str, n
         cmp = stored(ex.handle.arrays, loaded.expected, primitive=job.primitive, platform=platform,
                      tol=stored_tolerance(loaded.expected, h, platform, job.dtype))
     else:
-        cmp = compare.run(None, loaded.expected, platform=platform, against=STORED, rtol=0.0, atol=0.0, exact=True)
+        cmp = compared(None, loaded.expected, platform=platform, against=STORED, rtol=0.0, atol=0.0, exact=True)
     return [ser, comp.with_status(comp.status, handle=None), ex, cmp]
 
 
@@ -126,11 +130,11 @@ def against_today(h: Harness, loaded: deserialize.Loaded, platform: str) -> Reco
                                        error=f"today's trace failed: {tr.error}", facts={"against": "today"})
             promised = tr.facts.get("outputs")
             native = execute.to_numpy(tr.handle.jitted(*tr.handle.dyn))
-            rtol, atol = h.tolerance(platform, promised[0]["dtype"] if promised else None)
+            rtol, atol = harness_tolerance(h, platform, promised[0]["dtype"] if promised else None)
             invariant = None if h.invariant is None else (lambda outs: invariant_check(h, args, outs, platform))
             prior = xhost.Prior(loaded.blob, loaded.inputs, loaded.expected, dict(loaded.meta))
-            return xhost.run(prior, platform, tr.handle.dyn, native=native, reference=None, rtol=rtol, atol=atol,
-                             exact=h.compare == "exact", promised=promised, invariant=invariant)
+            return judge_xhost(xhost.run(prior, platform, tr.handle.dyn), prior, native=native, reference=None,
+                               rtol=rtol, atol=atol, exact=h.compare == "exact", promised=promised, invariant=invariant)
     except Exception as e:
         return failure(xhost.CrossHost, "xhost", platform, e, timer.seconds, facts={"against": "today"})
 

@@ -1,6 +1,6 @@
 """Runs the stages for one harness: trace → lower (per platform) → census → export →
 serialize → compile → execute → compare → crossexec (and xhost), then judges the
-records by the harness's limitations (``farm.pipeline.judge``).
+records by the harness's limitations (``farm.judge.limitations``).
 
 This is the one code path every runner uses (Ray actors, standalone workers, the
 Bazel/pytest family tests). Isolation from crashes and hangs is the runner's job:
@@ -21,9 +21,10 @@ from farm.pipeline import jaxdeps
 from farm.formats import iofile
 from farm.pipeline.artifact import ArtifactJob, run_artifact
 from farm.pipeline.compile_cache import compile_execute
-from farm.pipeline.judge import judge_record, judge_run
-from farm.pipeline.references import reference_outputs
-from farm.pipeline.verdicts import Job, check
+from farm.judge import stages as judge_stage
+from farm.judge.limitations import judge_record, judge_run
+from farm.reference.handwritten import reference_outputs
+from farm.pipeline.checks import Job, check
 from farm.platforms import native_platform
 from farm.results import UPSTREAM_STAGES, Artifact, Options, Outcome, Record, Reuse
 from farm.pipeline import meshes
@@ -122,9 +123,9 @@ def _too_big(h: Harness, opts: Options) -> list[Record]:
 def _sharding(h: Harness, module: Any, platform: str, tr: trace.Traced) -> Record:
     """The structural check of a sharded module against the harness's mesh."""
     hlo = meshes.hlo_specs(h, tr.handle.dyn)
-    return sharding.run(module, platform, h.mesh, h.collective_axes, h.in_specs, hlo,
+    return judge_stage.sharding(sharding.run(module, platform, h.mesh, h.collective_axes, h.in_specs, hlo,
                         partitioner=h.partitioner or "default",
-                        constraints=tuple(zip(h.constraints, meshes.hlo_constraints(h))))
+                        constraints=tuple(zip(h.constraints, meshes.hlo_constraints(h)))))
 
 
 def _lower(tr: trace.Traced, opts: Options, h: Harness) -> tuple[dict[str, lower.Lowered], list[Record], list[Artifact]]:
@@ -139,7 +140,7 @@ def _lower(tr: trace.Traced, opts: Options, h: Harness) -> tuple[dict[str, lower
         lowered[p] = lo
         recs.append(_without_handle(lo))
         if lo.ok:
-            recs.append(census.run(lo.handle.module, p))
+            recs.append(judge_stage.census(census.run(lo.handle.module, p)))
             if h.mesh:
                 recs.append(_sharding(h, lo.handle.module, p, tr))
             if opts.keep_modules:
@@ -156,7 +157,7 @@ def _export(tr: trace.Traced, platforms: tuple[str, ...], h: Harness
     if not platforms:
         return None, [], []
     ex, *refused = export.run_all(tr, platforms)
-    se = export.serialize(ex)
+    se = judge_stage.serialize(export.serialize(ex))
     recs = [_without_handle(r) for r in (ex, *refused, se)]
     if se.handle is None:  # no artifact (a "differs" round trip still has one: checked below too)
         return None, recs, []
@@ -165,7 +166,7 @@ def _export(tr: trace.Traced, platforms: tuple[str, ...], h: Harness
         "jax_version": jax_version(), "format": "jax.export.serialize"})
     # walk the artifact's own bytecode: printing it to text and parsing that back cost ~18 ms
     module = census.parse_artifact(bytes(ex.handle.exported.mlir_module_serialized))
-    recs.append(census.run(module, "export", exported=True))
+    recs.append(judge_stage.census(census.run(module, "export"), exported=True))
     if h.mesh:
         recs.append(_sharding(h, module, "export", tr))
     return se, recs, [art]

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from farm.pipeline.judge import judge_crash
+from farm.judge.limitations import judge_crash
 from farm.results import Outcome
 
 

@@ -10,11 +10,11 @@ device, not JAX compared with itself.
     >>> cj, dyn = trace(h, h.make_args())
     >>> outs = evaluate(cj, *dyn)            # float64 / complex128 / exact ints
     >>> promised = out_dtypes(cj)            # the dtypes the device results have
-    >>> mismatches(outs[0], device_out[0], promised[0], kind_of(primitives(cj)))
 
-``judge(cj, dyn, device_outputs)`` is the verdict the compare stage records (reference,
-invariant for non-unique results, or none with a reason); ``plan(cj)`` says which each
-output gets without running anything, and ``coverage(harnesses)`` counts it per group.
+The verdict on a device's outputs against it is the judge's (``farm.judge.jaxpr``:
+reference, invariant for non-unique results, or none with a reason); ``plan(cj)`` says
+which each output gets without running anything, and ``coverage(harnesses)`` counts it
+per group.
 ``reference_for(h)`` gives a callable over the harness's arguments, or None when some
 primitive in its jaxpr has no rule.
 
@@ -34,13 +34,11 @@ from farm.reference.evaluator import (
 )
 from farm.reference.coverage import coverage, to_markdown as coverage_markdown, trace, verdict_kind
 from farm.reference.plan import Plan, plan
-from farm.reference.tolerance import kind_of, mismatches, tolerance
-from farm.reference.verdict import Verdict, judge
 
 __all__ = [
-    "RULES", "AmbiguousResult", "Plan", "UnsupportedPrimitive", "Verdict", "coverage", "coverage_markdown", "evaluate",
-    "judge", "kind_of", "missing", "mismatches", "out_dtypes", "plan", "primitives", "ref_dtype", "reference_for", "register",
-    "tolerance", "trace", "verdict_kind",
+    "RULES", "AmbiguousResult", "Plan", "UnsupportedPrimitive", "coverage", "coverage_markdown", "evaluate",
+    "missing", "out_dtypes", "plan", "primitives", "ref_dtype", "reference_for", "register",
+    "trace", "verdict_kind",
 ]
 
 

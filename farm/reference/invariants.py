@@ -23,11 +23,29 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 import scipy.optimize
 
 from farm.reference.evaluator import Tap
-from farm.reference.tolerance import eps, invariant_bound
+
+
+#: epsilons times the matrix size a residual of a non-unique result may reach
+INVARIANT_ULPS = 16
+
+
+def invariant_bound(dtype: Any, n: int) -> float:
+    """How large a non-unique result's residual may be, for an n x n problem of ``dtype``."""
+    return INVARIANT_ULPS * max(int(n), 1) * eps(dtype)
+
+
+def eps(dtype: Any) -> float:
+    dt = np.dtype(dtype)
+    if dt.kind == "c":
+        dt = np.dtype(np.float32 if dt.itemsize == 8 else np.float64)
+    if dt.kind in "biu":
+        return 0.0
+    return float(ml_dtypes.finfo(dt).eps)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ Each output of a harness's jaxpr gets one of three verdict kinds:
   non-unique value (an eigenvector times something), which no invariant describes.
 
 ``plan(closed_jaxpr)`` is cheap (one walk over the equations) and is what ``farm
-coverage`` counts; ``farm.reference.verdict`` follows the same plan with the numbers.
+coverage`` counts; ``farm.judge.jaxpr`` follows the same plan with the numbers.
 """
 from __future__ import annotations
 

@@ -66,7 +66,7 @@ def evaluate(program: Any, c: Candidate) -> dict[str, Any]:
     jaxpr reference's verdict on its outputs (``farm.reference.judge``)."""
     import jax
 
-    from farm.reference.verdict import judge
+    from farm.judge.jaxpr import judge_jaxpr as judge
 
     f, names = program.function(c.keep, c.outs)
     args = [c.inputs[n] for n in names]

@@ -139,7 +139,7 @@ def check(case: Case, closed: Any, dyn: list[np.ndarray]) -> tuple[Check, list[l
     if against == "jaxpr":
         return policy_check(facts), reference(closed, dyn)
     if against == "reference":
-        from farm.pipeline.references import reference_outputs
+        from farm.reference.handwritten import reference_outputs
 
         ref = reference_outputs(case.harness, case.harness.make_args()) or []
         return Check("values", "the harness's float64 reference", float(facts.get("rtol", 0.0)),

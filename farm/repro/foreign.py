@@ -78,13 +78,13 @@ def _reference_sides(catalog: str, modules: tuple[str, ...], name: str, f: Forei
             return [], set(), "the harness makes other inputs here than the exporter's: no reference side"
         facts = dict(f.record.get("facts") or {})
         if h.reference is not None:
-            from farm.pipeline.references import reference_outputs
+            from farm.reference.handwritten import reference_outputs
 
             wants = [[np.asarray(r)] for r in reference_outputs(h, h.make_args()) or []]
             chk = Check("values", "the harness's float64 reference", float(facts.get("rtol", 0.0)),
                         float(facts.get("atol", 0.0)), exact=bool(facts.get("exact")))
         else:
-            from farm.reference.verdict import judge
+            from farm.judge.jaxpr import judge_jaxpr as judge
 
             verdict = judge(program.closed, dyn, list(f.outputs))
             chk, wants = policy_check(verdict.facts), reference(program.closed, dyn)

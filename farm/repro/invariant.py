@@ -4,7 +4,7 @@ instead of comparing such outputs element by element.
 The farm judges these outputs by their defining property (``farm.reference.invariants``),
 computed in float64 from the reference's own value of the equation's operand. A script
 carries that operand (float64, from the farm's reference evaluation), which program outputs
-are the equation's, and the bound the farm uses (``farm.reference.tolerance.invariant_bound``,
+are the equation's, and the bound the farm uses (``farm.reference.invariants.invariant_bound``,
 written into the script as a number); ``CODE`` recomputes the residuals with NumPy alone.
 The eigenvalues-as-a-multiset check of eig needs SciPy's assignment solver and is left to
 the values side (eig's vectors are checked here).
@@ -118,7 +118,7 @@ def side(closed: Any, dyn: list[Any]) -> Side | None:
         NoStandaloneCheck: an invariant output of another primitive, or of more than one equation."""
     from farm.reference.evaluator import call_jaxpr, tapping
     from farm.reference.plan import plan
-    from farm.reference.tolerance import invariant_bound
+    from farm.reference.invariants import invariant_bound
 
     p = plan(closed)
     inv = [(k, o) for k, o in enumerate(p.outputs) if o.kind == "invariant"]

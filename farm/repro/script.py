@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-#: The judging code every script carries (a copy of ``farm.reference.tolerance``'s
+#: The judging code every script carries (a copy of ``farm.judge.tolerance``'s
 #: pointwise rule, so that the script needs no farm).
 CHECK_CODE = '''
 def wide(x):

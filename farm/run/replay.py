@@ -9,7 +9,7 @@ judging:
   imported as artifacts first;
 * each becomes an ``ArtifactJob`` (its bytes read and verified here) that ``run_harness``
   runs (``farm.pipeline.artifact``): the serialize stage backwards, then compile, execute
-  and compare, judged by ``farm.pipeline.verdicts.stored`` and, for an artifact whose
+  and compare, judged by ``farm.judge.stored`` and, for an artifact whose
   harness is still in the catalog, its tolerance and limitations; ``--against-today`` adds
   an ``xhost`` record (the artifact beside today's jit of the same harness);
 * the jobs run on the sweep's scheduler (``--workers N``: Ray workers, with their crash
@@ -40,7 +40,8 @@ from farm.catalog import Harness, by_fingerprint, load as load_catalog
 from farm.errors import FarmError
 from farm.pipeline import ArtifactJob, run_harness
 from farm.pipeline.artifact import ARTIFACT_STAGES, unread
-from farm.pipeline.verdicts import JUDGED, stored, stored_tolerance  # noqa: F401  (JUDGED: public name)
+from farm.judge.stored import JUDGED, stored  # noqa: F401  (JUDGED: public name)
+from farm.judge.tolerance import stored_tolerance
 from farm.platforms import native_platform
 from farm.results import SEVERITY, Options, Outcome, Record
 from farm.run import cluster

@@ -1,8 +1,8 @@
-"""compare: outputs against an independent reference, or against another run of them.
+"""compare: the record of outputs held against a reference, and the error metrics it carries.
 
 ``errors()`` is a pure function: max abs / rel / ULP error and the mismatch count under
-a tolerance. Integers and bools are compared exactly; the output's dtype and shape must
-match what tracing promised (catches a lowering that drops or changes a dtype).
+a tolerance; ``disagreement()`` how differing elements differ. Integers and bools are
+compared exactly. Whether that is a pass is the judge's (``farm.judge.outputs``).
 """
 from __future__ import annotations
 
@@ -11,8 +11,6 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
-
-from farm.stages.record import failure
 
 from farm.results import Record
 
@@ -36,10 +34,10 @@ def _ulp(ref: np.ndarray, dtype: np.dtype) -> np.ndarray:
 def errors(actual: np.ndarray, expected: np.ndarray, rtol: float, atol: float,
            exact: bool = False) -> dict[str, float]:
     """Error metrics of ``actual`` against ``expected`` (pure)."""
-    return _errors(actual, expected, rtol, atol, exact)[0]
+    return errors_with_mask(actual, expected, rtol, atol, exact)[0]
 
 
-def _errors(actual: np.ndarray, expected: np.ndarray, rtol: float, atol: float,
+def errors_with_mask(actual: np.ndarray, expected: np.ndarray, rtol: float, atol: float,
             exact: bool = False) -> tuple[dict[str, float], np.ndarray]:
     """(error metrics, the mask of the elements that disagree)."""
     a = np.asarray(actual)
@@ -107,54 +105,3 @@ def disagreement(got: np.ndarray, ref: np.ndarray, bad: np.ndarray, dtype: Any) 
             counts["flushed"] = bad & (g == 0) & (r != 0) & (np.abs(r) < tiny)
             counts["sign"] = bad & ~(gn | rn | gi | ri) & ~counts["flushed"] & (np.signbit(g) != np.signbit(r))
     return {**out, **{k: int(v.sum()) for k, v in counts.items() if v.any()}}
-
-
-def compare_outputs(actual: list[np.ndarray], expected: list[np.ndarray], rtol: float, atol: float,
-                    exact: bool, promised: list[dict[str, Any]] | None = None,
-                    counts: dict[str, int] | None = None) -> tuple[str, str | None, dict[str, float]]:
-    """(status, first error line, metrics) for two flat output lists (pure). ``counts``,
-    if given, is filled with the ``disagreement`` of the outputs that differ, summed."""
-    if len(actual) != len(expected):
-        return "fail", f"{len(actual)} outputs, expected {len(expected)}", {}
-    total: dict[str, float] = {"max_abs_err": 0.0, "max_rel_err": 0.0, "max_ulp_err": 0.0, "mismatches": 0.0}
-    for i, (a, e) in enumerate(zip(actual, expected)):
-        a = np.asarray(a)
-        if promised is not None and i < len(promised):
-            want = promised[i]
-            if str(a.dtype) != want["dtype"] or list(a.shape) != list(want["shape"]):
-                return "fail", (f"output {i} is {a.dtype}{list(a.shape)}, tracing promised "
-                                f"{want['dtype']}{want['shape']}"), total
-        if np.shape(e) != a.shape:
-            try:
-                e = np.broadcast_to(e, a.shape)
-            except ValueError:
-                return "fail", f"output {i} shape {a.shape} != expected {np.shape(e)}", total
-        m, bad = _errors(a, np.asarray(e), rtol, atol, exact)
-        if counts is not None:
-            how = disagreement(a, np.asarray(e), bad, a.dtype) if m["mismatches"] else {"elements": a.size}
-            for k, v in how.items():
-                counts[k] = counts.get(k, 0) + int(v)
-        for k, v in m.items():
-            total[k] = total[k] + v if k == "mismatches" else max(total[k], v)
-    if total["mismatches"]:
-        return ("fail", f"{int(total['mismatches'])} elements differ; max abs err {total['max_abs_err']:.3g}, "
-                        f"max rel err {total['max_rel_err']:.3g} (rtol={rtol:g}, atol={atol:g})", total)
-    return "ok", None, total
-
-
-def run(actual: list[np.ndarray] | None, expected: list[np.ndarray] | None, *, platform: str, against: str,
-        rtol: float, atol: float, exact: bool, promised: list[dict[str, Any]] | None = None,
-        stage: str = "compare") -> Compared:
-    if actual is None:
-        return Compared(stage, platform, "skipped", error="nothing executed", facts={"against": against})
-    if expected is None:
-        return Compared(stage, platform, "skipped", error=f"no {against} for this harness",
-                        facts={"against": against})
-    try:
-        counts: dict[str, int] = {}
-        status, err, metrics = compare_outputs(actual, expected, rtol, atol, exact, promised, counts)
-        facts = {"against": against, "rtol": rtol, "atol": atol, "exact": exact}
-        return Compared(stage, platform, status, error=err, error_type="Mismatch" if err else None,
-                        metrics=metrics, facts={**facts, "disagreement": counts} if counts.get("bad") else facts)
-    except Exception as e:
-        return failure(Compared, stage, platform, e, 0.0, facts={"against": against})

@@ -1,4 +1,14 @@
-"""How close a device result must be to the float64 reference: the one tolerance policy.
+"""How close a result must be: the one tolerance lookup of every verdict.
+
+- ``harness_tolerance(h, platform, dtype)``: the (rtol, atol) a catalog harness is compared
+  with against its hand-written reference, another platform's run or another host's
+  outputs: a limitation's ``tol`` for the platform, else the harness's own, else the
+  dtype's default (``farm.catalog.DEFAULT_TOL``); ``declared`` is the part the harness
+  itself declares (the floor under the jaxpr reference's policy below);
+- ``stored_tolerance``: a stored artifact's outputs, by its harness's lookup where it is
+  still in the catalog;
+- ``invariant_limit``: the one bound every invariant check is held to;
+- below: the float64 reference's policy (``policy``, ``tolerance``, ``bad_elements``).
 
 Every verdict of the jaxpr reference records the policy it was judged by (``policy()``).
 
@@ -43,7 +53,8 @@ from typing import Any
 import ml_dtypes  # noqa: F401
 import numpy as np
 
-from farm.catalog import ulps
+from farm.catalog import DEFAULT_TOL, Harness, ulps
+from farm.reference.invariants import eps, invariant_bound
 
 #: Primitives whose device results accumulate rounding in an order the reference does not follow.
 ACCUMULATING = frozenset({
@@ -77,9 +88,6 @@ def conditioned(dtype: Any, cond: float) -> tuple[float, float]:
 #: epsilons allowed per kind of computation
 ULPS = {"elementwise": 8, "accumulating": 64, "solve": 4096}
 
-
-#: epsilons times the matrix size a residual of a non-unique result may reach
-INVARIANT_ULPS = 16
 
 
 #: primitives that move, select or reinterpret values without rounding them: they do not make
@@ -116,11 +124,6 @@ def policy(dtype: Any, kind: str, prims: frozenset[str] | set[str] | None = None
             "exact": exact, **({"composite": composite(prims or frozenset())} if kind == "elementwise" else {})}
 
 
-def invariant_bound(dtype: Any, n: int) -> float:
-    """How large a non-unique result's residual may be, for an n x n problem of ``dtype``."""
-    return INVARIANT_ULPS * max(int(n), 1) * eps(dtype)
-
-
 def invariant_limit(dtype: Any, n: int, declared: tuple[float, float] | None = None) -> float:
     """The one bound every invariant check is held to (the reference's invariants, a catalog
     harness's own invariant, two decompositions' outputs compared by the operand they
@@ -131,15 +134,6 @@ def invariant_limit(dtype: Any, n: int, declared: tuple[float, float] | None = N
     if declared is not None:
         bound = max(bound, 10.0 * max(declared))
     return bound
-
-
-def eps(dtype: Any) -> float:
-    dt = np.dtype(dtype)
-    if dt.kind == "c":
-        dt = np.dtype(np.float32 if dt.itemsize == 8 else np.float64)
-    if dt.kind in "biu":
-        return 0.0
-    return float(ml_dtypes.finfo(dt).eps)
 
 
 def kind_of(primitives: set[str]) -> str:
@@ -227,3 +221,31 @@ def bad_elements(ref: np.ndarray, got: np.ndarray, dtype: Any, kind: str = "elem
         if signed_zeros and kind == "elementwise" and dt.kind == "f":  # a zero must have the reference's sign
             bad |= (g == 0) & (r == 0) & (np.signbit(g) != np.signbit(r))
     return np.asarray(bad)
+
+
+def harness_tolerance(h: Harness, platform: str, dtype: str | None = None) -> tuple[float, float]:
+    """(rtol, atol) for a harness's outputs of ``dtype`` (its own dtype if None) on ``platform``."""
+    for lim in h.limitations:
+        if lim.tol is not None and lim.applies(platform, h.dtype):
+            return lim.tol
+    if h.tol is not None:
+        return h.tol
+    return DEFAULT_TOL.get(dtype or h.dtype, (0.0, 0.0))
+
+
+def declared(h: Harness, platform: str) -> tuple[float, float] | None:
+    """A tolerance the harness declares for this platform (a limitation's ``tol``), if any."""
+    for lim in h.limitations:
+        if lim.tol is not None and lim.applies(platform, h.dtype):
+            return lim.tol
+    return h.tol
+
+
+def stored_tolerance(expected: list[np.ndarray], h: Harness | None, platform: str,
+                     dtype: str | None = None) -> tuple[float, float]:
+    """(rtol, atol) for a stored artifact's outputs, by the catalog's policy for its first
+    output's dtype: its harness's own where it is still in the catalog, else the defaults."""
+    first = str(np.asarray(expected[0]).dtype) if len(expected) else dtype
+    if h is not None:
+        return harness_tolerance(h, platform, first)
+    return DEFAULT_TOL.get(first or "", (0.0, 0.0))

@@ -1,8 +1,8 @@
 """The independent numeric verdict on a device's outputs for any harness.
 
-``judge(closed_jaxpr, dyn, outputs)`` evaluates the jaxpr with the float64 reference
+``judge_jaxpr(closed_jaxpr, dyn, outputs)`` evaluates the jaxpr with the float64 reference
 (``farm.reference.evaluate``), compares each output the plan marks ``reference`` under
-the tolerance policy (``farm.reference.tolerance``), checks each ``invariant`` output by
+the tolerance policy (``farm.judge.tolerance``), checks each ``invariant`` output by
 its equation's invariant (``farm.reference.invariants``) and returns one frozen
 ``Verdict``, with the policy, the per-output kinds and the reference's own time.
 """
@@ -20,7 +20,7 @@ from farm.reference.evaluator import (
 from farm.reference.invariants import Checked, check
 from farm.reference.plan import Plan, plan
 from farm.stages.compare import disagreement
-from farm.reference.tolerance import (
+from farm.judge.tolerance import (
     CONDITIONED, MEANINGLESS_RTOL, ZERO_SIGN_UNSPECIFIED, bad_elements, conditioned, errors, kind_of, policy,
 )
 
@@ -37,7 +37,7 @@ class Verdict:
     facts: dict[str, Any] = field(default_factory=dict)
 
 
-def judge(closed_jaxpr: Any, dyn: list[Any], outputs: list[Any], the_plan: Plan | None = None,
+def judge_jaxpr(closed_jaxpr: Any, dyn: list[Any], outputs: list[Any], the_plan: Plan | None = None,
           floor: tuple[float, float] | None = None) -> Verdict:
     """The verdict on ``outputs`` (the device's, flat) of ``closed_jaxpr`` on ``dyn``.
     ``floor``: the harness's own (rtol, atol) for this platform where it declares one."""

@@ -1,4 +1,4 @@
-"""Independent float64 references: upcast inputs, run the harness's NumPy/SciPy reference.
+"""A catalog harness's hand-written reference: upcast inputs, run its NumPy/SciPy function.
 
 Floating inputs go to float64 (complex to complex128) so the reference is more
 precise than anything under test; integers and bools stay as they are so wrap-around

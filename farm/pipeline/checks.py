@@ -1,0 +1,74 @@
+"""What is run to judge one harness's native outputs, and on CPU, what else is run here:
+another host's artifact (xhost), the deserialized artifact (round trip) and the other
+platforms' modules (crossexec). Every verdict is the judge's (``farm.judge.harness``).
+
+``run_harness`` (``farm.pipeline.harness``) runs the stages and hands each native result to
+``check``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from farm.judge import harness as judge
+from farm.judge.harness import Job, Tolerance
+from farm.pipeline.compile_cache import compile_execute
+from farm.results import Record
+from farm.stages import compare, compile as compile_stage, export, lower, xhost
+from farm.stages.execute import to_numpy
+from farm.stages.record import failure
+
+__all__ = ["Job", "check"]
+
+
+def check(job: Job, kind: str, lo: lower.Lowered, actual: list[np.ndarray] | None,
+          ref: list[np.ndarray] | None, lowered: dict[str, lower.Lowered],
+          serialized: export.Serialized | None, prior: xhost.Prior | None) -> list[Record]:
+    """The native outputs against the reference (or the invariant) and another host's
+    artifact; on CPU also the deserialized artifact and the other platforms' modules."""
+    native = lo.platform
+    tol = judge.tolerance_of(job, native)
+    recs: list[Record] = []
+    verdict = judge.native(job, native, actual, ref, tol)
+    if verdict is not None:
+        recs.append(verdict)
+    if prior is not None:
+        recs.append(judge.xhost(job, xhost.run(prior, native, job.dyn), prior, native, actual, ref, tol))
+    if actual is None or kind != "cpu":
+        return recs
+    if job.opts.roundtrip and serialized is not None:
+        recs.append(roundtrip(serialized, job.dyn, actual))
+    if job.opts.crossexec:
+        for p in job.opts.platforms:
+            if p != native and lowered[p].ok:
+                recs += crossexec(job, lowered[p], lo, actual, tol)
+    return recs
+
+
+def roundtrip(se: export.Serialized, dyn: list[Any], native: list[np.ndarray]) -> Record:
+    """The deserialized artifact, called here, judged against the native run."""
+    try:
+        out = to_numpy(export.call(se, dyn))
+    except Exception as e:
+        return failure(compare.Compared, "compare", "export", e, 0.0, facts={"against": "native"})
+    return judge.roundtrip(out, native)
+
+
+def crossexec(job: Job, lo: lower.Lowered, native_lo: lower.Lowered, native: list[np.ndarray],
+              tol: Tolerance) -> list[Record]:
+    """Run another platform's module on this backend and have its outputs judged.
+
+    A module whose platform-only custom calls (cuSOLVER, hipSPARSE...) have no handler
+    here is ``not_runnable_here``, whether the compile or the first run finds out."""
+    if lo.facts["module_sha256"] == native_lo.facts["module_sha256"]:
+        return [judge.identical(lo.platform, native_lo.platform)]
+    c, e = compile_execute(lo, job.dyn, job.opts, "crossexec")
+    if c.status != "ok":
+        return [c]
+    if not e.ok:
+        return [compile_stage.not_runnable(e.with_status(e.status, stage="crossexec"))]
+    cmp = judge.crossexec(job, lo.platform, native_lo.platform, e.handle.arrays, native, tol)
+    return [cmp.with_status(cmp.status, seconds=c.seconds + e.seconds,
+                            metrics={**cmp.metrics, "compile_s": c.metrics.get("compile_s", 0.0),
+                                     "execute_s": e.metrics.get("execute_s", 0.0)})]
