@@ -8,14 +8,14 @@ before any clock runs. Past that its process is killed and the job is a ``timeou
 retried: a hang would hang again). A process that dies
 under a job is replaced and the job retried alone ``retries_alone`` times (the death may
 have been another job's doing, or the machine's); then it is ``crashed``, which a
-``Limitation.crashes`` makes the expected failure (``judge_crash``).
+``Limitation.crashes`` makes the expected failure (``farm.judge.failures``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from farm.judge.limitations import judge_crash
+from farm.judge import failures
 from farm.results import Outcome
 
 
@@ -34,9 +34,8 @@ class Isolation:
         return tries_alone < self.retries_alone
 
     def timed_out(self, job: Any, limit: float) -> Outcome:
-        return Outcome.failed(job.fingerprint, job.name, "timeout", f"no result after {limit:.0f}s; worker killed")
+        return failures.timed_out(job.fingerprint, job.name, f"no result after {limit:.0f}s; worker killed")
 
     def crashed(self, job: Any, cause: str, run_on: tuple[str, ...]) -> Outcome:
         """The final outcome of a job whose process died every time, judged by its limitations."""
-        return judge_crash(job, Outcome.failed(job.fingerprint, job.name, "crashed", f"worker process died: {cause}"),
-                           run_on)
+        return failures.crashed(job, cause, run_on)
