@@ -15,7 +15,7 @@ def census(rec: Census, *, exported: bool = False) -> Census:
     is too (in a per-platform lowering one is legal for jit)."""
     if rec.status != "ok":
         return rec
-    bad = rec.facts["non_stablehlo"] + (rec.facts["unguaranteed"] if exported else [])
+    bad = rec.non_stablehlo + (rec.unguaranteed if exported else [])
     if not bad:
         return rec
     return rec.with_status("fail", error_type="CensusViolation", error=f"crosses the plugin boundary: {', '.join(bad)}")
@@ -23,7 +23,7 @@ def census(rec: Census, *, exported: bool = False) -> Census:
 
 def sharding(rec: Sharded) -> Sharded:
     """Any difference between the module's partitioning and its mesh's is ``fail``."""
-    problems = rec.facts.get("problems") if rec.status == "ok" else None
+    problems = rec.problems if rec.status == "ok" else None
     if not problems:
         return rec
     return rec.with_status("fail", error="; ".join(problems)[:1000], error_type="ShardingMismatch")
@@ -31,7 +31,7 @@ def sharding(rec: Sharded) -> Sharded:
 
 def serialize(rec: Serialized) -> Serialized:
     """A deserialized artifact that differs from the exported one is ``fail``."""
-    changed = rec.facts.get("changed") if rec.status == "ok" else None
+    changed = rec.changed if rec.status == "ok" else None
     if not changed:
         return rec
     return rec.with_status("fail", error=f"deserialized artifact differs from the exported one: {', '.join(changed)}")

@@ -32,7 +32,7 @@ def judge_xhost(ran: CrossHost, prior: Prior, *, native: list[np.ndarray] | None
     if ran.status != "ok" or ran.handle is None:
         return ran
     actual, facts = ran.handle, dict(ran.facts)
-    identical = bool(facts.get("inputs_identical"))
+    identical = ran.inputs_identical
     metrics: dict[str, float] = dict(ran.metrics)
     tol = (rtol, atol, exact, promised)
     try:

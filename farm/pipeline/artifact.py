@@ -128,7 +128,7 @@ def against_today(h: Harness, loaded: deserialize.Loaded, platform: str) -> Reco
             if not tr.ok:
                 return xhost.CrossHost("xhost", platform, "error", tr.seconds, error_type=tr.error_type,
                                        error=f"today's trace failed: {tr.error}", facts={"against": "today"})
-            promised = tr.facts.get("outputs")
+            promised = tr.promised
             native = execute.to_numpy(tr.handle.jitted(*tr.handle.dyn))
             rtol, atol = harness_tolerance(h, platform, promised[0]["dtype"] if promised else None)
             invariant = None if h.invariant is None else (lambda outs: invariant_check(h, args, outs, platform))

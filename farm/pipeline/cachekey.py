@@ -69,7 +69,7 @@ VENDOR_DISTS = re.compile(r"^nvidia[-_]", re.I)
 #: of each harness's own digest (editing one family re-runs only that family).
 FARM_CODE = ("farm/__init__.py", "farm/results.py", "farm/errors.py", "farm/platforms.py", "farm/catalog/*.py",
              "farm/catalog/ulp_bounds.toml",
-             "farm/pipeline/*.py", "farm/stages/*.py", "farm/reference/*.py", "farm/formats/*.py", "workers/*.py",
+             "farm/pipeline/*.py", "farm/judge/*.py", "farm/stages/*.py", "farm/reference/*.py", "farm/formats/*.py", "workers/*.py",
              "harnesses/__init__.py")
 FARM_CODE_EXCLUDE = ("farm/catalog/coverage.py",)
 

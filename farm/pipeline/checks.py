@@ -61,7 +61,7 @@ def crossexec(job: Job, lo: lower.Lowered, native_lo: lower.Lowered, native: lis
 
     A module whose platform-only custom calls (cuSOLVER, hipSPARSE...) have no handler
     here is ``not_runnable_here``, whether the compile or the first run finds out."""
-    if lo.facts["module_sha256"] == native_lo.facts["module_sha256"]:
+    if lo.module_sha256 == native_lo.module_sha256:
         return [judge.identical(lo.platform, native_lo.platform)]
     c, e = compile_execute(lo, job.dyn, job.opts, "crossexec")
     if c.status != "ok":

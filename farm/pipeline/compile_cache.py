@@ -50,7 +50,7 @@ def compile_execute(lowered: Lowered, dyn: list[Any], opts: Options, stage: str)
     """(compile record, execute record): compile (or reuse the executable of an identical
     module), then execute. The compile record comes back without its executable."""
     run_stage = "execute" if stage == "compile" else stage + "_run"
-    key = lowered.facts["module_sha256"] if lowered.ok else None
+    key = lowered.module_sha256 if lowered.ok else None
     c = CACHE.get(key) if key is not None else None
     if c is not None:
         # the same module's executable: its cost and memory analysis hold, its compile time

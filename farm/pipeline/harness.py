@@ -103,7 +103,7 @@ def _run_traced(h: Harness, opts: Options, prior: xhost.Prior | None, reuse: Reu
     dkey = _downstream_key(h, options_digest, args, lowered, serialized if opts.roundtrip else None)
     if reuse is not None and reuse.key == dkey and prior is None:
         return recs + _reused(reuse), arts, dkey
-    job = Job(h, opts, args, tr.handle.dyn, tr.facts.get("outputs"), tr.handle.traced.jaxpr)
+    job = Job(h, opts, args, tr.handle.dyn, tr.promised, tr.handle.traced.jaxpr)
     native_recs, io_arts = _native(job, lowered, serialized, prior)
     return recs + native_recs, arts + io_arts, dkey
 
@@ -144,7 +144,7 @@ def _lower(tr: trace.Traced, opts: Options, h: Harness) -> tuple[dict[str, lower
             if h.mesh:
                 recs.append(_sharding(h, lo.handle.module, p, tr))
             if opts.keep_modules:
-                arts.append(Artifact(lo.facts["module_sha256"], "module", lo.handle.text.encode(),
+                arts.append(Artifact(lo.module_sha256, "module", lo.handle.text.encode(),
                                      {"platform": p, "stage": "lower"}))
     return lowered, recs, arts
 
@@ -177,7 +177,7 @@ def _downstream_key(h: Harness, options_digest: str, args: list[Any], lowered: d
     """``serialized``: the export artifact where a downstream stage runs it (the round
     trip), else None. Only the round trip does: the multi-platform artifact differs between
     x64 on and off (its platform index is i32 or i64) where every module is the same."""
-    modules = {p: lo.facts["module_sha256"] if lo.ok else f"{lo.status}:{lo.error_type}:{lo.error}"
+    modules = {p: lo.module_sha256 if lo.ok else f"{lo.status}:{lo.error_type}:{lo.error}"
                for p, lo in lowered.items()}
     modules["export"] = serialized.artifact if serialized is not None else "not run downstream"
     return digest.downstream_key(h, options_digest, modules, digest.inputs_digest(args))

@@ -21,6 +21,15 @@ STABLE_DIALECTS = frozenset({"stablehlo", "func", "builtin", "sdy", "shardy"})
 class Census(Record):
     """facts: dialects, non_stablehlo ops, composites, custom_calls, unguaranteed."""
 
+    @property
+    def non_stablehlo(self) -> list[str]:
+        return list(self.facts.get("non_stablehlo") or [])
+
+    @property
+    def unguaranteed(self) -> list[str]:
+        """Custom calls without a compatibility guarantee."""
+        return list(self.facts.get("unguaranteed") or [])
+
 
 @lru_cache(maxsize=1)
 def guaranteed_targets() -> frozenset[str]:

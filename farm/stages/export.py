@@ -48,6 +48,11 @@ class Exported(Record):
 class Serialized(Record):
     """The round trip: artifact bytes, size, sha256; ``handle`` is a ``SerializedArtifact``."""
 
+    @property
+    def changed(self) -> list[str]:
+        """What the deserialized artifact no longer says as the exported one did."""
+        return list(self.facts.get("changed") or [])
+
 
 def run(traced: Traced, platforms: tuple[str, ...], label: str = "export") -> Exported:
     """``jax.export`` for these platforms at once."""

@@ -24,6 +24,11 @@ class LoweredModule:
 class Lowered(Record):
     """facts: module sha256 and size; ``handle`` is a ``LoweredModule``."""
 
+    @property
+    def module_sha256(self) -> str:
+        """The module text's digest: what compile reuse, crossexec's identity and the module artifact key on."""
+        return self.facts["module_sha256"]
+
 
 def module_identity(module: Any) -> tuple[str, str]:
     """(sha256, text) of a module: the full printed text, no element elided.

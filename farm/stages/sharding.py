@@ -36,6 +36,11 @@ COLLECTIVES = ("stablehlo.all_reduce", "stablehlo.all_gather", "stablehlo.reduce
 class Sharded(Record):
     """facts: partitioner, mesh, num_partitions, collectives found, argument shardings."""
 
+    @property
+    def problems(self) -> list[str]:
+        """Where the module's partitioning differs from its mesh's."""
+        return list(self.facts.get("problems") or [])
+
 
 def expected_groups(mesh: tuple[tuple[str, int], ...], axes: tuple[str, ...]) -> list[list[int]]:
     """The device groups a collective over ``axes`` of ``mesh`` must use: devices that agree

@@ -24,6 +24,11 @@ class TraceHandle:
 class Traced(Record):
     """The traced function; ``handle`` is a ``TraceHandle``."""
 
+    @property
+    def promised(self) -> list[dict[str, Any]] | None:
+        """Each output's dtype and shape, as tracing promised them (``facts["outputs"]``)."""
+        return self.facts.get("outputs")
+
 
 def _primitives(jaxpr: Any, out: dict[str, int]) -> None:
     for eqn in jaxpr.eqns:

@@ -28,6 +28,11 @@ class CrossHost(Record):
     """facts: vs_reference / vs_cpu_host / vs_native statuses, the lowering host's versions;
     metrics: error metrics prefixed per comparison."""
 
+    @property
+    def inputs_identical(self) -> bool:
+        """Whether the artifact ran on this host's own inputs (then the reference applies)."""
+        return bool(self.facts.get("inputs_identical"))
+
 
 @dataclass(frozen=True)
 class Prior:
