@@ -7,6 +7,7 @@ same context renders as HTML or, at the page's ``.json`` twin, as JSON. A
 """
 from __future__ import annotations
 
+import importlib
 import os
 from typing import Any
 
@@ -17,9 +18,9 @@ from dashboards.cache import PageCache
 from farm.errors import FarmError
 from farm.store import open_store
 
-#: The page modules, in navigation order.
-PAGES = ("overview", "runs", "trends", "compare", "harness", "search", "coverage", "boundary", "crosshost", "versions",
-         "accuracy", "api")
+#: The page modules (``dashboards.views.<page>``), in navigation order: each registers its routes.
+PAGES = ("overview", "runs", "trends", "compare", "failures", "harness", "search", "coverage", "boundary", "crosshost",
+         "versions", "accuracy", "api")
 
 
 def _wants_json() -> bool:
@@ -43,12 +44,11 @@ def create_app(db_url: str | None = None, token: str | None = None) -> Flask:
     app.json.sort_keys = False
     app.extensions["farm_page_cache"] = PageCache()  # pages over finished runs (dashboards.cache)
 
-    from dashboards import views  # deferred: dashboards.views (~0.16 s, store reports); only create_app needs them
-    from dashboards.views import accuracy, api, boundary, compare, coverage, crosshost, failures, harness, overview, runs, search, trends, versions  # deferred: dashboards.views (~0.16 s, store reports); only create_app needs them
+    from dashboards import views  # noqa: PLC0415  (the views import the store's reports: only create_app needs them)
 
     views.install(app)
-    for page in (overview, runs, trends, compare, failures, harness, search, coverage, boundary, crosshost, versions, accuracy, api):
-        page.register(app)
+    for name in PAGES:
+        importlib.import_module(f"dashboards.views.{name}").register(app)
 
     def _error(status: int, title: str, message: str) -> Any:
         if _wants_json():

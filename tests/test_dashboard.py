@@ -244,3 +244,14 @@ def test_highlight_escapes_before_marking() -> None:
     assert "<img" not in out and "&lt;img src=x" in out
     assert '<span class="hl-chlo"' in out and "chlo.erf_inv</span>" in out
     assert '<span class="hl-cc hl-cc-bad" title="custom call">stablehlo.custom_call @evil_target</span>' in out
+
+
+def test_every_view_module_is_a_registered_page() -> None:
+    """``dashboards.app.PAGES`` is what create_app registers: a view module left out of it
+    would serve nothing."""
+    from pathlib import Path
+
+    from dashboards.app import PAGES
+
+    views = Path(__file__).resolve().parents[1] / "dashboards" / "views"
+    assert sorted(PAGES) == sorted(p.stem for p in views.glob("*.py") if p.stem != "__init__")
