@@ -13,9 +13,9 @@ import pytest
 
 from farm.analysis.bisection import BAD, GOOD, SKIP, Badness, Probe, parse_when, search
 from farm.errors import ConfigError, HarnessNotFound
-from farm.run import bisect as bisect_
-from farm.run.bisect import Target
-from farm.run.bisect_releases import release_line
+from farm.run.bisect import driver
+from farm.run.bisect.driver import Target
+from farm.run.bisect.releases import release_line
 
 sys.path.insert(0, str(Path(__file__).parent))
 import jax_history  # noqa: E402
@@ -86,9 +86,9 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     mp.undo()
 
 
-def _bisect(repo: Path, good: str, bad: str, badness: Badness | None = None) -> bisect_.Answer:
+def _bisect(repo: Path, good: str, bad: str, badness: Badness | None = None) -> driver.Answer:
     target = Target(HARNESS, (HARNESS,), "farm", OPTIONS, ("sin",), badness)
-    return bisect_.bisect(target, good, bad, jax_repo=str(repo), log=lambda m: None)
+    return driver.bisect(target, good, bad, jax_repo=str(repo), log=lambda m: None)
 
 
 def test_synthetic_history_finds_the_lowering_change_in_log2_steps(history: dict[str, Any]) -> None:
@@ -150,7 +150,7 @@ def test_bad_input_is_one_line_and_exit_2(history: dict[str, Any], capsys: pytes
 # --------------------------------------------------------------------------- the farm's own history
 def test_history_finds_the_first_stored_run_that_went_bad(sqlite_url: str) -> None:
     from farm.results import Outcome, Record
-    from farm.run.bisect_history import bisect_history
+    from farm.run.bisect.history import bisect_history
     from farm.store import open_store, writes
 
     store = open_store(sqlite_url)
@@ -196,7 +196,7 @@ def test_history_finds_the_first_stored_run_that_went_bad(sqlite_url: str) -> No
 def test_a_reused_tree_never_serves_stale_bytecode(tmp_path: Path) -> None:
     """A commit's tree is a hard-linked copy of the previous one plus its diff: a changed file of
     the same size, written in the same second, must still import its new content."""
-    from farm.run import jaxgit
+    from farm.run.bisect import jaxgit
 
     repo = tmp_path / "repo"
     (repo / "jax").mkdir(parents=True)
@@ -223,7 +223,7 @@ def test_a_reused_tree_never_serves_stale_bytecode(tmp_path: Path) -> None:
 def test_the_step_key_follows_what_the_step_process_gets(monkeypatch: pytest.MonkeyPatch) -> None:
     """This process having configured its worker flags (loading the catalog does) changes
     nothing a step gets; another XLA flag or other options do change the key."""
-    from farm.run.bisect_steps import Stepper
+    from farm.run.bisect.steps import Stepper
 
     def key(**options: Any) -> str:
         return Stepper([HARNESS], "farm", {**OPTIONS, **options}).key("tree")

@@ -196,7 +196,7 @@ def _outcomes(url: str, run_name: str) -> list[tuple[int, str]]:
 def test_scheduled_sweep_survives_losing_a_node(cluster: LocalCluster, pg_url: str, tmp_path: Path,
                                                 timings: dict[str, float]) -> None:
     from farm import catalog
-    from farm.run import schedules as schedule
+    from farm.run.schedules import config, slots
 
     filters = {"family": "elementwise_unary"}
     total = len(catalog.select(catalog.Filters.parse(**filters)))
@@ -214,8 +214,8 @@ repeats = 1
 crossexec = false
 batch = 2
 """)
-    spec = schedule.load_config(cfg).sweeps["cluster"]
-    (_, slot), = schedule.pending(schedule.load_config(cfg))
+    spec = config.load_config(cfg).sweeps["cluster"]
+    (_, slot), = slots.pending(config.load_config(cfg))
     run_name = spec.run_name(slot)
 
     t0 = time.monotonic()

@@ -1,6 +1,7 @@
 """How the scheduler cuts batches (one Ray task each): from the measured pace, shrinking at
 the end, never past a worker's recycling; an explicit ``batch`` is a cap. No Ray here: the
-scheduler's sizing is driven directly (the sweeps in test_sweep.py run it for real)."""
+scheduler's sizing is driven directly (the sweeps in test_sweep.py run it for real; the policy's
+rules one by one: test_run_batching.py)."""
 from __future__ import annotations
 
 from collections import deque
@@ -11,7 +12,8 @@ import pytest
 from farm.results import Options
 from farm.run.cluster import Worker
 from farm.run.progress import SweepConfig
-from farm.run.scheduler import FIRST_BATCH, MAX_BATCH, TAIL_S, Sweep
+from farm.run.batching import FIRST_BATCH, MAX_BATCH, TAIL_S
+from farm.run.scheduler import Sweep
 
 
 @dataclass(frozen=True)
@@ -35,24 +37,24 @@ def test_untimed_batches_are_small_then_they_hold_batch_s_of_the_measured_pace()
     sw = sweep(100_000, 4, batch_s=2.0)
     w = Worker(None)
     assert sw._batch_size(w) == FIRST_BATCH  # nothing timed yet: a harness may take minutes
-    sw.pace["cpu"] = 0.05
+    sw.pace.seconds["cpu"] = 0.05
     assert sw._batch_size(w) == 40  # 2 s of 50 ms harnesses
-    sw.pace["cpu"] = 1e-5
+    sw.pace.seconds["cpu"] = 1e-5
     assert sw._batch_size(w) == MAX_BATCH
-    sw.pace["cpu"] = 30.0  # slow harnesses: one a task
+    sw.pace.seconds["cpu"] = 30.0  # slow harnesses: one a task
     assert sw._batch_size(w) == 1
 
 
 def test_an_explicit_batch_is_a_cap_whatever_the_pace() -> None:
     sw = sweep(100_000, 4, batch=2)
-    sw.pace["cpu"] = 0.001
+    sw.pace.seconds["cpu"] = 0.001
     assert sw._batch_size(Worker(None)) == 2
 
 
 def test_the_tail_shrinks_to_tail_s_of_work_and_never_past_what_is_left() -> None:
     sw = sweep(1000, 10, batch_s=2.0)
     w = Worker(None)
-    sw.pace["cpu"] = 0.05
+    sw.pace.seconds["cpu"] = 0.05
     assert sw._batch_size(w) == 40  # 1000/10 left per worker: the pace's 40 rules
     for _ in range(800):
         sw.pending["cpu"].popleft()
@@ -66,7 +68,7 @@ def test_the_tail_shrinks_to_tail_s_of_work_and_never_past_what_is_left() -> Non
 
 def test_a_batch_ends_where_its_worker_is_recycled() -> None:
     sw = sweep(100_000, 2, recycle_after=100)
-    sw.pace["cpu"] = 0.001
+    sw.pace.seconds["cpu"] = 0.001
     w = Worker(None, count=97)
     assert sw._batch_size(w) == 3
     w.count = 100  # already due (recycled at its batch's end): one more at most
@@ -78,7 +80,7 @@ def test_the_pace_is_the_time_between_chunks_and_a_starting_process_is_not_timed
     sw = sweep(10, 1)
     w = Worker(None, fresh=fresh, since=100.0)
     sw._timed(w, 4, 102.0)
-    assert sw.pace.get("cpu") == (None if fresh else 0.5)
+    assert sw.pace.of("cpu") == (None if fresh else 0.5)
     if not fresh:
         sw._timed(w, 1, 102.0 + 0.5 * 6)  # a slower chunk moves the average part way
-        assert 0.5 < sw.pace["cpu"] < 3.0
+        assert 0.5 < sw.pace.seconds["cpu"] < 3.0

@@ -19,7 +19,7 @@ import pytest
 
 from sqlalchemy import select
 
-from farm.run import schedules as schedule
+from farm.run.schedules import config, jobs, slots, state
 from farm.errors import ConfigError
 from farm.store.models import Run
 
@@ -28,11 +28,11 @@ ENV = {"jax_version": "0", "jaxlib_version": "0", "python": "3.11", "host": "tes
        "xla_flags": "", "farm_commit": "test"}
 
 
-def write(tmp_path: Path, body: str, db: str | None = None) -> schedule.Config:
+def write(tmp_path: Path, body: str, db: str | None = None) -> config.Config:
     p = tmp_path / "farm.toml"
     db = db or f"sqlite:///{tmp_path / 'farm.db'}"
     p.write_text(f'[farm]\ndb = "{db}"\n' + body)
-    return schedule.load_config(p)
+    return config.load_config(p)
 
 
 NIGHTLY = """
@@ -76,7 +76,7 @@ def test_bad_config_is_one_clear_error(tmp_path: Path, body: str, message: str) 
 
 
 def test_example_config_parses() -> None:
-    cfg = schedule.load_config(Path(__file__).resolve().parent.parent / "farm.example.toml")
+    cfg = config.load_config(Path(__file__).resolve().parent.parent / "farm.example.toml")
     assert cfg.sweeps
 
 
@@ -84,11 +84,11 @@ def test_example_config_parses() -> None:
 def test_due_slot_is_the_most_recent_slot_once() -> None:
     now = datetime(2026, 1, 5, 9, 30, tzinfo=UTC)
     # three nights missed: only the newest slot runs
-    assert schedule.due_slot("0 2 * * *", now, datetime(2026, 1, 1, 2, 0, tzinfo=UTC)) == \
+    assert config.due_slot("0 2 * * *", now, datetime(2026, 1, 1, 2, 0, tzinfo=UTC)) == \
         datetime(2026, 1, 5, 2, 0, tzinfo=UTC)
-    assert schedule.due_slot("0 2 * * *", now, datetime(2026, 1, 5, 2, 0, tzinfo=UTC)) is None
+    assert config.due_slot("0 2 * * *", now, datetime(2026, 1, 5, 2, 0, tzinfo=UTC)) is None
     # a slot at the current minute is due
-    assert schedule.due_slot("30 9 * * *", now, None) == now
+    assert config.due_slot("30 9 * * *", now, None) == now
 
 
 # --------------------------------------------------------------------------- running
@@ -101,7 +101,8 @@ class FakeSweep:
     def __call__(self, args: list[str], log=None) -> int:  # noqa: ANN001
         from farm.store import open_store, writes
 
-        from farm.run import configs, versions
+        from farm.run import configs
+        from farm.run.versions import venvs
 
         from farm.results import RunDims
         from farm.run.request import SweepRequest
@@ -114,7 +115,7 @@ class FakeSweep:
                     for c in configs.parse(list(req.config))] if req.config else []
             if req.jax:
                 runs += [(f"{req.name}@jax={v}", dataclasses.replace(base, series=req.name, jax_version=v))
-                         for v in versions.parse(req.jax)]
+                         for v in venvs.parse(req.jax)]
             store = open_store(self.db)
             with store.session() as s:
                 for n, dims in runs or [(req.name, base)]:
@@ -127,19 +128,19 @@ class FakeSweep:
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeSweep:
     f = FakeSweep(f"sqlite:///{tmp_path / 'farm.db'}")
-    monkeypatch.setattr(schedule, "run_farm", f)
-    monkeypatch.setattr(schedule, "compare", lambda spec, base, run, log=None: (False, ""))
+    monkeypatch.setattr(slots, "run_farm", f)
+    monkeypatch.setattr(slots, "compare", lambda spec, base, run, log=None: (False, ""))
     return f
 
 
 def test_run_pending_records_the_slot_and_does_not_repeat_it(tmp_path: Path, fake: FakeSweep) -> None:
     cfg = write(tmp_path, NIGHTLY)
     now = datetime(2026, 1, 5, 9, 30, tzinfo=UTC)
-    (r,) = schedule.run_pending(cfg, now=now, log=lambda m: None)
+    (r,) = slots.run_pending(cfg, now=now, log=lambda m: None)
     assert (r.run, r.status) == ("nightly-20260105T0200Z", "finished")
-    assert schedule.run_pending(cfg, now=now, log=lambda m: None) == []
-    state = json.loads(cfg.state_path.read_text())["sweeps"]["nightly"]
-    assert state["last_slot"].startswith("2026-01-05T02:00") and state["status"] == "finished"
+    assert slots.run_pending(cfg, now=now, log=lambda m: None) == []
+    saved = json.loads(cfg.state_path.read_text())["sweeps"]["nightly"]
+    assert saved["last_slot"].startswith("2026-01-05T02:00") and saved["status"] == "finished"
     assert len(fake.calls) == 1
 
 
@@ -147,9 +148,9 @@ def test_store_is_the_record_without_a_state_file(tmp_path: Path, fake: FakeSwee
     """A CronJob pod has no disk of its own: the run name in the store says the slot is done."""
     cfg = write(tmp_path, NIGHTLY)
     now = datetime(2026, 1, 5, 9, 30, tzinfo=UTC)
-    schedule.run_pending(cfg, now=now, log=lambda m: None)
+    slots.run_pending(cfg, now=now, log=lambda m: None)
     cfg.state_path.unlink()
-    (r,) = schedule.run_pending(cfg, now=now, log=lambda m: None)
+    (r,) = slots.run_pending(cfg, now=now, log=lambda m: None)
     assert r.status == "skipped" and len(fake.calls) == 1
 
 
@@ -161,8 +162,8 @@ def test_an_interrupted_slot_is_resumed(tmp_path: Path, fake: FakeSweep) -> None
     with store.session() as s:
         writes.create_run(s, env=ENV, name="nightly-20260105T0200Z")  # left "running"
     store.dispose()
-    schedule.State(cfg.state_path).update("nightly", last_slot="2026-01-05T02:00:00+00:00", status="running")
-    schedule.run_pending(cfg, now=datetime(2026, 1, 5, 9, 30, tzinfo=UTC), log=lambda m: None)
+    state.State(cfg.state_path).update("nightly", last_slot="2026-01-05T02:00:00+00:00", status="running")
+    slots.run_pending(cfg, now=datetime(2026, 1, 5, 9, 30, tzinfo=UTC), log=lambda m: None)
     assert fake.calls[0][:3] == ["sweep", "--resume", "nightly-20260105T0200Z"]
 
 
@@ -170,9 +171,9 @@ def test_a_failed_slot_is_not_retried_every_tick(tmp_path: Path, fake: FakeSweep
     fake.rc = 1
     cfg = write(tmp_path, NIGHTLY)
     now = datetime(2026, 1, 5, 9, 30, tzinfo=UTC)
-    (r,) = schedule.run_pending(cfg, now=now, log=lambda m: None)
-    assert r.status == "failed" and schedule.exit_code([r]) == 1
-    assert schedule.run_pending(cfg, now=now, log=lambda m: None) == []
+    (r,) = slots.run_pending(cfg, now=now, log=lambda m: None)
+    assert r.status == "failed" and slots.exit_code([r]) == 1
+    assert slots.run_pending(cfg, now=now, log=lambda m: None) == []
 
 
 def test_regression_writes_report_posts_webhook_and_sets_exit_code(tmp_path: Path, fake: FakeSweep,
@@ -193,10 +194,10 @@ def test_regression_writes_report_posts_webhook_and_sets_exit_code(tmp_path: Pat
     try:
         cfg = write(tmp_path, NIGHTLY + f'webhook = "http://127.0.0.1:{srv.server_port}/hook"\n')
         seen = []
-        monkeypatch.setattr(schedule, "compare",
+        monkeypatch.setattr(slots, "compare",
                             lambda spec, base, run, log=None: (seen.append((base, run)), (True, "# worse\n"))[1])
-        schedule.run_pending(cfg, now=datetime(2026, 1, 4, 9, 0, tzinfo=UTC), log=lambda m: None)
-        (r,) = schedule.run_pending(cfg, now=datetime(2026, 1, 5, 9, 0, tzinfo=UTC), log=lambda m: None)
+        slots.run_pending(cfg, now=datetime(2026, 1, 4, 9, 0, tzinfo=UTC), log=lambda m: None)
+        (r,) = slots.run_pending(cfg, now=datetime(2026, 1, 5, 9, 0, tzinfo=UTC), log=lambda m: None)
     finally:
         srv.shutdown()
     assert seen == [("nightly-20260104T0200Z", "nightly-20260105T0200Z")]  # baseline: the previous run
@@ -226,14 +227,14 @@ def test_a_sweep_over_configurations_or_versions_is_one_slot_of_several_runs(
     assert "--resume" not in args and args[args.index("--name") + 1] == "matrix-20260104T0200Z"
     seen: list[tuple[str, str]] = []
     worse = f"matrix-20260105T0200Z@{labels[1]}"
-    monkeypatch.setattr(schedule, "compare", lambda spec, base, run, log=None: (
+    monkeypatch.setattr(slots, "compare", lambda spec, base, run, log=None: (
         seen.append((base, run)), (run == worse, f"# {run}\n"))[1])
-    (r1,) = schedule.run_pending(cfg, now=datetime(2026, 1, 4, 9, 0, tzinfo=UTC), log=lambda m: None)
-    (r2,) = schedule.run_pending(cfg, now=datetime(2026, 1, 5, 9, 0, tzinfo=UTC), log=lambda m: None)
+    (r1,) = slots.run_pending(cfg, now=datetime(2026, 1, 4, 9, 0, tzinfo=UTC), log=lambda m: None)
+    (r2,) = slots.run_pending(cfg, now=datetime(2026, 1, 5, 9, 0, tzinfo=UTC), log=lambda m: None)
     assert r1.status == "finished" and (r2.status, r2.baseline) == ("regressed", "matrix-20260104T0200Z")
     # each configuration / version against the same one of the previous slot
     assert seen == [(f"matrix-20260104T0200Z@{lab}", f"matrix-20260105T0200Z@{lab}") for lab in labels]
-    assert schedule.run_pending(cfg, now=datetime(2026, 1, 5, 9, 0, tzinfo=UTC), log=lambda m: None) == []
+    assert slots.run_pending(cfg, now=datetime(2026, 1, 5, 9, 0, tzinfo=UTC), log=lambda m: None) == []
     # a slot with one of its runs missing is run again (the sweep keeps what finished)
     store_url = f"sqlite:///{tmp_path / 'farm.db'}"
     from farm.store import open_store  # noqa: PLC0415
@@ -242,7 +243,7 @@ def test_a_sweep_over_configurations_or_versions_is_one_slot_of_several_runs(
     with store.session() as s:
         s.delete(s.scalar(select(Run).where(Run.name == f"matrix-20260105T0200Z@{labels[0]}")))
     store.dispose()
-    r3 = schedule.run_slot(spec, cfg, datetime(2026, 1, 5, 2, 0, tzinfo=UTC), log=lambda m: None)
+    r3 = slots.run_slot(spec, cfg, datetime(2026, 1, 5, 2, 0, tzinfo=UTC), log=lambda m: None)
     assert r3.status != "skipped" and len(fake.calls) == 3
 
 
@@ -252,7 +253,7 @@ def test_compare_missing_is_skipped_with_a_message(tmp_path: Path, monkeypatch: 
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     msgs: list[str] = []
     cfg = write(tmp_path, NIGHTLY)
-    assert schedule.compare(cfg.sweeps["nightly"], "a", "b", msgs.append) == (None, "")
+    assert slots.compare(cfg.sweeps["nightly"], "a", "b", msgs.append) == (None, "")
     assert "not available" in msgs[0]
 
 
@@ -260,11 +261,11 @@ def test_compare_missing_is_skipped_with_a_message(tmp_path: Path, monkeypatch: 
 def test_file_lock_keeps_a_second_copy_out(tmp_path: Path) -> None:
     cfg = write(tmp_path, NIGHTLY)
     spec = cfg.sweeps["nightly"]
-    with schedule.sweep_lock(spec, tmp_path):
-        with pytest.raises(schedule.AlreadyRunning):
-            with schedule.sweep_lock(spec, tmp_path):
+    with state.sweep_lock(spec, tmp_path):
+        with pytest.raises(state.AlreadyRunning):
+            with state.sweep_lock(spec, tmp_path):
                 pass
-    with schedule.sweep_lock(spec, tmp_path):  # released
+    with state.sweep_lock(spec, tmp_path):  # released
         pass
 
 
@@ -278,12 +279,12 @@ def test_postgres_advisory_lock_keeps_a_second_copy_out(tmp_path: Path) -> None:
     body = NIGHTLY.replace("nightly", f"n{secrets.token_hex(4)}")
     cfg = write(tmp_path, body, db="postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
     spec = next(iter(cfg.sweeps.values()))
-    with schedule.sweep_lock(spec, tmp_path) as what:
+    with state.sweep_lock(spec, tmp_path) as what:
         assert what.startswith("advisory lock")
-        with pytest.raises(schedule.AlreadyRunning):
-            with schedule.sweep_lock(spec, tmp_path):
+        with pytest.raises(state.AlreadyRunning):
+            with state.sweep_lock(spec, tmp_path):
                 pass
-    with schedule.sweep_lock(spec, tmp_path):
+    with state.sweep_lock(spec, tmp_path):
         pass
 
 
@@ -292,7 +293,7 @@ def test_sweep_submit_rebuilds_the_same_arguments(monkeypatch: pytest.MonkeyPatc
     from farm import cli
 
     sent = {}
-    monkeypatch.setattr(schedule, "submit", lambda args, dashboard: sent.update(args=args, dash=dashboard) or 0)
+    monkeypatch.setattr(jobs, "submit", lambda args, dashboard: sent.update(args=args, dash=dashboard) or 0)
     rc = cli.main(["sweep", "--submit", "--dashboard", "http://h:8265", "--db", "postgresql://u@db/farm",
                    "--primitive", "exp", "--run-on", "cpu", "--repeats", "1", "--no-crossexec", "--name", "r1"])
     assert rc == 0 and sent["dash"] == "http://h:8265"

@@ -12,7 +12,7 @@ import pytest
 
 from farm.analysis import versions as A
 from farm.errors import ConfigError
-from farm.run import versions as V
+from farm.run.versions import matrix, venvs
 from farm.store import open_store, queries
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -20,11 +20,11 @@ OLD = "0.9.2"  # a jax from the last 12 months that the package index serves for
 
 
 def test_versions_are_checked_and_ordered_numerically() -> None:
-    assert V.parse("0.10.2, 0.8.3,0.9.2") == ["0.8.3", "0.9.2", "0.10.2"]
+    assert venvs.parse("0.10.2, 0.8.3,0.9.2") == ["0.8.3", "0.9.2", "0.10.2"]
     for bad, needle in (("0.9", "not a jax version"), ("0.5.1", "older than the oldest supported"),
                         ("0.9.2,0.9.2", "given twice"), (",", "at least one")):
         with pytest.raises(ConfigError, match=needle):
-            V.parse(bad)
+            venvs.parse(bad)
 
 
 def _xrow(harness: str, status: str, **facts: str) -> dict:
@@ -50,7 +50,7 @@ def test_matrix_puts_each_pair_in_its_cell_and_names_failures() -> None:
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory):  # noqa: ANN001, ANN201
     """One real version sweep: OLD (a provisioned venv) and the installed jax."""
-    here = V.installed()
+    here = venvs.installed()
     assert here and here != OLD
     url = f"sqlite:///{tmp_path_factory.mktemp('versions')}/v.db"
     env = {**os.environ, "PYTHONPATH": ROOT, "RAY_USAGE_STATS_ENABLED": "0"}
@@ -77,7 +77,7 @@ def test_each_version_sweeps_its_own_catalog_in_its_own_environment(swept) -> No
 
 def test_every_pair_runs_the_other_versions_artifacts(swept) -> None:  # noqa: ANN001
     url, here, *_ = swept
-    native, cross, stats = V.load(open_store(url), "vt")
+    native, cross, stats = matrix.load(open_store(url), "vt")
     assert set(native) == {OLD, here} and set(cross) == {(OLD, here), (here, OLD)}
     for (a, b), rows in cross.items():
         assert len(rows) == 4, (a, b)
@@ -112,10 +112,10 @@ def test_the_same_sweep_again_keeps_its_runs_and_a_changed_one_is_refused(swept)
 
 def test_kept_run_identity_covers_selection_options_and_artifact_version() -> None:
     f, o = {"catalog": "farm", "primitive": ["sin"]}, {"platforms": ["cpu"]}
-    base = V.identity(OLD, f, o)
-    assert base == V.identity(OLD, dict(f), dict(o))
-    assert len({base, V.identity(OLD, {**f, "primitive": ["exp"]}, o), V.identity(OLD, f, {"platforms": ["tpu"]}),
-                V.identity("0.8.3", f, o), V.identity(OLD, f, o, exported_on="0.8.3")}) == 5
+    base = matrix.identity(OLD, f, o)
+    assert base == matrix.identity(OLD, dict(f), dict(o))
+    assert len({base, matrix.identity(OLD, {**f, "primitive": ["exp"]}, o), matrix.identity(OLD, f, {"platforms": ["tpu"]}),
+                matrix.identity("0.8.3", f, o), matrix.identity(OLD, f, o, exported_on="0.8.3")}) == 5
 
 
 def test_an_uninstallable_version_is_one_clear_error(tmp_path) -> None:  # noqa: ANN001
@@ -147,7 +147,7 @@ def test_dashboard_versions_page_shows_the_matrix_and_checks_its_parameter(swept
 def test_newer_pythons_are_offered_for_a_jax_that_requires_one() -> None:
     """jax 0.11 and later require Python 3.12: provisioning tries this Python, then each newer
     one found (a pyenv shim that does not run is skipped)."""
-    found = V.interpreters()
+    found = venvs.interpreters()
     assert found[0] == sys.executable
     minors = [int(subprocess.run([p, "-c", "import sys; print(sys.version_info.minor)"], capture_output=True,
                                  text=True, check=True).stdout) for p in found]

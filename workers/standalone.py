@@ -9,7 +9,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import multiprocessing as mp
 import os
 import queue
 import sys
@@ -18,6 +17,7 @@ import time
 from typing import Any
 
 from farm.catalog import Harness
+from farm.pipeline.child import TIMED_OUT, Child, Ended
 from farm.pipeline.isolation import Isolation
 from farm.results import Outcome
 from farm.formats import journal as journal_
@@ -40,47 +40,38 @@ class IsolatedRunner:
     """A child process that runs harnesses one at a time; replaced when it dies or hangs."""
 
     def __init__(self, catalog: str, modules: list[str], options: dict[str, Any], startup_s: float = 180.0) -> None:
-        self.args = (catalog, modules, options)
-        self.startup_s = startup_s
-        self.proc: Any = None
-        self.conn: Any = None
+        # the limit of each harness is the caller's (``run``): the policy here only times the start
+        self.child = Child(_child, (catalog, modules, options), Isolation(startup_s=startup_s), hello=True,
+                           what="standalone worker")
         self.info: dict[str, Any] = {}
         self.peak_rss = 0
 
     def start(self) -> None:
-        ctx = mp.get_context("spawn")
-        parent, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_child, args=(child, *self.args), daemon=True)
-        self.proc.start()
-        self.conn = parent
-        if not parent.poll(self.startup_s):
-            self.stop()
-            raise RuntimeError("standalone worker did not start")
-        _, self.info = parent.recv()
+        _, self.info = self.child.start()
 
     def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.join(5)
-            self.proc = None
+        self.child.kill()
 
-    def run(self, fp: str, timeout_s: float, prior: dict[str, Any] | None = None) -> tuple[Outcome | None, str | None]:
-        """(outcome, None), or (None, why the process was lost: ``timeout`` or how it died);
-        a lost process is stopped and the next ``run`` starts a new one."""
-        if self.proc is None:
+    def run(self, fp: str, timeout_s: float, prior: dict[str, Any] | None = None) -> Ended:
+        """How the harness's run ended (``finished``: its outcome as a dict); a lost process is
+        stopped and the next ``run`` starts a new one."""
+        if not self.child.running:
             self.start()
-        self.conn.send((fp, prior))
-        try:
-            if self.conn.poll(timeout_s):
-                _, d = self.conn.recv()
-                self.peak_rss = max(self.peak_rss, int(d.get("rss", 0)))
-                return Outcome.from_dict(d), None
-            self.stop()
-            return None, "timeout"
-        except (EOFError, OSError):
-            code = self.proc.exitcode if self.proc else None
-            self.stop()
-            return None, f"exit code {code}"
+        ended = self.child.ask((fp, prior), timeout_s)
+        if ended.finished:
+            d = ended.output[1]
+            self.peak_rss = max(self.peak_rss, int(d.get("rss", 0)))
+        return ended
+
+
+def _lost(h: Harness, ended: Ended, policy: Isolation, run_on: tuple[str, ...], tries: int) -> Outcome | None:
+    """The outcome of a harness whose process was lost (``timeout``, or ``crashed`` once it may
+    not be retried alone again), or None: run it again."""
+    if ended.how == TIMED_OUT:
+        return policy.timed_out(h, ended.limit_s)
+    if not policy.retry(tries):
+        return policy.crashed(h, f"exit code {ended.exitcode}", run_on)
+    return None
 
 
 def run_isolated(runner: IsolatedRunner, h: Harness, policy: Isolation, run_on: tuple[str, ...],
@@ -90,13 +81,12 @@ def run_isolated(runner: IsolatedRunner, h: Harness, policy: Isolation, run_on: 
     limit = policy.limit(h, fresh=False)  # the runner waits for its process to start first
     tries = 0
     while True:
-        o, lost = runner.run(h.fingerprint, limit, prior)
-        if o is not None:
-            return o
-        if lost == "timeout":
-            return policy.timed_out(h, limit)
-        if not policy.retry(tries):
-            return policy.crashed(h, lost or "unknown", run_on)
+        ended = runner.run(h.fingerprint, limit, prior)
+        if ended.finished:
+            return Outcome.from_dict(ended.output[1])
+        lost = _lost(h, ended, policy, run_on, tries)
+        if lost is not None:
+            return lost
         tries += 1
 
 

@@ -13,7 +13,7 @@ from flask import Flask, request
 from dashboards.views import store, twin
 from farm.analysis import accuracy as A
 from farm.errors import UnknownName
-from farm.run.versions import key as version_key
+from farm.run.versions.venvs import key as version_key
 from farm.store import accuracy as S
 
 

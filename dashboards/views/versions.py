@@ -13,11 +13,11 @@ from flask import Flask, request
 from dashboards.views import store, twin
 from farm.analysis.versions import matrix
 from farm.errors import UnknownName
-from farm.run import versions
+from farm.run.versions.matrix import load, sweeps
 
 
 def context() -> dict[str, Any]:
-    names = versions.sweeps(store())
+    names = sweeps(store())
     name = request.args.get("name", "").strip() or (names[0] if names else "")
     if not names:
         return {"name": None, "sweeps": [], "nothing": (
@@ -25,7 +25,7 @@ def context() -> dict[str, Any]:
             "(each version in its own cached venv, then every version's exports run by every other).")}
     if name not in names:
         raise UnknownName("name", name, names)
-    native, cross, stats = versions.load(store(), name)
+    native, cross, stats = load(store(), name)
     return {"name": name, "sweeps": names, "nothing": None, **matrix(native, cross, stats)}
 
 

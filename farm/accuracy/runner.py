@@ -1,7 +1,7 @@
 """The jax side of an accuracy table: evaluate primitives on inputs, write the raw outputs.
 
 A self-contained script (jax, NumPy and ml_dtypes only) so that any jax version's venv
-(``farm.run.versions.provision``) can run it: ``python runner.py INPUTS.npz JOBS.json OUT.npz``.
+(``farm.run.versions.venvs.provision``) can run it: ``python runner.py INPUTS.npz JOBS.json OUT.npz``.
 Each job names a primitive, a dtype, a platform and the input arrays' keys. ``cpu`` runs
 natively; ``cuda``, ``rocm`` and ``tpu`` lower the function for that platform and compile
 that module with this host's CPU backend (the farm's crossexec). float64 always runs with

@@ -103,7 +103,7 @@ def _bisect(args: argparse.Namespace, A) -> int:  # noqa: ANN001
     (of the selected primitives, dtypes, platforms) differs from OLD's."""
     from farm.accuracy import functions, table  # noqa: PLC0415
     from farm.errors import FarmError  # noqa: PLC0415
-    from farm.run.versions import key  # noqa: PLC0415
+    from farm.run.versions.venvs import key  # noqa: PLC0415
 
     listed = _list(args.bisect)
     old, new = listed[0], listed[-1]
@@ -144,7 +144,7 @@ def _released() -> list[str]:
     import re  # noqa: PLC0415
     import subprocess  # noqa: PLC0415
 
-    from farm.run.versions import key  # noqa: PLC0415
+    from farm.run.versions.venvs import key  # noqa: PLC0415
 
     p = subprocess.run([sys.executable, "-m", "pip", "index", "versions", "jax"], capture_output=True, text=True)
     m = re.search(r"Available versions:(.*)", p.stdout)
@@ -154,7 +154,7 @@ def _released() -> list[str]:
 def _pythons(versions: str | None) -> list[tuple[str, str | None]]:
     if not versions:
         return [("", None)]
-    from farm.run.versions import provision  # noqa: PLC0415
+    from farm.run.versions.venvs import provision  # noqa: PLC0415
 
     return [(v, provision(v).python) for v in _list(versions)]
 

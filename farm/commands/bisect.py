@@ -52,12 +52,12 @@ def run(args: argparse.Namespace) -> int:
     if conditions:
         badness = Badness(conditions=conditions, primitives=primitives)
     if args.history:
-        from farm.run.bisect_history import bisect_history
+        from farm.run.bisect.history import bisect_history
 
         ans = bisect_history(store_from(args), args.target, names, args.good, args.bad, badness)
     else:
         from farm.platforms import LOWERING_PLATFORMS, parse_targets
-        from farm.run.bisect import Target, bisect
+        from farm.run.bisect.driver import Target, bisect
 
         platforms = parse_targets(args.platforms, LOWERING_PLATFORMS, "platform")
         options = {"platforms": list(platforms), "run_on": ["cpu"], "crossexec": False, "keep_modules": False}

@@ -76,7 +76,7 @@ def _foreign(args: argparse.Namespace, stored: dict[str, Any]):  # noqa: ANN202
     exporter's and the runner's jax (a version sweep's cached venvs)."""
     from farm.repro.foreign import Foreign  # deferred: jax (~1 s); not needed by farm --help
     from farm.run.bundles import priors
-    from farm.run.versions import provision
+    from farm.run.versions.venvs import provision
     from farm.stages.xhost import Prior
 
     rec, dims = stored["record"], stored["dims"]

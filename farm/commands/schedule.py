@@ -40,40 +40,40 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
 
-    from farm.run import schedules as schedule  # deferred: farm.run.schedules (~0.1 s); not needed by farm --help
+    from farm.run.schedules import config, slots, state  # deferred: farm.run.schedules (~0.1 s); not farm --help
 
     only = [s.strip() for s in args.only.split(",")] if args.only else None
     if args.schedule_command == "serve":
-        schedule.load_config(args.config)  # a bad file is an error now, not at the first tick
-        schedule.serve(args.config, poll_s=args.poll, only=only)
+        config.load_config(args.config)  # a bad file is an error now, not at the first tick
+        slots.serve(args.config, poll_s=args.poll, only=only)
         return 0
-    cfg = schedule.load_config(args.config)
+    cfg = config.load_config(args.config)
     if args.schedule_command == "list":
-        state = schedule.State(cfg.state_path)
+        states = state.State(cfg.state_path)
         now = datetime.now(timezone.utc)
         for name, spec in cfg.sweeps.items():
-            st = state.get(name)
+            st = states.get(name)
             last = f"{st.get('run')} {st.get('status')}" if st else "never run"
-            print(f"{name:24} {spec.schedule:16} next {schedule.next_slot(spec.schedule, now):%Y-%m-%d %H:%M}Z  "
+            print(f"{name:24} {spec.schedule:16} next {config.next_slot(spec.schedule, now):%Y-%m-%d %H:%M}Z  "
                   f"last: {last}")
         return 0
     if args.dry_run:
-        due = schedule.pending(cfg, only=only)
+        due = slots.pending(cfg, only=only)
         for spec, slot in due:
             print(f"{spec.name}: would run {spec.run_name(slot)}:  farm " + " ".join(spec.sweep_args(spec.run_name(slot), slot=slot)))
         if not due:
             print("nothing is due")
         return 0
-    results = schedule.run_pending(cfg, only=only)
+    results = slots.run_pending(cfg, only=only)
     if not results:
         print("farm schedule: nothing is due", file=sys.stderr)
-    return schedule.exit_code(results)
+    return slots.exit_code(results)
 
 
 # --------------------------------------------------------------------------- farm sweep --submit
 def submit_sweep(req: SweepRequest) -> int:
     """``farm sweep --submit``: the same sweep, its driver run as a Ray job on the cluster."""
-    from farm.run import schedules as schedule  # deferred: farm.run.schedules (~0.1 s); not needed by farm --help
+    from farm.run.schedules import jobs  # deferred: farm.run.schedules (~0.1 s); not needed by farm --help
 
     if not req.dashboard:
         raise ConfigError("--submit needs --dashboard http://HEAD:8265 (or $RAY_DASHBOARD_ADDRESS)")
@@ -81,4 +81,4 @@ def submit_sweep(req: SweepRequest) -> int:
     if not db or (db.startswith("sqlite") and not db.startswith("sqlite:////")):
         raise ConfigError("--submit needs a --db the cluster can open, e.g. postgresql+psycopg://user@dbhost/farm "
                           "(a relative SQLite path would land in the job's temporary working directory)")
-    return schedule.submit(req.replace(db=db, submit=False, dashboard=None).to_argv(), req.dashboard)
+    return jobs.submit(req.replace(db=db, submit=False, dashboard=None).to_argv(), req.dashboard)

@@ -200,12 +200,12 @@ def _sweep_versions(args: argparse.Namespace) -> int:
     from datetime import datetime  # noqa: PLC0415
 
     from farm import catalog  # deferred: farm.catalog (~0.15 s); not needed by farm --help
-    from farm.run import versions  # deferred: farm.run (~0.3 s); not needed by farm --help
+    from farm.run.versions import matrix, venvs  # deferred: farm.run (~0.3 s); not needed by farm --help
 
     if args.resume or args.address or args.run_on != "cpu":
         raise ConfigError("--jax runs on this host's CPU in one standalone worker per version: without --resume "
                           "(the same command again continues), --address or --run-on")
-    todo = versions.parse(args.jax)
+    todo = venvs.parse(args.jax)
     if args.default:
         args.primitive = args.primitive or DEFAULT_PRIMITIVES
         args.dtype = args.dtype or DEFAULT_DTYPES
@@ -215,7 +215,7 @@ def _sweep_versions(args: argparse.Namespace) -> int:
     opts = Options(platforms=platforms, run_on=("cpu",), repeats=args.repeats, crossexec=not args.no_crossexec)
     store = store_from(args, create=True)
     base = args.run_name or f"versions-{datetime.now():%Y%m%d-%H%M%S}"
-    done = versions.sweep(store, todo, base, filters.to_dict(), opts.to_dict(), workers=args.workers or os.cpu_count() or 1,
+    done = matrix.sweep(store, todo, base, filters.to_dict(), opts.to_dict(), workers=args.workers or os.cpu_count() or 1,
                           timeout_s=args.timeout, cross=not args.no_cross,
                           dims=RunDims(schedule=args.schedule, slot=args.slot))
     print("farm: version sweep " + base + ": " + "; ".join(f"{n} ({how})" for n, how in done.runs.items()),

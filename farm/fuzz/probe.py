@@ -7,10 +7,11 @@ a ``timeout``; either way the next case gets a fresh child.
 """
 from __future__ import annotations
 
-import multiprocessing as mp
 from typing import Any
 
 from farm.catalog.cases import Case
+from farm.pipeline.child import TIMED_OUT, Child, Ended
+from farm.pipeline.isolation import Isolation
 from farm.results import Options, Outcome
 
 
@@ -36,52 +37,26 @@ def _serve(conn: Any, options: dict[str, Any]) -> None:  # the child
                                      stage="trace", error_type=type(e).__name__).to_dict())
 
 
+def _lost(ended: Ended, name: str, fingerprint: str) -> Outcome:
+    """The outcome of a case whose child did not answer: ``timeout`` or ``crashed``."""
+    if ended.how == TIMED_OUT:
+        return Outcome.failed(fingerprint, name, "timeout", f"no result after {ended.limit_s:.0f}s; probe killed")
+    return Outcome.failed(fingerprint, name, "crashed", f"probe process died (exit {ended.exitcode})")
+
+
 class Probe:
     """A child process that runs cases; restarted after a crash or a timeout."""
 
     def __init__(self, options: Options, timeout_s: float = 60.0) -> None:
         self.options = options
         self.timeout_s = timeout_s
-        self.proc: Any = None
-        self.conn: Any = None
-        self.runs = 0
-
-    def _start(self) -> None:
-        ctx = mp.get_context("spawn")
-        self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_serve, args=(child, self.options.to_dict()), daemon=True)
-        self.proc.start()
-        child.close()
+        # the first case of a child also waits for it to import jax
+        self.child = Child(_serve, (options.to_dict(),), Isolation(timeout_s, startup_s=60.0), what="fuzz probe")
 
     def run(self, case: Case, name: str, fingerprint: str) -> Outcome:
         """The case's outcome (``crashed`` or ``timeout`` when the child did not answer)."""
-        if self.proc is None or not self.proc.is_alive():
-            self._start()
-        self.runs += 1
-        self.conn.send(case.to_dict())
-        # the first case also waits for the child to import jax
-        limit = self.timeout_s + (60.0 if self.runs == 1 else 0.0)
-        try:
-            if self.conn.poll(limit):
-                return Outcome.from_dict(self.conn.recv())
-            status, why = "timeout", f"no result after {limit:.0f}s; probe killed"
-        except (EOFError, OSError):
-            status, why = "crashed", f"probe process died (exit {self.proc.exitcode})"
-        self._kill()
-        return Outcome.failed(fingerprint, name, status, why)
-
-    def _kill(self) -> None:
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.join(5)
-        self.proc = None
-        self.runs = 0
+        ended = self.child.ask(case.to_dict())
+        return Outcome.from_dict(ended.output) if ended.finished else _lost(ended, name, fingerprint)
 
     def close(self) -> None:
-        if self.proc is not None and self.proc.is_alive():
-            try:
-                self.conn.send(None)
-                self.proc.join(5)
-            except OSError:
-                pass
-        self._kill()
+        self.child.stop(grace_s=5.0)

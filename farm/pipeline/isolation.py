@@ -1,5 +1,7 @@
 """The one isolation policy every runner of jobs in worker processes applies: the Ray
-scheduler (``farm.run.scheduler``) and the standalone worker (``workers.standalone``).
+scheduler (``farm.run.scheduler``) and the child-process runner (``farm.pipeline.child``)
+that the standalone worker (``workers.standalone``), the fuzz probe and ``farm repro``'s
+candidates and isolated runs use.
 
 A job may take its own ``timeout_s`` or the runner's, plus ``startup_s`` while its process
 is still starting (importing jax and the catalog): a Ray worker until its ``ready`` answers,

@@ -8,12 +8,14 @@ a ``crashed`` or ``timeout`` data point, and the next candidate gets a fresh chi
 """
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from farm.pipeline.child import TIMED_OUT, Child, Ended
+from farm.pipeline.isolation import Isolation
 
 
 @dataclass(frozen=True)
@@ -144,6 +146,13 @@ def _serve(conn: Any, src: Source) -> None:
                 conn.send(("record", evaluate(program, body)))
 
 
+def _lost_record(ended: Ended) -> dict[str, Any]:
+    """The record of a candidate whose child did not answer: ``timeout`` or ``crashed``."""
+    if ended.how == TIMED_OUT:
+        return _record("execute", "timeout", f"no result after {ended.limit_s:.0f}s; worker killed")
+    return {**_record("execute", "crashed", f"worker process died (exit code {ended.exitcode})"), "error_type": "Crashed"}
+
+
 class Worker:
     """A child process that judges candidates one at a time; replaced when it dies or hangs."""
 
@@ -151,33 +160,14 @@ class Worker:
         self.src = src
         self.timeout_s = timeout_s
         self.startup_s = startup_s
-        self.proc: Any = None
-        self.conn: Any = None
+        self.child = Child(_serve, (src,), Isolation(timeout_s, startup_s), hello=True, what="repro worker")
         self.restarts = 0
 
     def start(self) -> None:
-        ctx = mp.get_context("spawn")
-        parent, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_serve, args=(child, self.src), daemon=True)
-        self.proc.start()
-        self.conn = parent
-        if not parent.poll(self.startup_s):
-            self.stop()
-            raise RuntimeError("repro worker did not start")
-        parent.recv()
+        self.child.start()
 
     def stop(self) -> None:
-        if self.proc is not None:
-            if self.conn is not None:
-                try:
-                    self.conn.send(None)
-                except (OSError, BrokenPipeError):
-                    pass
-            self.proc.join(1)
-            if self.proc.is_alive():
-                self.proc.kill()
-                self.proc.join(5)
-            self.proc = None
+        self.child.stop(grace_s=1.0)
 
     def __enter__(self) -> "Worker":
         return self
@@ -188,28 +178,11 @@ class Worker:
     def ask(self, kind: str, body: Any = None) -> tuple[str, Any]:
         """("values" | "record", result); a dead or hung child answers with a crashed or
         timeout record (and is replaced on the next call)."""
-        if self.proc is None:
-            self.start()
-        try:
-            self.conn.send((kind, body))
-            if self.conn.poll(self.timeout_s):
-                return self.conn.recv()
-            self._kill()
-            return "record", _record("execute", "timeout", f"no result after {self.timeout_s:.0f}s; worker killed")
-        except (EOFError, OSError):
-            if self.proc is not None:
-                self.proc.join(5)  # the exit code (the signal) is part of the failure's signature
-            code = self.proc.exitcode if self.proc else None
-            self._kill()
-            return "record", {**_record("execute", "crashed", f"worker process died (exit code {code})"),
-                              "error_type": "Crashed"}
-
-    def _kill(self) -> None:
+        ended = self.child.ask((kind, body))
+        if ended.finished:
+            return ended.output
         self.restarts += 1
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.join(5)
-        self.proc = None
+        return "record", _lost_record(ended)
 
     def judge(self, c: Candidate) -> dict[str, Any]:
         return self.ask("run", c)[1]

@@ -14,7 +14,7 @@ class SweepConfig:
     workers: int | None = None  # None: every core (local) / every cpu_slot (cluster)
     address: str | None = None
     #: the most harnesses one batch (one Ray task) holds; None: sized to ``batch_s`` seconds
-    #: of a worker's time as the sweep measures it (``farm.run.scheduler.FIRST_BATCH`` before
+    #: of a worker's time as the sweep measures it (``farm.run.batching.FIRST_BATCH`` before
     #: anything was timed, at most ``MAX_BATCH``)
     batch: int | None = None
     batch_s: float = 1.0

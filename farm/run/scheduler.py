@@ -17,18 +17,12 @@ from farm.pipeline.isolation import Isolation
 from farm.platforms import native_platform, slot_resource
 from farm.results import BAD, Options, Outcome
 from farm.run import cluster
+from farm.run.batching import Pace, batch_size
 from farm.run.cluster import Worker, WorkerDied
 from farm.pipeline.host import fingerprint
 from farm.run.progress import Progress, SweepConfig, SweepStats
 
 _NOT_READY = object()  # a busy worker with nothing streamed this turn
-#: With no ``SweepConfig.batch``: a batch's size before any of its kind was timed, and the
-#: most one holds. In between it is ``batch_s`` of the measured time a harness takes.
-FIRST_BATCH, MAX_BATCH = 8, 256
-#: The tail's batches are at least this many seconds of work (guided self-scheduling with a
-#: minimum chunk): shrinking to one harness a task multiplies the tasks for a fast fleet
-#: (486 against ~300 for 5,594 harnesses on 64 workers) to save at most this at the end.
-TAIL_S = 0.25
 #: outcomes the driver buffers before handing them to the sink (or ``commit_every_s``)
 FLUSH_AT = 1000
 
@@ -62,7 +56,7 @@ class Sweep:
         #: (window 0), as one retried after a death or hang in a chunked batch must, to name its cause
         self.queue: deque[tuple[str, list[Harness], bool]] = deque()
         #: per kind, the worker seconds a harness takes (a moving average over chunks: ``_timed``)
-        self.pace: dict[str, float] = {}
+        self.pace = Pace()
         self.slots: list[Worker] = []
         self.target: dict[str, int] = {}  # per kind, the workers wanted; fewer while the cluster has fewer slots
         #: with several kinds: fingerprint -> the outcomes of the kinds done so far (merged once all are)
@@ -119,35 +113,14 @@ class Sweep:
         return self.stats
 
     def _batch_size(self, slot: Worker) -> int:
-        """How many pending harnesses ``slot`` gets next. A batch is one Ray task, which costs
-        the driver ~0.3 ms and a worker a round trip, so a fast worker gets many: ``batch_s``
-        of its kind's measured pace (``FIRST_BATCH`` before any was timed, ``batch`` or
-        ``MAX_BATCH`` at most). Guided self-scheduling bounds it by 1/workers of what is left,
-        so the batches shrink at the end (to ``TAIL_S`` of work, or one harness while nothing
-        was timed) and every worker stays busy until the last; nor does a batch run past the
-        worker's recycling (``recycle_after``)."""
+        """How many pending harnesses ``slot`` gets next (``farm.run.batching.batch_size``)."""
         kind, cfg = slot.kind, self.config
-        pace = self.pace.get(kind)
-        if cfg.batch is not None:
-            size = cfg.batch
-        elif pace is not None:
-            size = min(MAX_BATCH, int(cfg.batch_s / max(pace, 1e-6)))
-        else:
-            size = FIRST_BATCH
-        have = len(self.pending[kind])
-        left = have // max(1, self.target.get(kind, 1))
-        if pace is not None:
-            left = max(left, min(size, int(TAIL_S / max(pace, 1e-6))))
-        return max(1, min(size, left, have, cfg.recycle_after - slot.count))
+        return batch_size(self.pace.of(kind), len(self.pending[kind]), self.target.get(kind, 1),
+                          cfg.recycle_after - slot.count, batch=cfg.batch, batch_s=cfg.batch_s)
 
     def _timed(self, slot: Worker, n: int, now: float) -> None:
-        """``n`` outcomes came from ``slot`` in one chunk: fold the seconds each took since its
-        last chunk (or its batch began) into its kind's pace. A process's first chunk is not
-        counted: it holds the process's start-up."""
-        if not slot.fresh:
-            per = (now - slot.since) / n
-            old = self.pace.get(slot.kind)
-            self.pace[slot.kind] = per if old is None else 0.8 * old + 0.2 * per
+        """``n`` outcomes came from ``slot`` in one chunk: its kind's pace takes them in."""
+        self.pace.chunk(slot.kind, n, now - slot.since, fresh=slot.fresh)
 
     def _new_worker(self, kind: str) -> Worker:
         opts = {"platforms": list(self.options.platforms), "run_on": [kind], "warmup": self.options.warmup,

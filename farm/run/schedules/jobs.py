@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from farm.errors import ClusterError
-from farm.run.schedule_config import ROOT, Log, _stderr
+from farm.run.schedules.config import ROOT, Log, _stderr
 
 
 def submit(args: list[str], dashboard: str, *, working_dir: Path = ROOT, log: Log = _stderr,

@@ -20,7 +20,7 @@ from croniter import croniter
 
 from farm.errors import ConfigError
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FILTER_KEYS = ("catalog", "primitive", "group", "family", "dtype", "match", "modules", "limit")
 SWEEP_KEYS = {"schedule", "platforms", "run_on", "db", "address", "dashboard", "submit", "baseline", "workers",
               "timeout", "batch", "repeats", "crossexec", "on_regression", "config", "jax", *FILTER_KEYS}
@@ -163,7 +163,8 @@ def parse_config(doc: dict[str, Any], path: Path) -> Config:
 
 def _dimensions(d: dict[str, Any], where: str, flag_sets: dict[str, str]) -> dict[str, Any]:
     """``config`` (a spec or a list of specs, as farm sweep --config) and ``jax`` (versions), checked."""
-    from farm.run import configs, versions  # the parsers farm sweep uses
+    from farm.run import configs  # the parsers farm sweep uses (deferred, as before)
+    from farm.run.versions import venvs
 
     specs = tuple([d["config"]] if isinstance(d.get("config"), str) else d.get("config") or ())
     jax = _comma(d["jax"], "jax", where) if "jax" in d else None
@@ -173,7 +174,7 @@ def _dimensions(d: dict[str, Any], where: str, flag_sets: dict[str, str]) -> dic
         if specs:
             return {"config": specs, "labels": tuple(c.label for c in configs.parse(list(specs), flag_sets))}
         if jax:
-            return {"jax": jax, "labels": tuple(f"jax={v}" for v in versions.parse(jax))}
+            return {"jax": jax, "labels": tuple(f"jax={v}" for v in venvs.parse(jax))}
     except ConfigError as e:
         raise ConfigError(f"{where}: {e}") from None
     return {}

@@ -3,17 +3,17 @@
 Three lines of points (``docs/bisect.md``):
 
 - **releases**: jax versions from the package index between ``--good`` and ``--bad``, each
-  in its provisioned venv (``farm.run.versions``: ``--jaxlib paired``), or each release's
+  in its provisioned venv (``farm.run.versions.venvs``: ``--jaxlib paired``), or each release's
   jax wheel over this environment's jaxlib (``--jaxlib fixed``);
 - **commits** of a jax checkout (``--jax-repo``) over one jaxlib: each commit's ``jax/`` on
-  ``PYTHONPATH`` (``farm.run.jaxgit``); a commit whose jax does not import is skipped. A
+  ``PYTHONPATH`` (``farm.run.bisect.jaxgit``); a commit whose jax does not import is skipped. A
   release bisection given ``--jax-repo`` goes on inside the commits between the last good
   and the first bad release, over the last good release's jaxlib (jax's own rule: a jax
   commit must work with the minimum jaxlib, which is the last release for most of a range);
-- **history**: the farm's stored runs (``farm.run.bisect_history``; nothing is computed).
+- **history**: the farm's stored runs (``farm.run.bisect.history``; nothing is computed).
 
 Each step runs in its own process through the normal pipeline and the result cache
-(``farm.run.bisect_steps``); the search is ``farm.analysis.bisection.search``.
+(``farm.run.bisect.steps``); the search is ``farm.analysis.bisection.search``.
 """
 from __future__ import annotations
 
@@ -27,25 +27,16 @@ from typing import Any
 
 from farm.analysis.bisection import BAD, GOOD, SKIP, Badness, Probe, search
 from farm.errors import ConfigError, FarmError
-from farm.run import jaxgit, versions
-from farm.run.bisect_releases import index_versions, is_release, release_commit, release_line, release_points, wheel_hash
-from farm.run.bisect_steps import Prepared, Step, Stepper, commit_identity, environment_digest
+from farm.run.bisect import jaxgit
+from farm.run.bisect.releases import index_versions, is_release, release_commit, release_line, release_points, wheel_hash
+from farm.run.bisect.steps import Point, Prepared, Step, Stepper, commit_identity, environment_digest
+from farm.run.versions import venvs
 
 Log = Callable[[str], None]
 
 
 def _stderr(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
-
-
-@dataclass(frozen=True)
-class Point:
-    """One point of a line: its label, how to run it, and (commits) what it is."""
-
-    label: str
-    prepare: Callable[[], Prepared]
-    commit: str | None = None
-    subject: str = ""
 
 
 @dataclass
@@ -197,7 +188,7 @@ def commit_points(repo: str | Path, good: str, bad: str, python: str, env: dict[
     g = jaxgit.resolve(repo, good, "--good")
     b = jaxgit.resolve(repo, bad, "--bad")
     commits = jaxgit.line(repo, g, b)
-    trees = trees or versions.cache_root() / "jax-trees"
+    trees = trees or venvs.cache_root() / "jax-trees"
     env_box: list[dict[str, Any]] = [env] if env else []
 
     def prepare(sha: str) -> Callable[[], Prepared]:
@@ -248,7 +239,7 @@ def bisect(target: Target, good: str, bad: str, *, jax_repo: str | None = None, 
     if not jax_repo:
         ref = good if not is_release(good) else bad
         raise ConfigError(f"{ref!r} is not a jax release (e.g. 0.9.2): to bisect jax commits give --jax-repo PATH")
-    python = sys.executable if jaxlib in ("paired", "fixed") else versions.provision(jaxlib, log).python
+    python = sys.executable if jaxlib in ("paired", "fixed") else venvs.provision(jaxlib, log).python
     points = commit_points(jax_repo, good, bad, python)
     lib = metadata.version("jaxlib") if jaxlib in ("paired", "fixed") else jaxlib
     ok = jaxgit.imports_with(jax_repo, [p.commit or "" for p in points], lib)
@@ -282,7 +273,7 @@ def _into_commits(ans: Answer, first: Bisector, stepper: Stepper, target: Target
                 notes.append(f"no commit imports with jaxlib {lib}")
                 continue
             lo, hi = ok.index(True), len(ok) - 1 - ok[::-1].index(True)
-            python = versions.provision(lib, log).python if jaxlib == "paired" else sys.executable
+            python = venvs.provision(lib, log).python if jaxlib == "paired" else sys.executable
             points = commit_points(repo, shas[0], cb, python)[lo:hi + 1]
             log(f"farm bisect: {a} is good and {b} bad: going on inside the jax commits {ca[:10]}..{cb[:10]} over "
                 f"jaxlib {lib}: {points[0].label}..{points[-1].label} import with it ({sum(ok)} of {len(ok)})")

@@ -12,16 +12,15 @@ Only one copy of a sweep runs at a time: a PostgreSQL advisory lock when the sto
 PostgreSQL (it covers every host using that database), else an ``fcntl`` lock on a file
 next to the config. After downtime only the most recent missed slot runs, once.
 
-The parts live in sibling modules and are re-exported here, so this module stays the
-one to import: ``schedule_config`` (farm.toml, cron slots), ``schedule_state`` (state
-file, locks, runs in the store) and ``schedule_jobs`` (Ray Jobs submission). This module
-runs the slots; it looks ``run_farm``, ``submit`` and ``compare`` up in its own namespace,
-so a test can replace them here.
+The parts live in sibling modules: ``config`` (farm.toml, cron slots), ``state`` (state
+file, locks, runs in the store) and ``jobs`` (Ray Jobs submission). This module runs the
+slots; it looks ``run_farm``, ``submit`` and ``compare`` up in its own namespace, so a test
+can replace them here.
 
 Example::
 
-    cfg = load_config("farm.toml")
-    for result in run_pending(cfg):
+    cfg = config.load_config("farm.toml")
+    for result in slots.run_pending(cfg):
         print(result.sweep, result.run, result.status)
 """
 from __future__ import annotations
@@ -41,22 +40,12 @@ from pathlib import Path
 from typing import Any
 
 from farm.errors import ConfigError
-from farm.run.schedule_config import (
-    ACTION_KEYS, FILTER_KEYS, GLOBAL_KEYS, ROOT, SLOT_FORMAT, SWEEP_KEYS, Config, Log, OnRegression, SweepSpec,
-    _stderr, due_slot, load_config, next_slot, parse_config,
+from farm.run.schedules.config import (
+    ROOT, SLOT_FORMAT, Config, Log, SweepSpec, _stderr, due_slot, load_config, next_slot,
 )
-from farm.run.schedule_config import _check_keys, _comma  # noqa: F401  (importable from here as before)
-from farm.run.schedule_jobs import submit
-from farm.run.schedule_state import AlreadyRunning, State, previous_run, run_status, slot_labels, sweep_lock
-from farm.run.schedule_state import _lock_key  # noqa: F401  (importable from here as before)
+from farm.run.schedules.jobs import submit
+from farm.run.schedules.state import AlreadyRunning, State, previous_run, run_status, slot_labels, sweep_lock
 
-__all__ = [
-    "ACTION_KEYS", "FILTER_KEYS", "GLOBAL_KEYS", "ROOT", "SLOT_FORMAT", "SWEEP_KEYS", "Config", "Log", "OnRegression",
-    "SweepSpec", "due_slot", "load_config", "next_slot", "parse_config",
-    "AlreadyRunning", "State", "previous_run", "run_status", "slot_labels", "sweep_lock",
-    "submit", "farm_command", "run_farm", "SlotResult", "compare", "post_webhook", "act_on_regression", "run_slot",
-    "pending", "run_pending", "exit_code", "serve",
-]
 
 # --------------------------------------------------------------------------- running
 def farm_command(args: list[str]) -> list[str]:

@@ -17,7 +17,7 @@ backward-compatibility promise; new artifacts on an older jax is forward compati
 
 Ray's ``runtime_env`` (pip) would do the same for Ray workers; a venv per version serves the
 standalone worker, which every version can run without Ray or SQLAlchemy installed. The
-venvs themselves are ``farm.run.venvs``; this module is the matrix and its runs in the store.
+venvs themselves are ``farm.run.versions.venvs``; this module is the matrix and its runs in the store.
 """
 from __future__ import annotations
 
@@ -33,10 +33,7 @@ from typing import Any
 from farm.errors import FarmError
 from farm.results import RunDims
 
-from farm.run.venvs import (  # noqa: F401  (importable from here)
-    COMPANIONS, OLDEST_SUPPORTED, ROOT, JaxEnv, Log, _stderr, cache_root, installed, interpreters, key, parse, provision,
-    requirements, run_jobs,
-)
+from farm.run.versions.venvs import JaxEnv, Log, _stderr, cache_root, provision, requirements, run_jobs
 
 
 def native_jobs(filters: dict[str, Any], options: dict[str, Any], timeout_s: float) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """The released jax versions as a line of bisection points (``farm bisect --good 0.8.3 --bad 0.9.2``).
 
-``paired``: each release in its provisioned venv (``farm.run.versions``), jax and jaxlib of
+``paired``: each release in its provisioned venv (``farm.run.versions.venvs``), jax and jaxlib of
 that version; ``fixed``: each release's jax wheel, unpacked once, over this environment's
 jaxlib. ``--index-url`` (a nightly wheel index) is where the versions, the wheels and the
 venvs come from. ``release_commit`` maps a release to the jax commit it was built from, for
@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from farm.errors import ConfigError, FarmError
-from farm.run import jaxgit, versions
-from farm.run.bisect_steps import Prepared, environment_digest
+from farm.run.bisect import jaxgit
+from farm.run.bisect.steps import Point, Prepared, environment_digest
+from farm.run.versions import venvs
 
 Log = Callable[[str], None]
 
@@ -41,7 +42,7 @@ def _stderr(msg: str) -> None:
 def index_versions(index_url: str | None = None, pythons: list[str] | None = None) -> list[str]:
     """jax versions the package index offers (to any of ``pythons``: jax 0.11 needs Python 3.12)."""
     found: set[str] = set()
-    for py in pythons or versions.interpreters():
+    for py in pythons or venvs.interpreters():
         cmd = [py, "-m", "pip", "index", "versions", "jax", "--disable-pip-version-check"]
         if index_url:
             cmd += ["--index-url", index_url, "--pre"]
@@ -65,12 +66,12 @@ def release_line(good: str, bad: str, available: list[str]) -> list[str]:
         raise ConfigError(f"--good and --bad are the same release ({good}): nothing to bisect")
     if _vkey(bad) < _vkey(good):
         raise ConfigError(f"--bad {bad} is older than --good {good}: swap them")
-    if _vkey(good) < versions.key(versions.OLDEST_SUPPORTED):
-        raise ConfigError(f"--good {good} is older than the oldest supported jax, {versions.OLDEST_SUPPORTED}")
+    if _vkey(good) < venvs.key(venvs.OLDEST_SUPPORTED):
+        raise ConfigError(f"--good {good} is older than the oldest supported jax, {venvs.OLDEST_SUPPORTED}")
     return [v for v in available if _vkey(good) <= _vkey(v) <= _vkey(bad)]
 
 
-def release_points(line: list[str], jaxlib: str, log: Log, index_url: str | None = None) -> list[Any]:
+def release_points(line: list[str], jaxlib: str, log: Log, index_url: str | None = None) -> list[Point]:
     """``paired``: each release in its own venv (jax and jaxlib of that version); ``fixed``:
     each release's jax wheel over this environment's jaxlib."""
     base_env: list[dict[str, Any]] = []
@@ -78,7 +79,7 @@ def release_points(line: list[str], jaxlib: str, log: Log, index_url: str | None
     def paired(v: str) -> Callable[[], Prepared]:
         def go() -> Prepared:
             with _index(index_url):
-                env = versions.provision(v, log)
+                env = venvs.provision(v, log)
             return Prepared(env.python, None, json.dumps({"installation": environment_digest(env.python)["digest"]}))
         return go
 
@@ -91,15 +92,13 @@ def release_points(line: list[str], jaxlib: str, log: Log, index_url: str | None
                                                                   "reference": base_env[0]["reference"]}))
         return go
 
-    from farm.run.bisect import Point  # the line's point type; bisect imports this module
-
     make = paired if jaxlib == "paired" else fixed
     return [Point(v, make(v)) for v in line]
 
 
 @contextlib.contextmanager
 def _index(index_url: str | None) -> Iterator[None]:
-    """pip (which ``versions.provision`` runs) reads ``--index-url`` from its environment:
+    """pip (which ``venvs.provision`` runs) reads ``--index-url`` from its environment:
     set while a release from that index (pre-releases included, as nightlies are) is provisioned."""
     saved = {k: os.environ.get(k) for k in ("PIP_INDEX_URL", "PIP_PRE")}
     if index_url:
@@ -116,7 +115,7 @@ def _index(index_url: str | None) -> Iterator[None]:
 
 def _wheel_tree(version: str, index_url: str | None) -> tuple[Path, str]:
     """jax ``version``'s wheel, unpacked once (its ``jax/`` only) under the cache."""
-    home = versions.cache_root() / "jax-wheels" / version
+    home = venvs.cache_root() / "jax-wheels" / version
     if not (home / "jax" / "__init__.py").exists():
         dl = home.parent / ".downloads"
         cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:",
@@ -138,11 +137,11 @@ def wheel_hash(version: str, jaxlib: str, log: Log = _stderr) -> str | None:
     unpacked wheel, without importing jax)."""
     if jaxlib == "paired":
         code = "import importlib.util as u; print(u.find_spec('jax').origin)"
-        p = subprocess.run([versions.provision(version, log).python, "-c", code], capture_output=True, text=True,
+        p = subprocess.run([venvs.provision(version, log).python, "-c", code], capture_output=True, text=True,
                            env={"PATH": "/usr/bin:/bin"})
         vf = Path(p.stdout.strip()).parent / "version.py" if p.returncode == 0 else None
     else:
-        vf = versions.cache_root() / "jax-wheels" / version / "jax" / "version.py"
+        vf = venvs.cache_root() / "jax-wheels" / version / "jax" / "version.py"
     m = re.search(r"_git_hash: str = '([0-9a-f]{40})'", vf.read_text()) if vf is not None and vf.exists() else None
     return m.group(1) if m else None
 

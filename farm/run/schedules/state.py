@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from farm.errors import ConfigError
-from farm.run.schedule_config import SweepSpec, _stderr
+from farm.run.schedules.config import SweepSpec, _stderr
 
 
 # --------------------------------------------------------------------------- state file

@@ -25,7 +25,7 @@ from typing import Any
 
 from farm.errors import FarmError
 from farm.results import NOT_REUSABLE
-from farm.run.versions import ROOT, cache_root
+from farm.run.versions.venvs import ROOT, cache_root
 
 #: Bump when what a cached step holds changes meaning.
 STEP_KEY_VERSION = "1"
@@ -40,6 +40,16 @@ class Prepared:
     python: str
     path: str | Callable[[], str] | None
     identity: str
+
+
+@dataclass(frozen=True)
+class Point:
+    """One point of a line: its label, how to run it, and (commits) what it is."""
+
+    label: str
+    prepare: Callable[[], Prepared]
+    commit: str | None = None
+    subject: str = ""
 
 
 @dataclass(frozen=True, slots=True)

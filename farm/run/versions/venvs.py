@@ -1,7 +1,7 @@
 """A virtual environment per jax version, provisioned from the package index and cached
 (``$FARM_CACHE_DIR/jax-envs/jax-V``, default ``~/.cache/lowering-farm``), and the standalone
 worker run inside one: what ``farm sweep --jax``, ``farm bisect`` over releases and the
-cross-version matrix (``farm.run.versions``) run each version in. Version strings are
+cross-version matrix (``farm.run.versions.matrix``) run each version in. Version strings are
 checked and ordered numerically here (``parse``, ``key``).
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 
 from farm.errors import ConfigError, FarmError
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 #: What a version's environment gets besides jax and jaxlib: the same pins as .venv
 #: (requirements.txt), so only jax differs between the versions of one sweep.
 COMPANIONS = ("numpy", "scipy", "flatbuffers", "absl-py", "ml_dtypes")
