@@ -33,3 +33,9 @@ def crashed(job: Any, cause: str, run_on: tuple[str, ...]) -> Outcome:
     """The final outcome of a catalog job whose process died every time, judged by its
     limitations (``Limitation.crashes``: the expected failure)."""
     return judge_crash(job, died(job.fingerprint, job.name, f"worker process died: {cause}"), run_on)
+
+
+def lost_record(stage: str, platform: str, *, hung: bool, why: str) -> dict[str, Any]:
+    """A record, as a plain dict, of a job whose process hung or died (a repro candidate, a
+    bisect step): the caller adds what it records besides."""
+    return {"stage": stage, "platform": platform, "status": lost(hung), "error": why}

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from farm.judge import failures
 from farm.pipeline.child import TIMED_OUT, Child, Ended
 from farm.pipeline.isolation import Isolation
 
@@ -148,9 +149,10 @@ def _serve(conn: Any, src: Source) -> None:
 
 def _lost_record(ended: Ended) -> dict[str, Any]:
     """The record of a candidate whose child did not answer: ``timeout`` or ``crashed``."""
-    if ended.how == TIMED_OUT:
-        return _record("execute", "timeout", f"no result after {ended.limit_s:.0f}s; worker killed")
-    return {**_record("execute", "crashed", f"worker process died (exit code {ended.exitcode})"), "error_type": "Crashed"}
+    hung = ended.how == TIMED_OUT
+    why = f"no result after {ended.limit_s:.0f}s; worker killed" if hung else \
+        f"worker process died (exit code {ended.exitcode})"
+    return {**failures.lost_record("execute", "cpu", hung=hung, why=why), "error_type": None if hung else "Crashed"}
 
 
 class Worker:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from farm.errors import FarmError
+from farm.judge import failures
 from farm.results import NOT_REUSABLE
 from farm.run.versions.venvs import ROOT, cache_root
 
@@ -153,10 +154,10 @@ class Stepper:
             try:
                 p = subprocess.run([prep.python, "-m", "workers.probe", str(spec), str(out)], cwd=tmp, env=env,
                                    capture_output=True, text=True, timeout=self.timeout_s)
-                status, why = "crashed", f"step process exited {p.returncode}: " + " ".join(
+                hung, why = False, f"step process exited {p.returncode}: " + " ".join(
                     (p.stderr or "").strip().splitlines()[-1:])
             except subprocess.TimeoutExpired:
-                p, status, why = None, "timeout", f"no result after {self.timeout_s:.0f} s; step process killed"
+                p, hung, why = None, True, f"no result after {self.timeout_s:.0f} s; step process killed"
             if p is not None and p.returncode == 0 and out.exists():
                 d = json.loads(out.read_text())
                 if d.get("import_error"):
@@ -166,7 +167,7 @@ class Stepper:
                           "error_type": "UnknownHarness", "error": f"this jax's catalog has no harness {n}"}
                          for n in d.get("missing", [])]
                 return {"records": recs, "import_error": None, "jax": d.get("jax"), "jaxlib": d.get("jaxlib")}
-        return {"records": [{"harness": n, "stage": "trace", "platform": "cpu", "status": status, "error": why}
+        return {"records": [{"harness": n, **failures.lost_record("trace", "cpu", hung=hung, why=why)}
                             for n in self.spec["names"]], "import_error": None, "jax": None}
 
 
