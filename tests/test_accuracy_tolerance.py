@@ -14,7 +14,7 @@ import ml_dtypes
 import numpy as np
 
 from farm.catalog import ulps
-from farm.pipeline import cachekey
+from farm.cache import key as cachekey
 T = importlib.import_module("farm.reference.tolerance")  # the module (farm.reference exports a function of that name)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

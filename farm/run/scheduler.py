@@ -18,7 +18,7 @@ from farm.platforms import native_platform, slot_resource
 from farm.results import BAD, Options, Outcome
 from farm.run import cluster
 from farm.run.cluster import Worker, WorkerDied
-from farm.pipeline.host import fingerprint
+from farm.host import fingerprint
 from farm.run.progress import Progress, SweepConfig, SweepStats
 
 _NOT_READY = object()  # a busy worker with nothing streamed this turn
