@@ -56,7 +56,7 @@ class JobRunner:
         irctx.install()  # one MLIR context per 64 lowerings: 1.85x faster, identical modules
         from farm.results import Options
 
-        from farm.pipeline.faults import plant_from_env
+        from farm.faults import plant_from_env
 
         self.planted = plant_from_env()
         self.harnesses = cat.by_fingerprint(cat.load(catalog, modules))

@@ -68,8 +68,9 @@ VENDOR_DISTS = re.compile(r"^nvidia[-_]", re.I)
 #: results but never make them; and the family modules under harnesses/, which are part
 #: of each harness's own digest (editing one family re-runs only that family).
 FARM_CODE = ("farm/__init__.py", "farm/results.py", "farm/errors.py", "farm/platforms.py", "farm/host.py",
-             "farm/catalog/*.py", "farm/catalog/ulp_bounds.toml", "farm/pipeline/*.py", "farm/cache/*.py",
-             "farm/stages/*.py", "farm/reference/*.py", "farm/formats/*.py", "workers/*.py", "harnesses/__init__.py")
+             "farm/faults/*.py", "farm/catalog/*.py", "farm/catalog/ulp_bounds.toml", "farm/pipeline/*.py",
+             "farm/cache/*.py", "farm/stages/*.py", "farm/reference/*.py", "farm/formats/*.py", "workers/*.py",
+             "harnesses/__init__.py")
 FARM_CODE_EXCLUDE = ("farm/catalog/coverage.py",)
 
 #: Environment variables that change what a worker computes: every one with a prefix jax,
