@@ -23,7 +23,8 @@ from farm.results import Options, Outcome, RunDims
 from farm.run import cluster
 from farm.run.cluster import check_feasible, ray_init  # noqa: F401  (importable from here)
 from farm.host import describe
-from farm.store import codedeps, failures, queries, reports, writes
+from farm.reports.comparison import precompute
+from farm.store import codedeps, failures, queries, writes
 from farm.run.progress import Progress, SweepConfig, SweepStats  # noqa: F401  (importable from here)
 from farm.run.scheduler import Sweep, merge_kinds  # noqa: F401  (merge_kinds: importable from here)
 
@@ -68,7 +69,7 @@ def sweep(store: Any, harnesses: list[Harness], *, options: Options, catalog: st
         # The dashboard's default compare page (this run against the previous one) opens
         # at once if its report is stored now; this never raises (a failure is one line).
         if stats.done:  # nothing new was computed: the report would only restate its cache source
-            reports.precompute(store, plan.run.id, log)
+            precompute(store, plan.run.id, log)
         return plan.run, stats
     finally:
         if started:
