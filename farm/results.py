@@ -171,7 +171,7 @@ class Outcome:
     #: the result cache's keys (``farm.pipeline.digest``); None: never reuse this outcome
     result_key: str | None = None
     downstream_key: str | None = None
-    #: the result key narrowed to the jax code this harness ran (``farm.pipeline.jaxdeps``),
+    #: the result key narrowed to the jax code this harness ran (``farm.cache.units``),
     #: and what the store keeps to recompute it: {"set": address, "rows": {address: body}}
     deps_key: str | None = None
     deps: Mapping[str, Any] | None = None

@@ -48,7 +48,7 @@ def genuine(path: str) -> dict:
     """A real bundle: sin float32 run on this host's CPU."""
     from farm import catalog
     from farm.pipeline import run_harness
-    from farm.pipeline.host import describe
+    from farm.host import describe
     from farm.formats.bundles import write
     from farm.results import Options
 

@@ -14,7 +14,7 @@ import ml_dtypes
 import numpy as np
 
 from farm.catalog import ulps
-from farm.pipeline import cachekey
+from farm.cache import key as cachekey
 T = importlib.import_module("farm.judge.tolerance")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -23,7 +23,8 @@ PLANT = "low_precision:exp:float16:bfloat16,low_precision:sin:float32:float16"
 SCRIPT = """
 import json, sys
 from farm import catalog
-from farm.pipeline import faults, run_harness
+from farm import faults
+from farm.pipeline import run_harness
 faults.plant_from_env()
 out = {}
 for cat in ("farm", "upstream"):

@@ -247,17 +247,17 @@ def test_dashboard_compare_page_shows_the_gate(gate_db: dict[str, Any]) -> None:
 
 def test_a_stored_report_is_recomputed_when_the_selection_changes(
         gate_db: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
-    from farm.store import reports
+    from farm.reports import comparison
 
     store = open_store(gate_db["url"])
     try:
-        first = reports.comparison(store, "base", "cand")
-        assert first.stored and reports.comparison(store, "base", "cand").from_store
+        first = comparison.comparison(store, "base", "cand")
+        assert first.stored and comparison.comparison(store, "base", "cand").from_store
         # exp leaves the catalog: the stored verdict (exp vanished) no longer holds
-        real = reports.selection
-        monkeypatch.setattr(reports, "selection", lambda run: {fp: n for fp, n in real(run).items()
+        real = comparison.selection
+        monkeypatch.setattr(comparison, "selection", lambda run: {fp: n for fp, n in real(run).items()
                                                                if n != gate_db["names"]["exp"]})
-        c = reports.comparison(store, "base", "cand")
+        c = comparison.comparison(store, "base", "cand")
         assert not c.from_store and c.report["harnesses"]["vanished"] == []
         assert gate_db["names"]["exp"] in c.report["harnesses"]["removed"]
     finally:
@@ -265,7 +265,7 @@ def test_a_stored_report_is_recomputed_when_the_selection_changes(
 
 
 def test_selection_of_a_run_whose_filter_values_left_the_catalog() -> None:
-    from farm.store.reports import selection
+    from farm.reports.comparison import selection
 
     def sel(kind: str = "sweep", **filters: Any) -> dict[str, str] | None:
         return selection({"kind": kind, "catalog": "farm", "filters": {"catalog": "farm", **filters}})

@@ -139,7 +139,7 @@ def test_report_counts_changes_and_names_small_regressions():
 PLANTED = """
 import json, sys
 from farm import catalog
-from farm.pipeline import faults
+from farm import faults
 from farm.pipeline import run_harness
 from farm.results import Options
 faults.plant_from_env()

@@ -9,7 +9,7 @@ import pytest
 from farm import catalog
 
 from farm.run import bundles as bundle
-from farm.pipeline.host import describe
+from farm.host import describe
 from farm.pipeline import run_harness
 from farm.results import Options
 from farm.stages.xhost import Prior

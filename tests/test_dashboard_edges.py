@@ -11,7 +11,7 @@ import pytest
 
 from farm import catalog
 from farm.pipeline import run_harness
-from farm.pipeline.host import describe
+from farm.host import describe
 from farm.results import Options
 from farm.run import bundles as bundle
 

@@ -47,7 +47,8 @@ def test_failures_page_lists_clusters_new_first_with_links_and_the_reproducer(cl
 
 
 def test_acknowledgement_shows_and_error_text_is_escaped(client: Any, triage_db: str) -> None:  # noqa: F811
-    from farm.store import open_store, triage
+    from farm.reports import triage
+    from farm.store import open_store, triage as triage_rows
 
     key = client.get("/failures.json?run=evil").get_json()["clusters"][0]["key"]
     before = client.get("/failures?run=evil")
@@ -65,7 +66,7 @@ def test_acknowledgement_shows_and_error_text_is_escaped(client: Any, triage_db:
     assert "known &lt;b&gt;bad&lt;/b&gt;" in page and 'href="https://example.org/issue/1"' in page
     assert 'class="cluster new acked"' in page
     with open_store(triage_db).session() as s:  # taken back: shown at once too
-        triage.unacknowledge(s, key)
+        triage_rows.unacknowledge(s, key)
     r2 = client.get("/failures?run=evil", headers={"If-None-Match": r.headers["ETag"]})
     assert r2.status_code == 200 and "known &lt;b&gt;" not in r2.get_data(as_text=True)
 

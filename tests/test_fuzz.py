@@ -74,7 +74,7 @@ def test_special_values_land_where_asked() -> None:
 _PLANTED = """
 import numpy as np, jax
 from jax import lax
-from farm.pipeline.faults import plant_from_env
+from farm.faults import plant_from_env
 plant_from_env()
 f = lambda x: lax.reduce_sum(x, (0,))
 print([float(jax.jit(f)(np.ones((n, 2), np.float32))[0]) for n in (16, 17, 18, 19, 15)])

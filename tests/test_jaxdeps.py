@@ -1,4 +1,4 @@
-"""The key on the jax code a harness ran (``farm.pipeline.jaxdeps``): what a unit is, what
+"""The key on the jax code a harness ran (``farm.cache.units``): what a unit is, what
 each edit invalidates, what a worker records, and that a damaged record is never used.
 
 Each shortcut here decides that an edit cannot change a cached outcome; each test below
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from farm.pipeline import jaxdeps
-from farm.pipeline.filedigests import FileDigests
+from farm.cache import recorder, units
+from farm.cache.filedigests import FileDigests
 
 MODULE = textwrap.dedent('''
     import functools
@@ -66,12 +66,12 @@ def _edit(src: str, old: str, new: str) -> str:
 
 
 def test_units_are_module_and_class_level_functions_hashed_without_line_numbers() -> None:
-    u = jaxdeps.parse_units(MODULE)
+    u = units.parse_units(MODULE)
     assert set(u.units) == {"rule", "helper", "Prim.bind", "Prim.Nested.deep", "canonical", "wrapped", "conditional"}
     assert set(u.cached) == {"canonical", "wrapped"}  # a decorator, and a module-level wrapper call
 
     def diff(src: str) -> tuple[bool, set[str]]:
-        v = jaxdeps.parse_units(src)
+        v = units.parse_units(src)
         return v.skeleton != u.skeleton, {n for n in u.units.keys() | v.units.keys() if u.units.get(n) != v.units.get(n)}
 
     # lines added above move every line below: no unit and no skeleton changes
@@ -85,29 +85,29 @@ def test_units_are_module_and_class_level_functions_hashed_without_line_numbers(
     for old, new in (("LIMIT = 3", "LIMIT = 4"), ('name = "p"', 'name = "q"'), ("scale=2", "scale=3"),
                      ("lru_cache(maxsize=None)", "lru_cache(maxsize=8)"), ("v * v", "v * v * v")):
         assert diff(_edit(MODULE, old, new))[0], old  # (a signature is its unit's too)
-    assert jaxdeps.parse_units("def broken(:\n").units == {}
+    assert units.parse_units("def broken(:\n").units == {}
 
 
-def _tree(tmp_path: Path, files: dict[str, str]) -> jaxdeps.Tree:
+def _tree(tmp_path: Path, files: dict[str, str]) -> units.Tree:
     root = tmp_path / f"jaxtoy_{uuid.uuid4().hex[:8]}"
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
     digests = FileDigests(tmp_path / "digests.json")
-    return jaxdeps.Tree(str(root), jaxdeps.UnitDigests(digests.sha, tmp_path / "units.json"), digests.sha)
+    return units.Tree(str(root), units.UnitDigests(digests.sha, tmp_path / "units.json"), digests.sha)
 
 
-def _again(tree: jaxdeps.Tree) -> jaxdeps.Tree:
+def _again(tree: units.Tree) -> units.Tree:
     """The same directory read afresh (a new process after an edit)."""
     digests = FileDigests(Path(tree.root).parent / "digests2.json")
-    return jaxdeps.Tree(tree.root, jaxdeps.UnitDigests(digests.sha, Path(tree.root).parent / f"u{uuid.uuid4().hex}.json"),
+    return units.Tree(tree.root, units.UnitDigests(digests.sha, Path(tree.root).parent / f"u{uuid.uuid4().hex}.json"),
                         digests.sha)
 
 
 def test_a_harness_key_moves_when_a_unit_it_ran_changes_and_only_then(tmp_path: Path) -> None:
     tree = _tree(tmp_path, {"lax.py": MODULE, "other.py": "def f():\n    return 1\n", "data.json": "{}"})
     part = {"units": {"lax.py": ["helper", "Prim.bind"]}}
-    parts = {jaxdeps.address(part): part}
+    parts = {units.address(part): part}
     before, glob = tree.deps_digest(parts), tree.digest
     lax, root = Path(tree.root) / "lax.py", Path(tree.root)
 
@@ -141,7 +141,7 @@ def toy(tmp_path: Path):  # noqa: ANN201
     tree = _tree(tmp_path, {"__init__.py": "", "lax.py": MODULE, "late.py": "def g():\n    return 5\n"})
     name = Path(tree.root).name
     sys.path.insert(0, str(Path(tree.root).parent))
-    rec = jaxdeps.Recorder()
+    rec = recorder.Recorder()
     try:
         assert rec.install(tree.root, package=name, code_cache=tmp_path / "code")
         mod = importlib.import_module(f"{name}.lax")
@@ -163,12 +163,12 @@ def test_the_recorder_names_the_units_a_harness_ran(toy) -> None:  # noqa: ANN00
     mod.Prim().bind(1)
     mod.square(3)  # a module-level lambda: its code is the skeleton's
     deps = rec.end()
-    units = {f: set(u) for p in deps["parts"].values() for f, u in p["units"].items()}
-    assert units == {"lax.py": {"rule", "helper", "Prim.bind"}}  # inner and the comprehension: rule's
-    assert deps["set"] == jaxdeps.address({"parts": sorted(deps["parts"])})
+    ran = {f: set(u) for p in deps["parts"].values() for f, u in p["units"].items()}
+    assert ran == {"lax.py": {"rule", "helper", "Prim.bind"}}  # inner and the comprehension: rule's
+    assert deps["set"] == units.address({"parts": sorted(deps["parts"])})
     assert set(deps["new"]) == set(deps["parts"])
-    wire = jaxdeps.wire(deps)
-    assert all(jaxdeps.address(body) == sha for sha, body in wire["rows"].items())
+    wire = recorder.wire(deps)
+    assert all(units.address(body) == sha for sha, body in wire["rows"].items())
     # the same code again: nothing new to send, the same set
     assert rec.begin()
     mod.rule(2)
@@ -231,11 +231,11 @@ def test_instrumented_code_behaves_as_the_plain_code(tmp_path: Path) -> None:
     ''')
     plain: dict = {}
     exec(compile(source, "m.py", "exec"), plain)
-    names, code = jaxdeps.instrument(source.encode(), "m.py")
-    marked: dict = {jaxdeps.SEEN: bytearray(len(names))}
+    names, code = recorder.instrument(source.encode(), "m.py")
+    marked: dict = {recorder.SEEN: bytearray(len(names))}
     exec(code, marked)
     assert marked["run"]() == plain["run"]()
-    seen = marked[jaxdeps.SEEN]
+    seen = marked[recorder.SEEN]
     assert {names[i] for i in range(len(names)) if seen[i]} == set(names)  # run() ran every unit
 
 
@@ -252,7 +252,7 @@ def test_a_harness_that_imports_jax_code_makes_it_every_later_harness_s(toy) -> 
     assert rec.begin()
     sys.modules[f"{name}.late"].g()
     later = rec.end()
-    assert {jaxdeps.address(p) for p in later["parts"].values()} >= {rec.global_part[0]}
+    assert {units.address(p) for p in later["parts"].values()} >= {rec.global_part[0]}
     assert {"late.py": ["g"]} in [p["units"] for p in later["parts"].values()]
 
 
@@ -263,35 +263,50 @@ def test_a_damaged_or_misaddressed_code_record_is_never_used(db_url: str) -> Non
     from farm.store.models import CodeDepsRow
 
     part_a, part_b = {"units": {"lax.py": ["helper"]}}, {"units": {"mlir.py": ["lower"]}}
-    a, b = jaxdeps.address(part_a), jaxdeps.address(part_b)
+    a, b = units.address(part_a), units.address(part_b)
     good = {"parts": sorted([a, b])}
     lonely = {"parts": [a]}
     store = open_store(db_url)
     with store.session() as s:
-        assert codedeps.put(s, {a: part_a, b: part_b, jaxdeps.address(good): good,
-                                jaxdeps.address(lonely): lonely, "0" * 64: {"parts": []}}) == 4  # the last lies
+        assert codedeps.put(s, {a: part_a, b: part_b, units.address(good): good,
+                                units.address(lonely): lonely, "0" * 64: {"parts": []}}) == 4  # the last lies
         s.commit()
         assert set(codedeps.get(s, [a, b, "0" * 64])) == {a, b}
-        assert codedeps.sets(s, [jaxdeps.address(good)]) == {jaxdeps.address(good): {a: part_a, b: part_b}}
+        assert codedeps.sets(s, [units.address(good)]) == {units.address(good): {a: part_a, b: part_b}}
         # one part's bytes damaged: every set naming it is dropped, the others stay
         import zlib
 
         s.execute(update(CodeDepsRow).where(CodeDepsRow.sha256 == b)
-                  .values(body=zlib.compress(jaxdeps.canonical({"units": {"mlir.py": []}}))))
+                  .values(body=zlib.compress(units.canonical({"units": {"mlir.py": []}}))))
         s.commit()
-        assert codedeps.sets(s, [jaxdeps.address(good), jaxdeps.address(lonely)]) == {
-            jaxdeps.address(lonely): {a: part_a}}
+        assert codedeps.sets(s, [units.address(good), units.address(lonely)]) == {
+            units.address(lonely): {a: part_a}}
         s.execute(update(CodeDepsRow).where(CodeDepsRow.sha256 == a).values(body=b"not zlib"))
         s.commit()
-        assert codedeps.sets(s, [jaxdeps.address(lonely)]) == {}
+        assert codedeps.sets(s, [units.address(lonely)]) == {}
 
 
 def test_a_process_that_imported_the_package_first_records_nothing(tmp_path: Path) -> None:
     """Its set-up ran unseen: no harness of it may get a deps key."""
     import json  # noqa: F401  (imported already, as jax would be)
 
-    rec = jaxdeps.Recorder()
+    rec = recorder.Recorder()
     tree = _tree(tmp_path, {"__init__.py": ""})
     assert not rec.install(tree.root, package="json") and "imported before" in rec.why_not
     rec.end_setup()
     assert not rec.enabled and not rec.begin() and rec.end() is None
+
+
+def test_the_cache_package_imports_no_jax() -> None:
+    """The store, the sweep driver and a worker (before ``recorder``'s hook is in place)
+    import ``farm.cache``: importing it must not import jax."""
+    import os
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    script = ("import sys; import farm.cache.key, farm.cache.recorder, farm.cache.units, farm.cache.hermetic; "
+              "print(sorted(m for m in sys.modules if m == 'jax' or m.startswith('jax.')))")
+    out = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(root)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

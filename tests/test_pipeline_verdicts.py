@@ -27,7 +27,7 @@ import json, sys
 import numpy as np
 from jax import lax
 from farm import catalog
-from farm.pipeline import faults
+from farm import faults
 from farm.pipeline import run_harness
 from farm.results import Options
 faults.plant_from_env()

@@ -28,7 +28,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = """
 import json, sys
 from farm import catalog
-from farm.pipeline import faults, run_harness
+from farm import faults
+from farm.pipeline import run_harness
 faults.plant_from_env()
 out = {}
 for h in catalog.select(catalog.Filters.parse(catalog="upstream", group=sys.argv[1])):
@@ -225,7 +226,7 @@ def test_farm_coverage_counts_verdict_kinds_with_reasons(capsys) -> None:
 
 def test_dashboard_coverage_shows_the_verdicts_a_run_recorded(tmp_path) -> None:
     from dashboards.app import create_app  # noqa: PLC0415
-    from farm.pipeline.host import describe  # noqa: PLC0415
+    from farm.host import describe  # noqa: PLC0415
     from farm.store import open_store  # noqa: PLC0415
     from farm.store.writes import Writer, create_run, finish_run, harness_ids  # noqa: PLC0415
 

@@ -2,7 +2,7 @@
 result (eigh's eigenvectors) gets a standalone NumPy check of its residuals with the
 farm's bound (``invariant_bound``, written into the script), not an element-by-element
 comparison with one valid answer. The failure is planted: float64 eigh computed in float32
-(``low_precision``, farm/pipeline/faults.py), baked into the export the script runs."""
+(``low_precision``, farm/faults/planted.py), baked into the export the script runs."""
 from __future__ import annotations
 
 import numpy as np

@@ -18,7 +18,7 @@ import pytest
 
 from farm import catalog
 
-from farm.pipeline import cachekey as digest
+from farm.cache import key as digest
 from farm.results import Options, Outcome
 from farm.results import Record
 
@@ -60,7 +60,7 @@ def test_options_digest_sees_what_changes_results(monkeypatch) -> None:  # noqa:
 
 
 def _installation(shadow: Path, memo: Path) -> dict:
-    script = "import json; from farm.pipeline import cachekey as digest; print(json.dumps(digest.installation().to_dict()))"
+    script = "import json; from farm.cache import key as digest; print(json.dumps(digest.installation().to_dict()))"
     env = {**os.environ, "PYTHONPATH": f"{shadow}{os.pathsep}{ROOT}", "FARM_DIGEST_CACHE": str(memo)}
     out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
                          timeout=120)
@@ -99,7 +99,7 @@ def test_unchanged_files_are_not_hashed_again(tmp_path) -> None:  # noqa: ANN001
 
 
 def test_environment_is_every_variable_jax_xla_or_a_plugin_reads() -> None:
-    from farm.pipeline.hermetic import environment
+    from farm.cache.hermetic import environment
 
     env = {"JAX_RANDOM_SEED_OFFSET": "1", "XLA_PYTHON_CLIENT_ALLOCATOR": "platform", "NCCL_ALGO": "ring",
            "NVIDIA_TF32_OVERRIDE": "0", "LIBTPU_INIT_ARGS": "x", "HIP_LAUNCH_BLOCKING": "1", "FARM_PLANT": "p",
@@ -122,7 +122,7 @@ def test_loaded_modules_installed_files_edited_in_place_and_memo(tmp_path, monke
     import hashlib
     import importlib
 
-    from farm.pipeline import hermetic
+    from farm.cache import hermetic
 
     site, loose = tmp_path / "site", tmp_path / "loose"
     (site / "farm_test_dist").mkdir(parents=True)
@@ -185,7 +185,7 @@ def test_farm_code_digest_covers_everything_a_worker_imports() -> None:
     covered = set(digest.farm_code_files())
     families = {p for p in ours if p.parent == ROOT / "harnesses"}
     missing = sorted(str(p.relative_to(ROOT)) for p in ours - covered - families)
-    assert not missing, f"imported by workers but not in farm.pipeline.cachekey.FARM_CODE: {missing}"
+    assert not missing, f"imported by workers but not in farm.cache.key.FARM_CODE: {missing}"
 
 
 def test_the_loaded_digest_is_the_same_whichever_farm_modules_the_driver_imported() -> None:
@@ -194,7 +194,7 @@ def test_the_loaded_digest_is_the_same_whichever_farm_modules_the_driver_importe
     not change the loaded-module digest. (A driver that had run ``farm coverage`` in-process
     computed another key, and every later lookup missed.)"""
     last = _in_a_worker_process(
-        "from farm.pipeline import cachekey\n"
+        "from farm.cache import key as cachekey\n"
         "before = cachekey.loaded_digest()\n"
         "import importlib, pkgutil, farm, workers, dashboards\n"
         "for pkg in (farm, workers, dashboards):\n"
@@ -214,7 +214,7 @@ def _outcome(h, status: str, key: str | None = "k") -> Outcome:  # noqa: ANN001
 
 @pytest.mark.parametrize("status", ["crashed", "timeout"])
 def test_crashes_and_timeouts_are_never_reused(sqlite_url, status) -> None:  # noqa: ANN001
-    from farm.pipeline.host import describe
+    from farm.host import describe
     from farm.store import writes
     from farm.store.db import Store
 
@@ -260,7 +260,7 @@ def test_a_lowering_rule_edited_in_place_is_seen_by_the_next_sweep(tmp_path) -> 
     """A JAX developer edits sin's lowering rule in an editable jax (same version string)
     and sweeps again. Keyed on versions, the farm copied the old ``ok``. Now: sin ran the
     edited rule, so it is re-run and fails against the reference; exp never ran it, so it
-    is reused whole (``farm.pipeline.jaxdeps``). An edit to a helper both run re-runs both
+    is reused whole (``farm.cache.units``). An edit to a helper both run re-runs both
     (their modules are unchanged: compile/execute/compare are reused), and a module-level
     edit re-runs everything."""
     import jax
@@ -324,7 +324,7 @@ def test_a_lowering_rule_edited_in_place_is_seen_by_the_next_sweep(tmp_path) -> 
 def test_show_and_dashboard_say_what_was_reused_and_from_which_run(sqlite_url) -> None:  # noqa: ANN001
     from dashboards.app import create_app
     from farm.commands.show import run_json
-    from farm.pipeline.host import describe
+    from farm.host import describe
     from farm.store import writes
     from farm.store.db import Store
 

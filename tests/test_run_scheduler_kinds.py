@@ -77,9 +77,11 @@ with store.session() as s:
     out["workers"] = {r["worker"] for r in s.execute(__import__("sqlalchemy").text(
         "select worker from harness_outcomes where run_id = :r"), {"r": run.id}).mappings()}
     out["envs"] = queries.resolve_run(s, run.name).stats["worker_environments"]
-    from farm.store.workers import outcomes_by_environment, results_by_environment
-    out["groups"] = results_by_environment(s, queries.resolve_run(s, run.name))
-    out["outcome_groups"] = outcomes_by_environment(s, [run.id])[run.id]
+    from farm.analysis.workers import group_results
+    from farm.store.workers import outcome_counts, result_counts, worker_environments
+    r = queries.resolve_run(s, run.name)
+    out["groups"] = group_results(worker_environments(r), result_counts(s, r))
+    out["outcome_groups"] = group_results(*outcome_counts(s, [run.id])[run.id])
 from farm.commands.show import print_run
 print_run(store, run.name)
 out["workers"] = sorted(out["workers"])

@@ -21,7 +21,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PLANTED_SCRIPT = """
 import json, sys
 from farm import catalog
-from farm.pipeline import faults
+from farm import faults
 from farm.pipeline import run_harness
 faults.plant_from_env()
 hs = catalog.select(catalog.Filters.parse(primitive=sys.argv[1], dtype=sys.argv[2]))

@@ -20,7 +20,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = """
 import json, sys
 from farm import catalog
-from farm.pipeline import faults, run_harness
+from farm import faults
+from farm.pipeline import run_harness
 faults.plant_from_env()
 out = {}
 for h in catalog.select(catalog.Filters.parse(family="sharding")):

@@ -105,7 +105,7 @@ def test_spread_interleaves_groups() -> None:
 def test_jobs_with_priors_from_a_store_run_standalone_and_import(sqlite_url: str, tmp_path) -> None:  # noqa: ANN001
     """CPU-host run in the store → jobs file with its artifacts → standalone workers → import."""
     from farm.run import bundles as bundle
-    from farm.pipeline.host import describe
+    from farm.host import describe
     from farm.store import open_store, writes
     from farm.store.models import ResultRow
     from workers.standalone import run_jobs

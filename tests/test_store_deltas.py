@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
+from farm.analysis.workers import group_results
 from farm.store import deltas, open_store, queries, writes
 from farm.store.models import OutcomeRow, ResultRow, Run, StoredOutcomeRow
 
@@ -137,7 +138,8 @@ def _unordered(rows: list[Any]) -> list[Any]:
 
 
 def _readers(url: str, ids: dict[str, int]) -> dict[str, Any]:
-    from farm.store import reports, search, triage, trends, verdicts, workers
+    from farm.reports import comparison, triage
+    from farm.store import harnesses, search, trends, verdicts, workers
 
     store = open_store(url)
     out: dict[str, Any] = {}
@@ -154,7 +156,7 @@ def _readers(url: str, ids: dict[str, int]) -> dict[str, Any]:
                 "filtered": queries.filtered_matrix(s, rid, by="dtype", status="fail"),
                 "filters": queries.filter_values(s, rid),
                 "page": queries.harness_page(s, rid, limit=15, offset=5),
-                "harness_results": queries.harness_results(s, hid, rid),
+                "harness_results": harnesses.harness_results(s, hid, rid),
                 "coverage": queries.coverage(s, rid),
                 "boundary": queries.boundary(s, rid),
                 "stage_counts": queries.stage_counts(s, rid),
@@ -163,14 +165,15 @@ def _readers(url: str, ids: dict[str, int]) -> dict[str, Any]:
                 "trend": trends.compute(s, rid),
                 "triage": triage.triage(s, str(rid)),
                 "search": search.harnesses(s, "sin", run_id=rid),
-                "by_env": workers.results_by_environment(s, run),
+                "by_env": group_results(workers.worker_environments(run), workers.result_counts(s, run)),
                 "verdicts": [_unordered(x) for x in verdicts.verdict_records(s, rid)],
             }
-        out["history"] = queries.harness_history(s, CHANGED_FP)
-        out["harness_runs"] = queries.harness_runs(s, writes.harness_ids(s, [harness_desc(CHANGED)])[CHANGED_FP])
-        out["outcomes_by_env"] = workers.outcomes_by_environment(s, list(ids.values()))
+        out["history"] = harnesses.harness_history(s, CHANGED_FP)
+        out["harness_runs"] = harnesses.harness_runs(s, writes.harness_ids(s, [harness_desc(CHANGED)])[CHANGED_FP])
+        out["outcomes_by_env"] = {rid: group_results(envs, rows) for rid, (envs, rows)
+                                  in workers.outcome_counts(s, list(ids.values())).items()}
     for a, b in (("base", "same"), ("same", "changed"), ("changed", "again"), ("base", "again")):
-        out[f"compare {a} {b}"] = reports.comparison(store, ids[a], ids[b]).report
+        out[f"compare {a} {b}"] = comparison.comparison(store, ids[a], ids[b]).report
     store.dispose()
     return out
 

@@ -10,7 +10,8 @@ import pytest
 from sqlalchemy import select
 
 from farm.cli import main
-from farm.store import open_store, prune, reports
+from farm.reports import comparison
+from farm.store import open_store, prune
 from farm.store.models import Run
 from tests.helpers.deltas import N, _outcomes_with, effective, outcome, write_run
 
@@ -66,14 +67,14 @@ def test_prune_materializes_on_request_and_the_base_goes(db_url: str) -> None:
 def test_prune_keeps_the_other_run_of_a_stored_comparison(sqlite_url: str) -> None:
     ids = _build(sqlite_url)
     store = open_store(sqlite_url)
-    c = reports.comparison(store, ids["d1"], ids["d5"])
+    c = comparison.comparison(store, ids["d1"], ids["d5"])
     assert c.stored
     with store.session() as s:
         p = prune.plan(s, keep=1)  # d5, its base c4, and d1 (its stored comparison), whose base full0
         assert set(_runs(store)) - {n for n, i in ids.items() if i in p.delete} == {"d5", "c4", "d1", "full0"}
         assert p.kept[ids["d1"]] == f"a stored comparison with run {ids['d5']}"
         prune.prune(s, p)
-    again = reports.comparison(store, ids["d1"], ids["d5"])
+    again = comparison.comparison(store, ids["d1"], ids["d5"])
     assert again.from_store and again.report == c.report
 
 

@@ -1,4 +1,4 @@
-"""Stored comparison reports (farm.store.reports): reused while current, recomputed when
+"""Stored comparison reports (farm.comparison.comparison over farm.store.reports): reused while current, recomputed when
 stale, never stored for a run that is not finished; the dashboard, ``farm compare`` and
 the end-of-sweep step share them. Small hand-written runs, no Ray."""
 from __future__ import annotations
@@ -14,6 +14,7 @@ from sqlalchemy import event, func, select, update
 
 from farm.results import Outcome
 from farm.results import Record
+from farm.reports import comparison
 from farm.store import open_store, queries, reports, writes
 from farm.store.models import ReportRow, ResultRow, Run, StoredResultRow
 
@@ -60,14 +61,14 @@ def runs(sqlite_url: str) -> Iterator[dict[str, Any]]:
 def analysis_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts the calls of ``farm.analysis.report`` made through the stored-report path."""
     calls: list[int] = []
-    original = reports.analysis.report
+    original = comparison.analysis.report
 
     @functools.wraps(original)
     def counted(*a: Any, **k: Any) -> dict[str, Any]:
         calls.append(1)
         return original(*a, **k)
 
-    monkeypatch.setattr(reports.analysis, "report", counted)
+    monkeypatch.setattr(comparison.analysis, "report", counted)
     return calls
 
 
@@ -78,10 +79,10 @@ def stored_rows(store: Any) -> int:
 
 def test_report_is_stored_once_and_reused(runs: dict[str, Any], analysis_calls: list[int]) -> None:
     store = runs["store"]
-    first = reports.comparison(store, runs["base"], runs["head"])
+    first = comparison.comparison(store, runs["base"], runs["head"])
     assert (first.from_store, first.stored, len(analysis_calls)) == (False, True, 1)
     assert first.report["regressions"]["status"] == ["h1"]
-    again = reports.comparison(store, "previous", "latest")
+    again = comparison.comparison(store, "previous", "latest")
     assert (again.from_store, len(analysis_calls)) == (True, 1)
     assert again.report == json.loads(json.dumps(first.report))  # the same answer, cold or warm
     assert stored_rows(store) == 1
@@ -89,11 +90,11 @@ def test_report_is_stored_once_and_reused(runs: dict[str, Any], analysis_calls: 
 
 def test_settings_are_part_of_the_key(runs: dict[str, Any], analysis_calls: list[int]) -> None:
     store = runs["store"]
-    reports.comparison(store, runs["base"], runs["head"])
-    other = reports.comparison(store, runs["base"], runs["head"], reports.Settings(threshold=0.5))
+    comparison.comparison(store, runs["base"], runs["head"])
+    other = comparison.comparison(store, runs["base"], runs["head"], comparison.Settings(threshold=0.5))
     assert (other.from_store, len(analysis_calls), stored_rows(store)) == (False, 2, 2)
     assert other.report["settings"]["threshold"] == 0.5
-    assert reports.Settings().key() != reports.Settings(history=20).key()
+    assert comparison.Settings().key() != comparison.Settings(history=20).key()
 
 
 def test_dashboard_second_request_reads_the_stored_report(runs: dict[str, Any], analysis_calls: list[int]) -> None:
@@ -131,57 +132,57 @@ def test_a_run_that_is_not_finished_is_never_stored(runs: dict[str, Any], analys
     store = runs["store"]
     late = add_run(store, "r3", ["fail", "fail", "ok"], status=status)
     for _ in range(2):
-        c = reports.comparison(store, runs["head"], late)
+        c = comparison.comparison(store, runs["head"], late)
         assert (c.from_store, c.stored) == (False, False)
         assert c.report["candidate"]["status"] == status
     assert len(analysis_calls) == 2 and stored_rows(store) == 0
     with store.session() as s, pytest.raises(ValueError, match="only reports of finished runs are stored"):
-        reports.put(s, c.base, c.head, c.report)
+        reports.put(s, c.base, c.head, c.report, comparison.DASHBOARD.key(), comparison.DASHBOARD.as_dict())
 
 
 def test_a_report_of_an_older_format_is_recomputed(runs: dict[str, Any], analysis_calls: list[int],
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     store = runs["store"]
-    reports.comparison(store, runs["base"], runs["head"])
+    comparison.comparison(store, runs["base"], runs["head"])
     # the analysis moves to the next format: the stored report is stale
-    computed, new = reports.analysis.report, reports.analysis.FORMAT_VERSION + 1
-    monkeypatch.setattr(reports.analysis, "FORMAT_VERSION", new)
-    monkeypatch.setattr(reports.analysis, "report",
+    computed, new = comparison.analysis.report, comparison.analysis.FORMAT_VERSION + 1
+    monkeypatch.setattr(comparison.analysis, "FORMAT_VERSION", new)
+    monkeypatch.setattr(comparison.analysis, "report",
                         functools.wraps(computed)(lambda *a, **k: computed(*a, **k) | {"format_version": new}))
-    c = reports.comparison(store, runs["base"], runs["head"])
+    c = comparison.comparison(store, runs["base"], runs["head"])
     assert (c.from_store, c.stored, c.report["format_version"], len(analysis_calls)) == (False, True, new, 2)
-    assert reports.comparison(store, runs["base"], runs["head"]).from_store
+    assert comparison.comparison(store, runs["base"], runs["head"]).from_store
     with store.session() as s:
         assert s.scalars(select(ReportRow.format_version)).all() == [new]  # replaced, not added
 
 
 def test_a_stored_json_of_another_format_is_recomputed(runs: dict[str, Any], analysis_calls: list[int]) -> None:
     store = runs["store"]
-    rep = reports.comparison(store, runs["base"], runs["head"]).report
+    rep = comparison.comparison(store, runs["base"], runs["head"]).report
     text = json.dumps(rep | {"format_version": 0})
     with store.session() as s:
         s.execute(update(ReportRow).values(content=text, sha256=hashlib.sha256(text.encode()).hexdigest()))
-    assert not reports.comparison(store, runs["base"], runs["head"]).from_store
+    assert not comparison.comparison(store, runs["base"], runs["head"]).from_store
     assert len(analysis_calls) == 2
 
 
 def test_altered_text_or_changed_runs_are_recomputed(runs: dict[str, Any], analysis_calls: list[int]) -> None:
     store = runs["store"]
-    reports.comparison(store, runs["base"], runs["head"])
+    comparison.comparison(store, runs["base"], runs["head"])
     with store.session() as s:  # the text no longer matches its hash
         s.execute(update(ReportRow).values(content=ReportRow.content + " "))
-    assert not reports.comparison(store, runs["base"], runs["head"]).from_store
+    assert not comparison.comparison(store, runs["base"], runs["head"]).from_store
     with store.session() as s:  # a result of the head run changed after the report
         s.execute(update(StoredResultRow).where(StoredResultRow.run_id == runs["head"], StoredResultRow.status == "fail")
                   .values(status="ok"))
-    c = reports.comparison(store, runs["base"], runs["head"])
+    c = comparison.comparison(store, runs["base"], runs["head"])
     assert not c.from_store and c.report["regressions"]["status"] == []
     with store.session() as s:  # the head run was resumed and finished again
         r = s.get(Run, runs["head"])
         r.status = "running"
         writes.finish_run(s, r, "finished")
-    assert not reports.comparison(store, runs["base"], runs["head"]).from_store
-    assert reports.comparison(store, runs["base"], runs["head"]).from_store
+    assert not comparison.comparison(store, runs["base"], runs["head"]).from_store
+    assert comparison.comparison(store, runs["base"], runs["head"]).from_store
     assert len(analysis_calls) == 4
 
 
@@ -191,14 +192,16 @@ def test_put_replaces_and_get_reads_on_both_backends(db_url: str) -> None:
         a, b = add_run(store, "r1", ["ok", "ok"]), add_run(store, "r2", ["ok", "error"])
         with store.session() as s:
             base, head = queries.run_dict(s, s.get(Run, a)), queries.run_dict(s, s.get(Run, b))
-        rep = {"format_version": reports.analysis.FORMAT_VERSION, "findings": [], "ratio": float("inf")}
+        version = comparison.analysis.FORMAT_VERSION
+        rep = {"format_version": version, "findings": [], "ratio": float("inf")}
+        key, settings = comparison.DASHBOARD.key(), comparison.DASHBOARD.as_dict()
         for note in ("first", "second"):
             with store.session() as s:
-                reports.put(s, base, head, rep | {"note": note}, seconds=0.5)
+                reports.put(s, base, head, rep | {"note": note}, key, settings, seconds=0.5)
         with store.session() as s:
-            assert reports.get(s, base, head)["note"] == "second"
-            assert reports.get(s, base, head, reports.Settings(history=3)) is None
-            assert reports.get(s, head, base) is None
+            assert reports.get(s, base, head, key, version)["note"] == "second"
+            assert reports.get(s, base, head, comparison.Settings(history=3).key(), version) is None
+            assert reports.get(s, head, base, key, version) is None
             assert s.scalar(select(func.count()).select_from(ReportRow)) == 1
     finally:
         store.dispose()
@@ -210,25 +213,25 @@ def test_precompute_stores_the_report_against_the_previous_comparable_run(
     add_run(store, "other-catalog", ["ok"], catalog="upstream")
     late = add_run(store, "r4", ["ok", "fail", "fail"])
     lines: list[str] = []
-    c = reports.precompute(store, late, lines.append)
+    c = comparison.precompute(store, late, lines.append)
     assert c is not None and c.stored and (c.base["id"], c.head["id"]) == (runs["head"], late)
     assert len(lines) == 1 and "stored" in lines[0]
-    assert reports.comparison(store, runs["head"], late).from_store
+    assert comparison.comparison(store, runs["head"], late).from_store
     assert len(analysis_calls) == 1
 
 
 def test_precompute_skips_unfinished_runs_and_never_raises(runs: dict[str, Any]) -> None:
     store = runs["store"]
     lines: list[str] = []
-    assert reports.precompute(store, add_run(store, "r3", ["ok"] * 3, status="running"), lines.append) is None
-    assert reports.precompute(store, runs["base"], lines.append) is None  # nothing before it
+    assert comparison.precompute(store, add_run(store, "r3", ["ok"] * 3, status="running"), lines.append) is None
+    assert comparison.precompute(store, runs["base"], lines.append) is None  # nothing before it
     assert lines == [] and stored_rows(store) == 0
 
     class Broken:
         def session(self) -> Any:
             raise RuntimeError("database gone")
 
-    assert reports.precompute(Broken(), runs["head"], lines.append) is None
+    assert comparison.precompute(Broken(), runs["head"], lines.append) is None
     assert len(lines) == 1 and "RuntimeError: database gone" in lines[0]
 
 

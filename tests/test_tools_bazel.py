@@ -1,7 +1,7 @@
 """Bazel's harness family tests are keyed on what is installed, not only on requirements.txt.
 
 What it checks: `bazel test` of a family test re-runs it when the installation digest
-(farm.pipeline.cachekey.installation(): jax, jaxlib, plugins, numpy/scipy/ml_dtypes) changes while
+(farm.cache.key.installation(): jax, jaxlib, plugins, numpy/scipy/ml_dtypes) changes while
 requirements.txt and the sources stay the same, and gives "(cached) PASSED" when the
 digest did not change. On the old setup (tests keyed on requirements.txt only) the run
 after the change is "(cached) PASSED" and this test fails.

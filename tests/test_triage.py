@@ -1,5 +1,5 @@
-"""Failure clusters (farm.analysis.clusters, farm.store.triage, `farm triage`): failing
-records grouped by cause across harnesses, platforms, runs and configurations; new or not;
+"""Failure clusters (farm.analysis.clusters, farm.store.triage, farm.reports.triage,
+`farm triage`): failing records grouped by cause across harnesses, platforms, runs and configurations; new or not;
 acknowledged clusters do not fail `farm compare`'s gate but a change in them is reported;
 bad input is one line and exit 2; the acknowledgements table migrates a database made by
 the schema before it."""
@@ -150,7 +150,7 @@ def test_the_migration_upgrades_a_database_made_by_the_schema_before_it(db_url: 
     with store.session() as s:
         assert s.scalar(select(Run.name)) == "old"
         assert s.execute(text("SELECT count(*) FROM results WHERE status = 'error'")).scalar() == 2
-        from farm.store import triage
+        from farm.reports import triage
 
         key = triage.triage(s, "old")["clusters"][0]["key"]
         triage.acknowledge(s, key, "seen")
@@ -160,7 +160,7 @@ def test_the_migration_upgrades_a_database_made_by_the_schema_before_it(db_url: 
 
 
 def test_the_sweep_summary_says_which_clusters_are_new_and_gone(triage_db: str) -> None:
-    from farm.store import triage
+    from farm.reports import triage
 
     store = open_store(triage_db)
     with store.session() as s:

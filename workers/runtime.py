@@ -24,14 +24,14 @@ def _identity(x: Any, *rest: Any) -> Any:
 
 
 def _watch_setup() -> None:
-    """Load jax instrumented from now on (``farm.pipeline.jaxdeps``): which of its code each
+    """Load jax instrumented from now on (``farm.cache.recorder``): which of its code each
     harness runs is recorded. Before jax is imported, or not at all (``RECORDER.why_not``).
     Its directory is found by path, not through ``sys.meta_path``: a finder there (a
     ``sitecustomize`` hook) may act once, on the import itself."""
     import importlib.machinery
 
-    from farm.pipeline import cachekey
-    from farm.pipeline.jaxdeps import RECORDER
+    from farm.cache import key as cachekey
+    from farm.cache.recorder import RECORDER
 
     spec = importlib.machinery.PathFinder.find_spec("jax")
     locations = list(getattr(spec, "submodule_search_locations", None) or [])
@@ -47,16 +47,16 @@ class JobRunner:
     def __init__(self, catalog: str, modules: list[str], options: dict[str, Any],
                  clear_every: int = 200) -> None:
         configure_process()
-        # which of jax's code each harness runs (farm.pipeline.jaxdeps): jax is loaded instrumented
+        # which of jax's code each harness runs (farm.cache.recorder): jax is loaded instrumented
         _watch_setup()
         from farm import catalog as cat
         from farm.pipeline import irctx
-        from farm.pipeline.jaxdeps import RECORDER
+        from farm.cache.recorder import RECORDER
 
         irctx.install()  # one MLIR context per 64 lowerings: 1.85x faster, identical modules
         from farm.results import Options
 
-        from farm.pipeline.faults import plant_from_env
+        from farm.faults import plant_from_env
 
         self.planted = plant_from_env()
         self.harnesses = cat.by_fingerprint(cat.load(catalog, modules))
@@ -80,7 +80,7 @@ class JobRunner:
         self.placement: dict[str, Any] = {}
         if RECORDER.watching and not (self.missing_plugin or self.missing_device):
             self._warm_up()  # only to be recorded: a process that records nothing needs none
-        from farm.pipeline.cachekey import jax_tree
+        from farm.cache.key import jax_tree
 
         keyed = jax_tree()
         RECORDER.end_setup(keyed.root if keyed else "")  # what set-up and the warm-up ran is every harness's
@@ -126,7 +126,7 @@ class JobRunner:
 
     def info(self) -> dict[str, Any]:
         from farm.platforms import PIN_VARS, local_device_kinds, native_platform
-        from farm.pipeline.host import describe
+        from farm.host import describe
 
         return {"pid": os.getpid(), "device_kinds": list(local_device_kinds()), "environment": describe(),
                 "harnesses": len(self.harnesses), "device_kind": self.device_kind,
@@ -191,7 +191,7 @@ class JobRunner:
         (the driver keeps it under the worker's label, which every outcome row names)."""
         out.update(rss=rss, pid=os.getpid(), worker=self.label)
         if not self.described:
-            from farm.pipeline.host import describe
+            from farm.host import describe
 
             self.described = True
             from farm.platforms import native_platform

@@ -22,7 +22,8 @@ from dashboards.cache import bump_generation
 from dashboards.views import require_token, store, twin
 from farm.errors import ConfigError, RunNotFound
 from farm.results import BAD, SEVERITY
-from farm.store import queries, reports
+from farm.reports.comparison import DASHBOARD, comparison
+from farm.store import harnesses, queries
 
 #: The perf findings the compare page's dot plot shows (the largest changes).
 PERF_DOTS = 40
@@ -113,7 +114,7 @@ def needs_two_runs() -> dict[str, Any] | None:
 def context() -> dict[str, Any]:
     base_ref, head_ref = request.args.get("base", "previous"), request.args.get("head", "latest")
     try:
-        c = reports.comparison(store(), base_ref, head_ref, reports.DASHBOARD, log=current_app.logger.warning)
+        c = comparison(store(), base_ref, head_ref, DASHBOARD, log=current_app.logger.warning)
     except RunNotFound:
         if {base_ref, head_ref} <= {"previous", "latest"} and (few := needs_two_runs()) is not None:
             return few  # not a typo'd run: the database has no second run to compare with
@@ -148,7 +149,7 @@ def accept() -> Any:
         raise ConfigError(f"missing form field(s): {', '.join(missing)}")
     with store().session() as s:
         b, h = queries.resolve_run(s, form["base"]), queries.resolve_run(s, form["head"])
-        queries.harness_by_fingerprint(s, form["fingerprint"])
+        harnesses.harness_by_fingerprint(s, form["fingerprint"])
         entry = {"base": b.id, "fingerprint": form["fingerprint"], "platform": form["platform"],
                  "stage": form["stage"], "note": form.get("note", "")[:500],
                  "at": datetime.now(timezone.utc).isoformat(timespec="seconds")}

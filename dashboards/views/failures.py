@@ -8,7 +8,7 @@ from typing import Any
 from flask import Flask, request
 
 from dashboards.views import store, twin
-from farm.store import triage
+from farm.reports import triage
 
 
 def context() -> dict[str, Any]:

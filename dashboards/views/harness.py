@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from dashboards.views import one_of, store, twin
 from farm.errors import ArtifactNotFound, FarmError, RunNotFound
 from farm.results import LOWERING_PLATFORMS, STAGES
-from farm.store import artifacts, queries
+from farm.store import artifacts, harnesses, queries
 from farm.store.models import HarnessRow
 
 _STAGE_ORDER = {s: i for i, s in enumerate(STAGES)}
@@ -24,7 +24,7 @@ _STAGE_ORDER = {s: i for i, s in enumerate(STAGES)}
 
 def _run_for(s: Session, h: HarnessRow, ref: str | None) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     """The run to show (``ref``, else the newest with this harness) and the harness's runs."""
-    runs = queries.harness_runs(s, h.id)
+    runs = harnesses.harness_runs(s, h.id)
     if ref:
         return queries.run_dict(s, queries.resolve_run(s, ref), with_counts=False), runs
     if not runs:
@@ -62,13 +62,13 @@ def _modules(s: Session, rows: list[dict[str, Any]], with_text: bool = True) -> 
 
 def context(fp: str) -> dict[str, Any]:
     with store().session() as s:
-        h = queries.harness_by_fingerprint(s, fp)
+        h = harnesses.harness_by_fingerprint(s, fp)
         run, runs = _run_for(s, h, request.args.get("run"))
-        rows = queries.harness_results(s, h.id, run["id"]) if run else []
+        rows = harnesses.harness_results(s, h.id, run["id"]) if run else []
         modules = _modules(s, rows)
         shas = [r["artifact"] for r in rows if r["artifact"]] + [m["sha256"] for m in modules.values()]
-        info = queries.artifact_info(s, shas)
-        history = queries.harness_history(s, fp)
+        info = harnesses.artifact_info(s, shas)
+        history = harnesses.harness_history(s, fp)
     rows.sort(key=lambda r: (_STAGE_ORDER.get(r["stage"], 99), r["platform"]))
     platforms = sorted({r["platform"] for r in rows})
     export = [{"platform": r["platform"], "stage": r["stage"], **info.get(r["artifact"], {"sha256": r["artifact"]})}
@@ -87,7 +87,7 @@ _METRICS = (("compile_s", "compile", "compile_s"), ("execute_s", "execute", "exe
 
 
 def history_series(history: list[dict[str, Any]]) -> dict[str, Any]:
-    """Plot rows from ``queries.harness_history`` (oldest run first): ``runs`` (x order),
+    """Plot rows from ``harnesses.harness_history`` (oldest run first): ``runs`` (x order),
     per metric ``{run, series (platform), value}`` rows, and ``status`` rows
     ``{run, row (stage@platform), status}`` for the status heat map."""
     runs = list(dict.fromkeys(h["run"] for h in history))
@@ -103,9 +103,9 @@ def history_series(history: list[dict[str, Any]]) -> dict[str, Any]:
 
 def module_context(fp: str, platform: str) -> dict[str, Any]:
     with store().session() as s:
-        h = queries.harness_by_fingerprint(s, fp)
+        h = harnesses.harness_by_fingerprint(s, fp)
         run, _ = _run_for(s, h, request.args.get("run"))
-        rows = queries.harness_results(s, h.id, run["id"]) if run else []
+        rows = harnesses.harness_results(s, h.id, run["id"]) if run else []
         modules = _modules(s, rows)
     if platform not in modules:
         raise ArtifactNotFound(f"no lowered module for {h.name} on {platform!r} in run "
@@ -117,8 +117,8 @@ def module_context(fp: str, platform: str) -> dict[str, Any]:
 def diff_context(fp: str) -> dict[str, Any]:
     platform = one_of("platform", LOWERING_PLATFORMS, "cpu")
     with store().session() as s:
-        h = queries.harness_by_fingerprint(s, fp)
-        runs = queries.harness_runs(s, h.id)
+        h = harnesses.harness_by_fingerprint(s, fp)
+        runs = harnesses.harness_runs(s, h.id)
         if not runs:
             raise RunNotFound(f"no run has results for {h.name}")
         head = queries.resolve_run(s, request.args.get("head") or runs[0]["id"])
@@ -126,7 +126,7 @@ def diff_context(fp: str) -> dict[str, Any]:
         base = queries.resolve_run(s, request.args.get("base") or base_default)
         sides = {}
         for side, r in (("base", base), ("head", head)):
-            m = _modules(s, queries.harness_results(s, h.id, r.id)).get(platform)
+            m = _modules(s, harnesses.harness_results(s, h.id, r.id)).get(platform)
             sides[side] = {"run": {"id": r.id, "name": r.name}, "sha256": m["sha256"] if m else None,
                            "text": m["text"] if m else None, "error": (m["error"] if m else
                                                                         f"no {platform} module in {r.name}")}

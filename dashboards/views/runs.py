@@ -8,7 +8,8 @@ from flask import Flask
 
 from dashboards.views import page_args, pager, store, twin
 from farm.store import queries
-from farm.store.workers import outcomes_by_environment
+from farm.analysis.workers import group_results
+from farm.store.workers import outcome_counts
 
 
 def context() -> dict[str, Any]:
@@ -16,7 +17,8 @@ def context() -> dict[str, Any]:
     with store().session() as s:
         total = queries.count_runs(s)
         runs = queries.list_runs(s, limit=limit, offset=offset)
-        by_env = outcomes_by_environment(s, [r["id"] for r in runs])
+        counts = outcome_counts(s, [r["id"] for r in runs])
+    by_env = {rid: group_results(envs, rows) for rid, (envs, rows) in counts.items()}
     for r in runs:
         r["worker_environments"] = by_env.get(r["id"], [])
     return {"runs": runs, "pager": pager(page, limit, total)}

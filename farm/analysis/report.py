@@ -3,7 +3,7 @@
 
 ``report(base_run, base_rows, cand_run, cand_rows, history, selection=...)`` takes what
 ``farm.store.queries.run_dict`` and ``farm.store.queries.results`` return, and what the
-candidate's catalog and filters select (``farm.store.reports.selection``), and nothing
+candidate's catalog and filters select (``farm.reports.comparison.selection``), and nothing
 else; it does no I/O.
 """
 from __future__ import annotations

@@ -55,13 +55,3 @@ def run_brief(run: Mapping[str, Any]) -> dict[str, Any]:
     """What a report says about a run."""
     return {k: run.get(k) for k in ("id", "name", "kind", "status", "started_at", "finished_at")} | {
         "environment": dict(run.get("environment") or {})}
-
-
-def mark_reused(d: dict[str, Any]) -> None:
-    """Say whether a result row was reused and from which run: ``reused`` is "whole" (the
-    outcome was copied by the result cache), "downstream" (re-lowered; compile, execute and
-    compare taken from an earlier run) or None; ``reused_from`` is that run's id."""
-    whole = d.pop("cached_from", None)
-    part = (d.get("facts") or {}).get("reused_from")
-    d["reused"] = "whole" if whole else ("downstream" if part else None)
-    d["reused_from"] = whole or part

@@ -27,7 +27,7 @@ from farm.catalog.registry import CATALOGS, FARM_FAMILIES, Filters, by_fingerpri
 from farm.platforms import LOWERING_PLATFORMS
 from farm.results import LIMITATION_STAGES, RUN_STAGES
 
-# Private names, importable from here as before: farm.pipeline.cachekey uses _code_digest;
+# Private names, importable from here as before: farm.cache.key uses _code_digest;
 # _REGISTRY and _LOADED are the registry's state (the same objects, so mutations are shared).
 from farm.catalog.args import _arg_dtype, _shape_of  # noqa: F401
 from farm.catalog.harness import _LIBRARY, _code_digest, _last_line  # noqa: F401

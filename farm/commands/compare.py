@@ -69,9 +69,9 @@ def across_config(store: Any, base: str, spec: str, cand: str | None) -> tuple[s
 
 def run(args: argparse.Namespace) -> int:
     from farm.analysis import failing, render_markdown, render_text  # deferred: farm.analysis (~40 ms); not needed by farm --help
-    from farm.store import reports  # deferred: farm.store.reports (~0.6 s, sqlalchemy); not needed by farm --help
+    from farm.reports import comparison  # deferred: farm.reports (~0.6 s, sqlalchemy); not needed by farm --help
     from farm.analysis.clusters import acknowledged_changes  # deferred like the rest
-    from farm.store import triage  # deferred like the rest
+    from farm.reports import triage  # deferred like the rest
 
     kinds = fail_kinds(args.fail_on)
     if args.cand is None and not args.across_config:
@@ -79,8 +79,8 @@ def run(args: argparse.Namespace) -> int:
     store = store_from(args)
     if args.across_config:
         args.base, args.cand = across_config(store, args.base, args.across_config, args.cand)
-    settings = reports.Settings(history=max(0, args.history), threshold=args.threshold, include_noise=args.all)
-    rep = reports.comparison(store, args.base, args.cand, settings, recompute=args.recompute).report
+    settings = comparison.Settings(history=max(0, args.history), threshold=args.threshold, include_noise=args.all)
+    rep = comparison.comparison(store, args.base, args.cand, settings, recompute=args.recompute).report
     with store.session() as s:
         acks = triage.acknowledgements(s)
     changed = acknowledged_changes(rep.get("clusters") or {}, acks)

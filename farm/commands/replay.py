@@ -54,7 +54,7 @@ def replay_cmd(args: argparse.Namespace) -> int:
     # `import farm.pipeline, farm.store, jax` 2.2 s), which no other command should pay.
     from farm.run import replay  # deferred: farm.run.replay (~1.7 s, jax+store); not needed by farm --help
     from farm.run.progress import SweepConfig
-    from farm.pipeline.host import describe  # deferred: farm.pipeline.host (~0.28 s, jax); not needed by farm --help
+    from farm.host import describe  # deferred: farm.host (~0.28 s, jax); not needed by farm --help
 
     today = _date(args.today, "--today") if args.today else dt.date.today()
     store = store_from(args, create=True)

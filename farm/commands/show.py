@@ -34,13 +34,14 @@ def show(args: argparse.Namespace) -> int:
 def run_json(store, ref: str, only_bad: bool = False) -> dict:  # noqa: ANN001
     """The run's rows by harness; ``only_bad`` loads just the bad results (big runs)."""
     from farm.store import queries  # deferred: farm.store.queries (~0.5 s, sqlalchemy); not needed by farm --help
-    from farm.store.workers import results_by_environment  # deferred with farm.store.queries (sqlalchemy)
+    from farm.analysis.workers import group_results
+    from farm.store.workers import result_counts, worker_environments  # deferred with farm.store.queries (sqlalchemy)
 
     with store.session() as s:
         run = queries.resolve_run(s, ref)
         rows = queries.results(s, run.id, status=",".join(BAD) if only_bad else None)
         info = queries.run_dict(s, run)
-        by_env = results_by_environment(s, run)
+        by_env = group_results(worker_environments(run), result_counts(s, run))
     harnesses: dict[str, dict] = {}
     for r in rows:
         h = harnesses.setdefault(r["harness"], {"harness": r["harness"], "fingerprint": r["fingerprint"],

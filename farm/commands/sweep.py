@@ -130,9 +130,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _cluster_lines(store: object, run_id: int) -> None:
-    """The run's failure clusters, new and gone (``farm.store.triage.sweep_lines``); never
+    """The run's failure clusters, new and gone (``farm.reports.triage.sweep_lines``); never
     fails the sweep, whose results are stored whatever happens here."""
-    from farm.store import triage  # deferred: farm.store (~0.5 s, sqlalchemy); not needed by farm --help
+    from farm.reports import triage  # deferred: farm.store (~0.5 s, sqlalchemy); not needed by farm --help
 
     try:
         with store.session() as s:  # type: ignore[attr-defined]

@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from farm.store import triage  # deferred: farm.store (~0.5 s, sqlalchemy); not needed by farm --help
+    from farm.reports import triage  # deferred: farm.store (~0.5 s, sqlalchemy); not needed by farm --help
 
     target = list(args.target) or ["latest"]
     if target[0] == "ack":
@@ -58,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _ack(args: argparse.Namespace, rest: list[str]) -> int:
-    from farm.store import triage  # deferred: farm.store (~0.5 s, sqlalchemy); not needed by farm --help
+    from farm.reports import triage  # deferred: farm.store (~0.5 s, sqlalchemy); not needed by farm --help
+    from farm.store import triage as triage_rows  # deferred like farm.reports
 
     if len(rest) != 1:
         raise ConfigError("farm triage ack takes one CLUSTER key (as `farm triage RUN` lists them)")
@@ -66,7 +67,7 @@ def _ack(args: argparse.Namespace, rest: list[str]) -> int:
         raise ConfigError("farm triage ack CLUSTER needs --note TEXT (what is known; --url links the issue)")
     with store_from(args).session() as s:
         if args.remove:
-            triage.unacknowledge(s, rest[0])
+            triage_rows.unacknowledge(s, rest[0])
             print(f"cluster {rest[0]} is no longer acknowledged")
             return 0
         a = triage.acknowledge(s, rest[0], args.note.strip(), args.url)

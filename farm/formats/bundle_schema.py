@@ -66,7 +66,7 @@ _ARTIFACT = {
     "properties": {"sha256": _SHA, "kind": {"enum": list(ARTIFACT_KINDS)}, "data": {"type": "string"},
                    "meta": _opt({"type": "object", "properties": {"jax_version": _s(32)}})},
 }
-#: The jax code an outcome ran (``farm.pipeline.jaxdeps.wire``): its set's address and the
+#: The jax code an outcome ran (``farm.cache.recorder.wire``): its set's address and the
 #: rows it brings, each a part (``units``: file -> unit names) or a set (``parts``: addresses).
 #: The store keeps only the rows that hash to their addresses (``farm.store.codedeps``).
 _DEPS = {

@@ -22,7 +22,7 @@ def _serve(conn: Any, options: dict[str, Any]) -> None:  # the child
     configure_process()
     from farm.fuzz.worker_catalog import define
     from farm.pipeline import run_harness
-    from farm.pipeline.faults import plant_from_env
+    from farm.faults import plant_from_env
 
     plant_from_env()
     opts = Options.from_dict(options)

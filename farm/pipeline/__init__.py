@@ -9,20 +9,21 @@ limitations. This module is its public face; the code lives in the modules besid
 - ``memory``: ``clear_caches`` and ``rss_bytes`` for long-lived workers;
 - ``checks``: what is run to judge a harness's outputs (crossexec, round trip, xhost); the verdicts are ``farm.judge``'s;
 - ``isolation``: the timeout / retry-alone / crashed policy every runner of worker processes applies;
-- ``cachekey`` (with ``hermetic``: what a process loaded and its jax/XLA environment;
-  ``filedigests``: memoized file hashes), ``references``, ``irctx``, ``faults``.
+- ``references``, ``irctx``, ``meshes``.
+
+The result cache's keys are ``farm.cache``; planted faults are ``farm.faults``; the
+environment a worker measures in is ``farm.host``.
 
 jax is imported inside the functions that use it, here and in ``farm.stages``, and this
-package's exports are imported on first use: the store imports ``farm.pipeline.cachekey``
-and must not pay jax's ~0.9 s, and a worker puts ``farm.pipeline.jaxdeps``'s import hook
-in place before jax is imported.
+package's exports are imported on first use: ``farm.pipeline.isolation`` is imported by
+the Ray scheduler and by the standalone worker before it installs ``farm.cache.recorder``'s
+import hook (jax must not be imported before it), and ``run_harness``'s module imports jax.
 """
 import importlib
 from typing import Any
 
 #: What this package exports, and the module each comes from: imported on first use, so
-#: that ``farm.pipeline.cachekey`` (the store's, the driver's) and ``farm.pipeline.jaxdeps``
-#: (which must be in place before jax is imported) do not import jax with the package.
+#: that importing ``farm.pipeline.isolation`` does not import jax with the package.
 _EXPORTS = {"ArtifactJob": "artifact", "CompileCache": "compile_cache", "jax_version": "harness",
             "run_harness": "harness", "clear_caches": "memory", "rss_bytes": "memory"}
 _CONTRACT = ("Artifact", "Options", "Outcome", "Record", "Reuse")

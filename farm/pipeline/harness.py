@@ -16,8 +16,8 @@ import numpy as np
 
 from farm.stages import compat
 from farm.catalog import Harness
-from farm.pipeline import cachekey as digest
-from farm.pipeline import jaxdeps
+from farm.cache import key as digest
+from farm.cache import recorder
 from farm.formats import iofile
 from farm.pipeline.artifact import ArtifactJob, run_artifact
 from farm.pipeline.compile_cache import compile_execute
@@ -56,18 +56,18 @@ def run_harness(h: Harness | ArtifactJob, opts: Options = Options(), prior: xhos
         return run_artifact(h, opts, catalog_harness)
     t0 = time.perf_counter()
     opt_d = options_digest or digest.options_digest(opts)
-    recording = jaxdeps.RECORDER.begin()  # which of jax's code this harness runs
+    recording = recorder.RECORDER.begin()  # which of jax's code this harness runs
     try:
         # x64 for a harness that needs it, or everywhere in a process configured with it (farm sweep --config x64=on)
         with compat.enable_x64(h.needs_x64 or bool(jax.config.jax_enable_x64)):
             records, artifacts, dkey = _run(h, opts, prior, reuse, opt_d)
     finally:
-        deps = jaxdeps.RECORDER.end() if recording else None
+        deps = recorder.RECORDER.end() if recording else None
     seconds = time.perf_counter() - t0
     records = judge_run(h, [judge_record(h, r) for r in records])
     deps_key = digest.deps_key(h, opt_d, deps["parts"]) if deps else None
     return Outcome(h.fingerprint, h.name, records, artifacts, seconds, result_key=digest.result_key(h, opt_d),
-                   downstream_key=dkey, deps_key=deps_key, deps=jaxdeps.wire(deps) if deps_key else None)
+                   downstream_key=dkey, deps_key=deps_key, deps=recorder.wire(deps) if deps_key else None)
 
 
 def _run(h: Harness, opts: Options, prior: xhost.Prior | None, reuse: Reuse | None,

@@ -125,7 +125,7 @@ def _serve(conn: Any, src: Source) -> None:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import jax
 
-    from farm.pipeline.faults import plant_from_env
+    from farm.faults import plant_from_env
     from farm.stages import compat
 
     plant_from_env()

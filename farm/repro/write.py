@@ -77,7 +77,7 @@ def _story(case: Case) -> str:
 
 
 def _environment(case: Case, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    from farm.pipeline.host import describe
+    from farm.host import describe
 
     env = describe()
     r = case.failure

@@ -6,9 +6,9 @@ x64=on,off --config shardy=on,off`` sweeps the selection once per combination, e
 fresh driver process with that environment (JAX reads these flags when it starts, and the
 upstream catalog is built differently with x64 on), one run per configuration named
 ``NAME@x64=on,shardy=off``. The workers get the same environment (``SweepConfig.env``),
-and the result keys include it (``farm.pipeline.hermetic.ENV_PREFIXES``), so no whole
+and the result keys include it (``farm.cache.hermetic.ENV_PREFIXES``), so no whole
 outcome is reused across configurations; compile, execute and compare are, wherever a
-configuration makes the same modules from the same inputs (``cachekey.downstream_key``).
+configuration makes the same modules from the same inputs (``farm.cache.key.downstream_key``).
 ``farm compare --across-config x64=off,on NAME`` compares two configurations of one sweep.
 """
 from __future__ import annotations

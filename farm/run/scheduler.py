@@ -19,7 +19,7 @@ from farm.results import BAD, Options, Outcome
 from farm.run import cluster
 from farm.run.batching import Pace, batch_size
 from farm.run.cluster import Worker, WorkerDied
-from farm.pipeline.host import fingerprint
+from farm.host import fingerprint
 from farm.run.progress import Progress, SweepConfig, SweepStats
 
 _NOT_READY = object()  # a busy worker with nothing streamed this turn

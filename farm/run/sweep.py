@@ -18,12 +18,13 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from farm.catalog import Harness
-from farm.pipeline import cachekey as digest
+from farm.cache import key as digest
 from farm.results import Options, Outcome, RunDims
 from farm.run import cluster
 from farm.run.cluster import check_feasible, ray_init  # noqa: F401  (importable from here)
-from farm.pipeline.host import describe
-from farm.store import codedeps, failures, queries, reports, writes
+from farm.host import describe
+from farm.reports.comparison import precompute
+from farm.store import codedeps, failures, queries, writes
 from farm.run.progress import Progress, SweepConfig, SweepStats  # noqa: F401  (importable from here)
 from farm.run.scheduler import Sweep, merge_kinds  # noqa: F401  (merge_kinds: importable from here)
 
@@ -68,7 +69,7 @@ def sweep(store: Any, harnesses: list[Harness], *, options: Options, catalog: st
         # The dashboard's default compare page (this run against the previous one) opens
         # at once if its report is stored now; this never raises (a failure is one line).
         if stats.done:  # nothing new was computed: the report would only restate its cache source
-            reports.precompute(store, plan.run.id, log)
+            precompute(store, plan.run.id, log)
         return plan.run, stats
     finally:
         if started:
@@ -113,7 +114,7 @@ def _plan(store: Any, harnesses: list[Harness], *, options: Options, catalog: st
 
 def _copy_by_deps(s: Any, run: Any, todo: list[Harness], hids: dict[str, int], opt_d: str,
                   keys: dict[int, str]) -> dict[int, int]:
-    """Result cache by jax code (``farm.pipeline.jaxdeps``): copy an earlier outcome whose
+    """Result cache by jax code (``farm.cache.units``): copy an earlier outcome whose
     key over the jax code it ran is unchanged on today's tree (an edit to a lowering rule
     re-runs only the harnesses that ran it). Returns harness id -> the run that computed it."""
     tree = digest.jax_tree()

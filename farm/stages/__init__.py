@@ -7,8 +7,7 @@ from equality and never stored), as a small frozen dataclass with named fields d
 next to the record that carries it: ``TraceHandle``, ``LoweredModule``,
 ``ExportedArtifact``, ``SerializedArtifact``, ``Executable``, ``Outputs``.
 
-jax is imported inside the functions that use it, not at module top: ``farm.store``
-reaches these modules through ``farm.pipeline`` (its ``cachekey``), and importing jax
+jax is imported inside the functions that use it, not at module top: importing jax
 costs ~0.9 s (measured: ``python -c "import jax"`` after numpy, 0.6-1.1 s) that the
 store, the CLI and the dashboards never need.
 """

@@ -1,4 +1,4 @@
-"""The jax code each harness ran (``code_deps``, see ``farm.pipeline.jaxdeps``): written
+"""The jax code each harness ran (``code_deps``, see ``farm.cache.units``): written
 once per address, read back by set, every body checked against its address."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from farm.pipeline.jaxdeps import address, canonical
+from farm.cache.units import address, canonical
 from farm.store.inserts import bulk_insert_skipping
 from farm.store.models import CodeDepsRow
 

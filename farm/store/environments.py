@@ -6,7 +6,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from farm.pipeline.host import describe, farm_commit, fingerprint
+from farm.host import describe, farm_commit, fingerprint
 from farm.store.inserts import insert_skipping
 from farm.store.models import Environment
 

@@ -1,27 +1,23 @@
-"""Failure clusters over the database: the failing rows of runs, the acknowledgements, and
-``triage(session, ref)``, the report ``farm triage`` and the dashboard's Failures page show.
+"""Failure clusters' rows: the failing rows of runs, the runs' briefs and the
+acknowledgements (read, written, removed).
 
-The clustering itself is ``farm.analysis.clusters`` (pure); here are only the queries.
+The clustering is ``farm.analysis.clusters`` (pure) and the report ``farm triage`` and the
+dashboard's Failures page show is ``farm.reports.triage``, over these rows.
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from farm.analysis.clusters import Cluster, causes, clusters, signed
-from farm.analysis.signatures import Signature
 from farm.errors import FarmError, RunNotFound
 from farm.results import BAD
 from farm.store.series import series_runs
 from farm.store.models import AcknowledgementRow, HarnessRow, OutcomeRow, ResultRow, Run
 from farm.store.models.base import utcnow
 from farm.store.queries import _JsonLoader, _raw_json, resolve_run
-
-_KEY = re.compile(r"^[0-9a-f]{12}$")
 
 
 class ClusterNotFound(FarmError):
@@ -68,6 +64,12 @@ def run_briefs(session: Session) -> dict[int, dict[str, Any]]:
             for i, n, t in session.execute(select(Run.id, Run.name, Run.started_at))}
 
 
+def fingerprints_run(session: Session, run_id: int) -> list[str]:
+    """The fingerprints of the harnesses run ``run_id`` has an outcome for."""
+    return list(session.scalars(select(HarnessRow.fingerprint).join(OutcomeRow, OutcomeRow.harness_id == HarnessRow.id)
+                                .where(OutcomeRow.run_id == run_id)).all())
+
+
 def acknowledgements(session: Session) -> dict[str, dict[str, Any]]:
     """cluster key -> its acknowledgement (note, url, signature, harnesses, platforms, when)."""
     return {a.cluster: _ack_dict(a) for a in session.scalars(select(AcknowledgementRow))}
@@ -75,55 +77,20 @@ def acknowledgements(session: Session) -> dict[str, dict[str, Any]]:
 
 def _ack_dict(a: AcknowledgementRow) -> dict[str, Any]:
     return {"cluster": a.cluster, "note": a.note, "url": a.url, "signature": a.signature,
-            "summary": Signature.from_dict(a.signature).describe() if a.signature else None,
             "harnesses": list(a.harnesses or []), "platforms": list(a.platforms or []), "run_id": a.run_id,
             "created_at": a.created_at.isoformat() if a.created_at else None}
 
 
-def triage(session: Session, ref: str, expected: bool = False) -> dict[str, Any]:
-    """The clusters of run ``ref`` (or of the sweep family ``ref@...``), worst first, with
-    history from every run in the database and the acknowledgements; acknowledged clusters
-    that an earlier run had and these runs do not are listed as ``gone`` (probably fixed). ``expected``:
-    the expected failures (``Limitation`` data) as clusters too."""
-    focus = [r.id for r in resolve_runs(session, ref)]
-    rows = failing_rows(session, expected=expected)  # every run: first/last seen, new
-    briefs = run_briefs(session)
-    acks = acknowledgements(session)
-    found = clusters(rows, briefs, focus, acks=acks, expected=expected)
-    keys = {c.key for c in found}
-    start = min(focus)
-    before = {sig.key for sig, r in signed((r for r in rows if r["run_id"] < start), expected)} if acks else set()
-    records = sum(c.records for c in found)
-    return {"runs": [briefs[i] for i in focus], "failing_records": records, "clusters": [c.to_dict() for c in found],
-            "new": sum(c.new for c in found), "acknowledged": sum(c.acknowledged is not None for c in found),
-            "acknowledged_gone": [a for k, a in sorted(acks.items()) if k not in keys and k in before],
-            "causes": causes(found)}
-
-
-def find_cluster(session: Session, key: str) -> tuple[Cluster, int]:
-    """The cluster ``key`` as its latest run has it, and that run's id; a key no run has is
-    a ``ClusterNotFound`` (one line, exit 2)."""
-    key = key.strip().lower()
-    if not _KEY.match(key):
-        raise ClusterNotFound(f"{key!r} is not a cluster key (12 hex digits, as `farm triage RUN` lists them)")
-    members = [r for sig, r in signed(failing_rows(session)) if sig.key == key]
-    if members:
-        rid = max(r["run_id"] for r in members)
-        [c] = clusters([r for r in members if r["run_id"] == rid], run_briefs(session), [rid])
-        return c, rid
-    raise ClusterNotFound(f"no cluster {key!r} in any run (list them with `farm triage RUN`)")
-
-
-def acknowledge(session: Session, key: str, note: str, url: str | None = None) -> dict[str, Any]:
-    """Acknowledge cluster ``key`` (or update its note and link): it will not fail the gate.
-    It records the harnesses and platforms the cluster covers now, so a spread is seen."""
-    c, rid = find_cluster(session, key)
-    a = session.scalar(select(AcknowledgementRow).where(AcknowledgementRow.cluster == c.key))
+def acknowledge(session: Session, key: str, note: str, url: str | None, signature: dict[str, Any],
+                harnesses: Iterable[str], platforms: Iterable[str], run_id: int) -> dict[str, Any]:
+    """Write the acknowledgement of cluster ``key`` (or update its note and link) with what
+    the cluster covers now (its signature, harnesses and platforms, the run it was read in)."""
+    a = session.scalar(select(AcknowledgementRow).where(AcknowledgementRow.cluster == key))
     if a is None:
-        a = AcknowledgementRow(cluster=c.key)
+        a = AcknowledgementRow(cluster=key)
         session.add(a)
-    a.note, a.url, a.signature, a.created_at = note, url, c.signature.to_dict(), utcnow()
-    a.harnesses, a.platforms, a.run_id = list(c.harnesses), list(c.platforms), rid
+    a.note, a.url, a.signature, a.created_at = note, url, signature, utcnow()
+    a.harnesses, a.platforms, a.run_id = list(harnesses), list(platforms), run_id
     session.flush()
     return _ack_dict(a)
 
@@ -133,31 +100,3 @@ def unacknowledge(session: Session, key: str) -> None:
     if a is None:
         raise ClusterNotFound(f"cluster {key!r} is not acknowledged")
     session.delete(a)
-
-
-def sweep_lines(session: Session, run_id: int) -> list[str]:
-    """What the end of ``farm sweep`` says about a run's failure clusters: how many, how
-    many new (no earlier run had them), and against the previous comparable run which
-    appeared and which went; acknowledged ones that changed are named."""
-    from farm.analysis.clusters import acknowledged_changes, diff  # noqa: PLC0415  (with clusters above)
-    from farm.store.reports import previous_comparable  # noqa: PLC0415  (reports imports the analysis)
-
-    run = session.get(Run, run_id)
-    if run is None:
-        return []
-    rows = failing_rows(session)
-    acks = acknowledgements(session)
-    found = clusters(rows, run_briefs(session), [run_id], acks=acks)
-    line = (f"clusters: {len(found)} ({sum(c.new for c in found)} new, "
-            f"{sum(c.acknowledged is not None for c in found)} acknowledged; `farm triage {run.name}`)")
-    prev = previous_comparable(session, run)
-    if prev is None:
-        return [line]
-    ran = session.scalars(select(HarnessRow.fingerprint).join(OutcomeRow, OutcomeRow.harness_id == HarnessRow.id)
-                          .where(OutcomeRow.run_id == run_id)).all()
-    d = diff([r for r in rows if r["run_id"] == prev.id], [r for r in rows if r["run_id"] == run_id], ran)
-    out = [line, f"clusters since {prev.name}: {len(d['appeared'])} appeared, {len(d['gone'])} gone, "
-                 f"{len(d['spread'])} spread"]
-    out += [f"acknowledged cluster {e['key']} {'gone (probably fixed)' if e['change'] == 'gone' else e['change']}: "
-            f"{e['summary'][:100]}" for e in acknowledged_changes(d, acks)]
-    return out

@@ -171,7 +171,7 @@ def _finite(metrics: dict[str, float]) -> dict[str, float | str]:
 
 def copy_cached(session: Session, run: Run, keys: dict[int, str]) -> dict[int, int]:
     """Result cache, level 1: for each harness id, copy the newest earlier outcome with
-    the same result key (``farm.pipeline.cachekey.result_key``: harness definition, installation
+    the same result key (``farm.cache.key.result_key``: harness definition, installation
     content, farm code, options) into ``run``. Outcomes without a key (crashed, timed
     out, a farm error) are never copied. Returns harness id -> the run that computed it."""
     if not keys:
@@ -228,7 +228,7 @@ def copy_outcomes(session: Session, run: Run, source: dict[int, tuple[int, int]]
 
 
 def deps_candidates(session: Session, run: Run, harness_ids_: list[int]) -> dict[int, list[tuple[int, int, str, str]]]:
-    """Result cache by jax code (``farm.pipeline.jaxdeps``): for each harness, the earlier
+    """Result cache by jax code (``farm.cache.units``): for each harness, the earlier
     reusable outcomes that recorded the jax code they ran, newest first, one per distinct
     code set: (run, origin run, set address, deps key). The caller recomputes each key on
     today's tree; an outcome whose key is unchanged is copied (``copy_outcomes``)."""

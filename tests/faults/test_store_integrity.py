@@ -283,7 +283,7 @@ def test_a_run_refused_by_the_database_stores_nothing(sqlite_url: str, blobs: Pa
 @pytest.mark.parametrize("db", ["sqlite_url", "pg_url"])
 def test_db_check_finds_a_damaged_code_deps_row_and_repair_lets_the_next_sweep_restore_it(
         db: str, request: pytest.FixtureRequest) -> None:
-    from farm.pipeline.jaxdeps import address
+    from farm.cache.units import address
     from farm.store import codedeps
     from farm.store.models import CodeDepsRow
 

@@ -1,4 +1,4 @@
-"""Print the installation digest (farm.pipeline.cachekey.installation()) for Bazel.
+"""Print the installation digest (farm.cache.key.installation()) for Bazel.
 
     .venv/bin/python tools/bazel/install_digest.py                # the digest
     .venv/bin/python tools/bazel/install_digest.py --json         # digest, parts, seconds
@@ -23,7 +23,7 @@ def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     if ROOT not in sys.path:
         sys.path.insert(0, ROOT)
-    from farm.pipeline import cachekey as digest  # noqa: E402  (needs the repository root on sys.path)
+    from farm.cache import key as digest  # noqa: E402  (needs the repository root on sys.path)
 
     inst = digest.installation()
     if "--json" in argv:

@@ -72,9 +72,9 @@ class Step:
 
 
 def environment_digest(python: str) -> dict[str, Any]:
-    """The installation digest of ``python``'s environment (``farm.pipeline.cachekey``),
+    """The installation digest of ``python``'s environment (``farm.cache.key``),
     computed in that interpreter without importing jax (file hashes memoized on disk)."""
-    code = ("import json; from farm.pipeline.cachekey import installation; "
+    code = ("import json; from farm.cache.key import installation; "
             "print(json.dumps(installation().to_dict()))")
     p = subprocess.run([python, "-c", code], capture_output=True, text=True,
                        env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT)
@@ -109,8 +109,8 @@ class Stepper:
 
     def __init__(self, names: list[str], catalog: str, options: dict[str, Any], *, modules: list[str] | None = None,
                  timeout_s: float = 600.0, cache_dir: Path | None = None, use_cache: bool = True) -> None:
-        from farm.pipeline.cachekey import farm_code
-        from farm.pipeline.hermetic import environment
+        from farm.cache.key import farm_code
+        from farm.cache.hermetic import environment
 
         self.spec = {"catalog": catalog, "modules": list(modules or []), "names": list(names), "options": options}
         self.timeout_s = timeout_s

@@ -83,7 +83,7 @@ def cross_name(base: str, exported_on: str, run_on: str) -> str:
 def identity(version: str, filters: dict[str, Any], options: dict[str, Any], exported_on: str | None = None) -> str:
     """What a kept run must have been made with: the selection, the options, the version's
     requirements, the artifacts' version and the farm's own code (any change: run again)."""
-    from farm.pipeline.cachekey import farm_code  # deferred: hashes the farm's sources (~0.1 s)
+    from farm.cache.key import farm_code  # deferred: hashes the farm's sources (~0.1 s)
 
     doc = [version, filters, options, requirements(version), exported_on, farm_code()]
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()

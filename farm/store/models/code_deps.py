@@ -1,4 +1,4 @@
-"""code_deps: what of jax's code a harness ran (``farm.pipeline.jaxdeps``), content-addressed.
+"""code_deps: what of jax's code a harness ran (``farm.cache.units``), content-addressed.
 
 Two kinds of row, both zlib-compressed canonical JSON addressed by the sha256 of that
 JSON: a *part* (``{"units": {file: [unit, ...]}}``: the units one file contributed, or a

@@ -35,13 +35,13 @@ class StoredOutcomeRow(Base):
     worker: Mapped[str] = mapped_column(String(128), default="")
     #: the run whose result this is a copy of (the result cache); None: computed in this run
     cached_from: Mapped[int | None] = mapped_column(default=None)
-    #: digest of everything that shapes the outcome (``farm.pipeline.cachekey.result_key``); None for
+    #: digest of everything that shapes the outcome (``farm.cache.key.result_key``); None for
     #: outcomes that must never be reused (crashed, timed out, a farm error)
     result_key: Mapped[str | None] = mapped_column(String(64), default=None)
-    #: digest of what compile/execute/compare/crossexec depend on (``farm.pipeline.cachekey.downstream_key``)
+    #: digest of what compile/execute/compare/crossexec depend on (``farm.cache.key.downstream_key``)
     downstream_key: Mapped[str | None] = mapped_column(String(64), default=None)
     #: the jax code the harness ran (``code_deps``) and the result key narrowed to it
-    #: (``farm.pipeline.cachekey.deps_key``); None where the worker recorded none
+    #: (``farm.cache.key.deps_key``); None where the worker recorded none
     deps_sha: Mapped[str | None] = mapped_column(String(64), default=None)
     deps_key: Mapped[str | None] = mapped_column(String(64), default=None)
 

@@ -1,6 +1,6 @@
 """What else a process runs with: every Python module it has loaded and every
 environment variable jax, XLA or a PJRT plugin reads. Both go into the result key
-(``farm.pipeline.cachekey``), so code that patches jax from outside the hashed trees
+(``farm.cache.key``), so code that patches jax from outside the hashed trees
 (a sitecustomize, a ``.pth`` file, an overlay directory on ``PYTHONPATH``, a
 ``jax_plugins`` namespace module that is no installed distribution, a ``--modules``
 module) or a flag that is on no fixed list cannot be served a stale result.
@@ -10,7 +10,7 @@ the digest stays the same in the driver (which looks results up) and in the work
 (which store them) although the two load different things:
 
 - files of the trees hashed elsewhere: jax, jaxlib and the plugins, numpy, scipy and
-  ml_dtypes (``cachekey.installation``), the farm's code that shapes results
+  ml_dtypes (``key.installation``), the farm's code that shapes results
   (``FARM_CODE``) and the harness family modules (each harness's own digest);
 - files of an installed distribution in the site directories whose content is the
   sha256 its ``RECORD`` lists: covered by the identity (name, version, ``RECORD``
@@ -30,7 +30,7 @@ whole in ``FARM_CODE`` and the harness digests, while the rest (the CLI, ``farm.
 process's entry script (``__main__``: the farm CLI, Ray's worker loop or a
 multiprocessing child). The digest is memoized per process by the set of loaded files
 and recomputed only when ``sys.modules`` has changed size; file contents are memoized by
-path, size and mtime like every other digest (``cachekey.FILES``).
+path, size and mtime like every other digest (``key.FILES``).
 
 Environment (``environment``): every variable whose name starts with one of
 ``ENV_PREFIXES``, found by reading jax 0.10.2 and jaxlib (``os.getenv``/``os.environ``
@@ -190,7 +190,7 @@ class Loaded:
     """The loaded-module digest of this process (see the module docstring).
 
     ``covered(path)`` says whether a file's content is in the key already (the trees
-    ``cachekey`` hashes); ``sha(path)`` hashes a file (memoized)."""
+    ``key`` hashes); ``sha(path)`` hashes a file (memoized)."""
 
     def __init__(self, covered: Callable[[str], bool], sha: Callable[[str], str],
                  tree: Callable[[str, set[str]], str], root: Path, sites: list[str] | None = None) -> None:

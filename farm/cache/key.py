@@ -11,7 +11,7 @@ costs a directory walk and a stat per file.
 Two keys per harness (see ``result_key`` and ``downstream_key``):
 
 - the *result* key covers everything: a hit copies the whole outcome. Everything
-  includes what the process runs with beyond those trees (``farm.pipeline.hermetic``):
+  includes what the process runs with beyond those trees (``farm.cache.hermetic``):
   every Python module it has loaded (a sitecustomize, an overlay on ``PYTHONPATH``, a
   ``jax_plugins`` namespace module, a ``--modules`` module: memoized per process by the
   set of loaded files) and every environment variable with a prefix jax, XLA or a PJRT
@@ -43,8 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from farm.pipeline import hermetic, jaxdeps
-from farm.pipeline.filedigests import FileDigests
+from farm.cache import hermetic, units
+from farm.cache.filedigests import FileDigests
 
 #: Bump when the meaning of a key changes: every earlier result stops matching.
 KEY_VERSION = "3"
@@ -67,10 +67,10 @@ VENDOR_DISTS = re.compile(r"^nvidia[-_]", re.I)
 #: Left out on purpose: the store, analysis, CLI commands and dashboards, which read
 #: results but never make them; and the family modules under harnesses/, which are part
 #: of each harness's own digest (editing one family re-runs only that family).
-FARM_CODE = ("farm/__init__.py", "farm/results.py", "farm/errors.py", "farm/platforms.py", "farm/catalog/*.py",
-             "farm/catalog/ulp_bounds.toml",
-             "farm/pipeline/*.py", "farm/judge/*.py", "farm/stages/*.py", "farm/reference/*.py", "farm/formats/*.py", "workers/*.py",
-             "harnesses/__init__.py")
+FARM_CODE = ("farm/__init__.py", "farm/results.py", "farm/errors.py", "farm/platforms.py", "farm/host.py",
+             "farm/faults/*.py", "farm/catalog/*.py", "farm/catalog/ulp_bounds.toml", "farm/pipeline/*.py",
+             "farm/judge/*.py", "farm/cache/*.py", "farm/stages/*.py", "farm/reference/*.py", "farm/formats/*.py",
+             "workers/*.py", "harnesses/__init__.py")
 FARM_CODE_EXCLUDE = ("farm/catalog/coverage.py",)
 
 #: Environment variables that change what a worker computes: every one with a prefix jax,
@@ -79,12 +79,11 @@ ENV_PREFIXES = hermetic.ENV_PREFIXES
 #: Flags whose whole effect is in the modules and the inputs they make (the dtypes jax
 #: canonicalizes to, the precision of each dot): left out of the downstream key.
 CAPTURED_BY_MODULE = ("JAX_ENABLE_X64", "JAX_DEFAULT_MATMUL_PRECISION")
-from farm.results import NOT_REUSABLE  # noqa: E402,F401  (the contract's)
 
 
 # ------------------------------------------------------------------ file hashing
 FILES = FileDigests()
-UNITS = jaxdeps.UnitDigests(lambda p: FILES.sha(p))
+UNITS = units.UnitDigests(lambda p: FILES.sha(p))
 
 
 def _sha(*parts: Any) -> str:
@@ -228,7 +227,7 @@ LOADED = hermetic.Loaded(_covered, FILES.sha, lambda root, skip: FILES.tree(root
 
 
 def loaded_digest() -> str:
-    """Digest of every module this process has loaded (``farm.pipeline.hermetic``). The
+    """Digest of every module this process has loaded (``farm.cache.hermetic``). The
     file memo is written back after the first one only (writing it costs ~0.1 s; what a
     process loads later is little and mostly hashed already)."""
     d = LOADED.digest()
@@ -360,19 +359,19 @@ def jax_roots() -> list[str]:
 
 
 @functools.lru_cache(maxsize=1)
-def jax_tree() -> jaxdeps.Tree | None:
-    """The jax tree cut into units (``farm.pipeline.jaxdeps``); None where jax is not one directory."""
+def jax_tree() -> units.Tree | None:
+    """The jax tree cut into units (``farm.cache.units``); None where jax is not one directory."""
     roots = jax_roots()
-    return jaxdeps.Tree(roots[0], UNITS, FILES.sha) if len(roots) == 1 else None
+    return units.Tree(roots[0], UNITS, FILES.sha) if len(roots) == 1 else None
 
 
 def code_cache() -> Path:
-    """Where instrumented jax code is cached (``farm.pipeline.jaxdeps``), beside the digest memos."""
-    return FILES.path.parent / f"jax-code-{jaxdeps.UNITS_VERSION}-{sys.implementation.cache_tag}"
+    """Where instrumented jax code is cached (``farm.cache.recorder``), beside the digest memos."""
+    return FILES.path.parent / f"jax-code-{units.UNITS_VERSION}-{sys.implementation.cache_tag}"
 
 
 def deps_key(harness: Any, options: str, parts: Mapping[str, Mapping[str, Any]], install: Installation | None = None,
-             code: str | None = None, loaded: str | None = None, tree: jaxdeps.Tree | None = None) -> str | None:
+             code: str | None = None, loaded: str | None = None, tree: units.Tree | None = None) -> str | None:
     """The result key with the jax tree narrowed to what the harness ran: the tree's
     global digest (skeletons, cached units, other files) and today's digest of each unit
     the harness's recorded ``parts`` name, instead of every file's content. Everything

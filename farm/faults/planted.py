@@ -1,4 +1,6 @@
 """Planted faults, for proving the farm's checks can fail (tests, `farm sweep` self-checks).
+Loaded only where ``FARM_PLANT`` is set (``farm.faults.plant_from_env``): it imports jax
+and patches its lowering rules.
 
 Activated in a worker process by ``FARM_PLANT`` (comma list), before any harness runs:
   wrong_lowering:PRIM:PLATFORM   the primitive lowers as its "twin" (sin→cos, exp→expm1, add→sub...);
@@ -44,8 +46,8 @@ TWINS = {"sin": "cos", "cos": "sin", "exp": "expm1", "tanh": "sin", "add": "sub"
          "log1p": "log", "max": "min", "reduce_max": "reduce_min", "cumsum": "cumprod"}
 
 
-def plant_from_env() -> list[str]:
-    spec = os.environ.get("FARM_PLANT", "")
+def plant(spec: str) -> list[str]:
+    """Plant every fault of ``spec`` (the ``FARM_PLANT`` comma list); the items planted."""
     planted = []
     for item in filter(None, (s.strip() for s in spec.split(","))):
         kind, _, rest = item.partition(":")
