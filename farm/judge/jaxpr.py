@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from farm.judge import accumulation
 from farm.reference.evaluator import (
     PARTLY_UNSPECIFIED, AmbiguousResult, call_jaxpr, filling, flushing_subnormals, primitives, tapping,
 )
@@ -54,7 +55,7 @@ def judge_jaxpr(closed_jaxpr: Any, dyn: list[Any], outputs: list[Any], the_plan:
         return Verdict("skipped", "none", f"no independent reference: {e}", facts={"reason": str(e)})
     dtypes = [np.dtype(a.dtype) for a in closed_jaxpr.out_avals]
     how = _How(kind_of(ev.prims), not (ev.prims & ZERO_SIGN_UNSPECIFIED),
-               lambda: _flushed(closed_jaxpr, dyn, ev.masks, outputs), prims=frozenset(ev.prims))
+               lambda: _flushed(closed_jaxpr, dyn, ev.masks, outputs), prims=frozenset(ev.prims), band=ev.band)
     problems, metrics = _compare(p, ev.ref, outputs, dtypes, how, floor)
     if problems and ev.cond is not None and dtypes and np.dtype(dtypes[0]).kind in "fc":
         # a solve whose matrix is ill-conditioned errs by cond * eps: judge by that, if it means anything
@@ -90,19 +91,27 @@ class _Evaluated:
     prims: set[str]
     cond: float | None  # the largest condition number a solve saw
     seconds: float  # the reference's own time
+    sums: dict[int, Any] = field(default_factory=dict)  # output index -> the summing equation computing it
+
+    def band(self, i: int) -> accumulation.Band | None:
+        """Output ``i``'s summation error band (``farm.judge.accumulation``), if a sum computes it."""
+        eqn = self.sums.get(i)
+        tap = None if eqn is None else self.taps.get(id(eqn))
+        return None if tap is None else accumulation.band(eqn, tap)
 
 
 def _evaluate(closed_jaxpr: Any, dyn: list[Any], p: Plan, outputs: list[Any]) -> _Evaluated:
     t0 = time.perf_counter()
     prims = primitives(closed_jaxpr.jaxpr)
     solves = _eqns(closed_jaxpr.jaxpr, CONDITIONED) if prims & CONDITIONED else frozenset()
-    with tapping(p.taps | solves) as taps:
+    sums = accumulation.producers(closed_jaxpr.jaxpr) if prims & accumulation.SUMS else {}
+    with tapping(p.taps | solves | {id(e) for e in sums.values()}) as taps:
         ref = call_jaxpr(closed_jaxpr, list(dyn))
     masks = _unspecified_masks(closed_jaxpr, dyn, ref) if prims & PARTLY_UNSPECIFIED else None
     if masks is not None:  # elements that depend on an unspecified part: nothing to compare there
         ref = [np.where(m, np.asarray(o).astype(r.dtype), r) if m.any() and np.shape(o) == r.shape else r
                for m, o, r in zip(masks, outputs, ref)]
-    return _Evaluated(ref, taps, masks, prims, _condition(taps, solves), time.perf_counter() - t0)
+    return _Evaluated(ref, taps, masks, prims, _condition(taps, solves), time.perf_counter() - t0, sums)
 
 
 def _facts(p: Plan, ev: _Evaluated, dtypes: list[np.dtype], how: "_How", floor: tuple[float, float] | None,
@@ -114,6 +123,8 @@ def _facts(p: Plan, ev: _Evaluated, dtypes: list[np.dtype], how: "_How", floor: 
         "invariants": [{"what": c.what, "error": _num(c.error), "bound": float(c.bound)} for c in checks]}
     if how.used_flushed:
         facts["subnormals_flushed"] = True
+    if how.banded:
+        facts["accumulation"] = {str(i): b for i, b in how.banded.items()}
     if how.counts.get("bad"):
         facts["disagreement"] = dict(how.counts)
     if ev.masks is not None and any(m.any() for m in ev.masks):
@@ -200,6 +211,8 @@ class _How:
     _flushed: list[np.ndarray] | None = None
     used_flushed: bool = False
     prims: frozenset[str] = frozenset()  # the computation's primitives (the elementwise bounds)
+    band: Any = None  # output index -> its summation error band, or None (``_Evaluated.band``)
+    banded: dict[int, dict[str, Any]] = field(default_factory=dict)  # outputs a band accepted elements of
     counts: dict[str, int] = field(default_factory=dict)  # how the outputs disagree (``disagreement``)
 
     def count(self, more: dict[str, int]) -> None:
@@ -242,6 +255,12 @@ def _compare(p: Plan, ref: list[np.ndarray], outputs: list[Any], dtypes: list[np
             bad = bad_elements(r, got, dt, kind, floor, how.signed_zeros, how.prims) & \
                 bad_elements(alt, got, dt, kind, floor, how.signed_zeros, how.prims)
             how.used_flushed = how.used_flushed or int(bad.sum()) < m["mismatches"]
+            b = how.band(i) if how.band is not None and bad.any() else None
+            if b is not None:  # a sum's rounding in any tree order (farm.judge.accumulation)
+                accepted = bad & accumulation.within(got, r, b)
+                if accepted.any():
+                    bad &= ~accepted
+                    how.banded[i] = {**b.facts(), "accepted": int(accepted.sum())}
             m["mismatches"] = float(bad.sum())
             how.count(disagreement(got, r, bad, dt))
         else:

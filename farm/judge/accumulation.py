@@ -1,0 +1,113 @@
+"""The error a sum may carry: the rounding error model of accumulating computations.
+
+A device may accumulate a sum at the operand's precision and in any order (XLA's CPU
+backend sums bfloat16 in bfloat16), so its error grows with the number of terms and with
+their magnitudes, not with the result: 32,674 normal bfloat16 values summing to about 50
+come back as -21 from XLA CPU, a legitimate result whose sign is wrong. A tolerance
+relative to the result (``farm.judge.tolerance``, kind ``accumulating``) cannot accept that
+without accepting anything.
+
+For an output computed directly by a sum (``reduce_sum``, ``cumsum``,
+``reduce_window_sum``, ``dot_general``, ``conv_general_dilated``), each element may be off
+by the classical bound of a tree-shaped summation of ``n`` terms, products included:
+
+    |got - ref| <= (ceil(log2 n) + 1) * u * M,    u = eps(dtype) / 2,
+
+where ``M`` is the same computation over the terms' magnitudes (``Σ|x|``; ``|A| @ |B|`` for
+a contraction), evaluated in float64 by the same reference rule on ``|inputs|``. Blocked and
+pairwise orders (XLA's CPU, GPU and TPU reductions) stay within it; a dropped or doubled
+term larger than the band still fails. Where the band is wider than a term (long bfloat16
+sums), no comparison of results can tell a dropped term from rounding: the band says so,
+it does not hide it (``facts["accumulation"]``).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from farm.reference.evaluator import RULES, Ctx, Tap
+from farm.reference.plan import CALLS
+
+#: Primitives whose every output element is a sum of products of operand elements.
+SUMS = frozenset({"reduce_sum", "cumsum", "reduce_window_sum", "dot_general", "conv_general_dilated"})
+
+
+@dataclass(frozen=True)
+class Band:
+    """The per-element error band of one output and what it was made from."""
+
+    primitive: str
+    terms: int
+    band: np.ndarray
+
+    def facts(self) -> dict[str, Any]:
+        return {"primitive": self.primitive, "terms": self.terms, "depth": depth(self.terms),
+                "max_band": float(np.max(self.band, initial=0.0))}
+
+
+def depth(terms: int) -> int:
+    """Roundings on the longest path of a tree summation of ``terms`` products."""
+    return math.ceil(math.log2(max(terms, 2))) + 1
+
+
+def producers(jaxpr: Any) -> dict[int, Any]:
+    """{output index: the summing equation that computes it}, through calls (``pjit``)."""
+    made: dict[Any, Any] = {}
+    _walk(jaxpr, made)
+    return {i: made[v] for i, v in enumerate(jaxpr.outvars) if type(v).__name__ != "Literal" and v in made}
+
+
+def _walk(jaxpr: Any, made: dict[Any, Any]) -> None:
+    for eqn in jaxpr.eqns:
+        name = eqn.primitive.name
+        sub = eqn.params.get("jaxpr", eqn.params.get("call_jaxpr")) if name in CALLS else None
+        if sub is not None:
+            inner = getattr(sub, "jaxpr", sub)
+            _walk(inner, made)
+            for v, w in zip(eqn.outvars, inner.outvars):
+                if type(w).__name__ != "Literal" and w in made:
+                    made[v] = made[w]
+        elif name in SUMS:
+            made[eqn.outvars[0]] = eqn
+
+
+def terms(eqn: Any, ins: tuple[np.ndarray, ...]) -> int:
+    """How many products each output element of ``eqn`` sums."""
+    name, p = eqn.primitive.name, eqn.params
+    if name == "reduce_sum":
+        return int(np.prod([ins[0].shape[a] for a in p["axes"]], dtype=np.int64))
+    if name == "cumsum":
+        return int(ins[0].shape[p["axis"]])
+    if name == "reduce_window_sum":
+        return int(np.prod(p["window_dimensions"], dtype=np.int64))
+    if name == "dot_general":
+        (lc, _), _ = p["dimension_numbers"]
+        return int(np.prod([ins[0].shape[d] for d in lc], dtype=np.int64))
+    rhs_spec = p["dimension_numbers"].rhs_spec  # conv: (out features, in features, spatial...)
+    return int(np.prod([ins[1].shape[d] for d in rhs_spec[1:]], dtype=np.int64))
+
+
+def band(eqn: Any, tap: Tap) -> Band | None:
+    """The error band of ``eqn``'s output (None for integers, or a sum seen more than once)."""
+    out = np.dtype(eqn.outvars[0].aval.dtype)
+    if tap.calls != 1 or out.kind not in "fcV":
+        return None
+    ctx = Ctx(eqn.primitive.name, tuple(v.aval for v in eqn.invars), tuple(v.aval for v in eqn.outvars))
+    with np.errstate(all="ignore"):
+        magnitude = np.abs(np.asarray(RULES[eqn.primitive.name](ctx, *[np.abs(x) for x in tap.ins], **eqn.params)))
+    n = terms(eqn, tap.ins)
+    real = np.dtype(np.float32 if out == np.complex64 else np.float64) if out.kind == "c" else out
+    u = float(ml_dtypes.finfo(real).eps) / 2
+    return Band(eqn.primitive.name, n, depth(n) * u * magnitude.astype(np.float64))
+
+
+def within(got: np.ndarray, ref: np.ndarray, b: Band) -> np.ndarray:
+    """The elements of ``got`` that the band accepts (finite on both sides)."""
+    g = np.asarray(got).astype(np.complex128 if np.iscomplexobj(got) else np.float64)
+    r = np.asarray(ref).astype(g.dtype)
+    with np.errstate(all="ignore"):
+        return np.isfinite(g) & np.isfinite(r) & (np.abs(g - r) <= b.band)

@@ -1,0 +1,87 @@
+"""The summation error model (farm.judge.accumulation): a sum accumulated at the operand's
+precision in any tree order passes, even with the wrong sign; a dropped or doubled term
+larger than the band still fails."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import jax
+import ml_dtypes
+import numpy as np
+from jax import lax
+
+from farm.judge import accumulation
+from farm.judge.jaxpr import judge_jaxpr
+from farm.reference.evaluator import Tap
+
+BF16 = ml_dtypes.bfloat16
+
+
+def _sum(x: np.ndarray, axes: tuple[int, ...]):  # noqa: ANN202
+    f = lambda v: lax.reduce_sum_p.bind(v, axes=axes)  # noqa: E731
+    return f, jax.make_jaxpr(f)(x)
+
+
+def test_a_bfloat16_sum_off_in_sign_but_within_its_rounding_passes_and_says_why() -> None:
+    # the fuzz false alarm: 31x31x34 normal bfloat16 values, summed at bfloat16 precision
+    x = np.random.default_rng(3).standard_normal((31, 31, 34)).astype(BF16)
+    _, cj = _sum(x, (0, 1, 2))
+    ref = float(np.sum(x.astype(np.float64)))
+    mag = float(np.sum(np.abs(x.astype(np.float64))))
+    band = (math.ceil(math.log2(x.size)) + 1) * 2.0 ** -8 * mag
+    wrong_sign = np.array(-ref - 20.0 * np.sign(ref), BF16)  # about 2|ref| + 20 off: far past the old tolerance
+    assert abs(float(wrong_sign) - ref) < band
+    v = judge_jaxpr(cj, [x], [wrong_sign])
+    assert v.status == "ok", v.error
+    acc = v.facts["accumulation"]["0"]
+    assert acc["primitive"] == "reduce_sum" and acc["terms"] == x.size and acc["accepted"] == 1
+    assert acc["max_band"] == pytest.approx(band, rel=1e-6)
+    # past the band it fails, whatever the sign
+    assert judge_jaxpr(cj, [x], [np.array(ref + 1.5 * band, np.float32).astype(BF16)]).status == "fail"
+
+
+def test_xla_cpu_sums_of_every_float_dtype_pass() -> None:
+    rng = np.random.default_rng(0)
+    for shape, axes in (((31, 31, 34), (0, 1, 2)), ((32674,), (0,)), ((200, 41), (1,)), ((5000,), (0,))):
+        for dt in (BF16, np.float16, np.float32):
+            x = rng.standard_normal(shape).astype(dt)
+            f, cj = _sum(x, axes)
+            v = judge_jaxpr(cj, [x], [np.asarray(jax.jit(f)(x))])
+            assert v.status == "ok", (shape, np.dtype(dt).name, v.error)
+
+
+def test_a_dropped_or_doubled_term_still_fails_where_it_is_larger_than_the_band() -> None:
+    rng = np.random.default_rng(1)
+    for dt, n in ((np.float32, 39), (np.float32, 5001), (np.float16, 41)):
+        x = rng.standard_normal((7, n)).astype(dt)
+        x[:, -1] = np.asarray(3.0, dt)  # a term well above the band of these sums
+        f, cj = _sum(x, (1,))
+        dropped = np.asarray(jax.jit(f)(x[:, :-1]))
+        doubled = np.asarray(jax.jit(f)(np.concatenate([x, x[:, -1:]], axis=1)))
+        assert judge_jaxpr(cj, [x], [dropped]).status == "fail", (np.dtype(dt).name, n)
+        assert judge_jaxpr(cj, [x], [doubled]).status == "fail", (np.dtype(dt).name, n)
+
+
+def test_the_band_of_a_contraction_is_over_the_products_magnitudes() -> None:
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((3, 50)).astype(np.float32)
+    b = rng.standard_normal((50, 4)).astype(np.float32)
+    cj = jax.make_jaxpr(lambda a, b: jax.jit(lambda p, q: p @ q)(a, b))(a, b)  # through a pjit
+    [(i, eqn)] = accumulation.producers(cj.jaxpr).items()
+    assert i == 0 and eqn.primitive.name == "dot_general"
+    tap = Tap("dot_general", (a.astype(np.float64), b.astype(np.float64)), (), dict(eqn.params))
+    band = accumulation.band(eqn, tap)
+    assert band.terms == 50
+    want = (math.ceil(math.log2(50)) + 1) * 2.0 ** -24 * (np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)))
+    np.testing.assert_allclose(band.band, want, rtol=1e-12)
+
+
+def test_an_integer_sum_has_no_band() -> None:
+    x = np.arange(40, dtype=np.int32).reshape(4, 10)
+    f, cj = _sum(x, (1,))
+    [(_, eqn)] = accumulation.producers(cj.jaxpr).items()
+    tap = Tap("reduce_sum", (x,), (), dict(eqn.params))
+    assert accumulation.band(eqn, tap) is None
+    assert judge_jaxpr(cj, [x], [np.asarray(jax.jit(f)(x)) + np.array([0, 0, 0, 1], np.int32)]).status == "fail"
