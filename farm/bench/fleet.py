@@ -137,7 +137,7 @@ def pack(outcomes: list[dict[str, Any]]) -> tuple[Any, dict[str, tuple[int, int]
 
 def replay_actor() -> Any:
     """The Ray actor class (made on first use: importing this module needs no Ray)."""
-    import ray  # deferred: ray (~0.7 s)
+    import ray  # deferred: ray
 
     @ray.remote(num_cpus=0, max_restarts=0, max_task_retries=0)
     class ReplayWorker:

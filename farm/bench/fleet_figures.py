@@ -33,7 +33,7 @@ def _sqlite_bytes(path: Path) -> tuple[int, int]:
 
 
 def fleet_figures(quick: bool, log: Callable[[str], None], workers: int = 64, rate: float = 50.0) -> list[Figure]:
-    import ray  # deferred: ray (~0.7 s)
+    import ray  # deferred: ray
 
     from farm.store import open_store
 

@@ -49,9 +49,9 @@ def timed(fn: Callable[[], Any], repeats: int = 3, warmup: int = 1) -> tuple[flo
 
 def naive_loop(harnesses: list[Any]) -> float:
     """What a person would write without the farm: every stage, serially, no dedup."""
-    import jax  # deferred: jax (~1.0 s); farm --help imports this module for GROUPS
+    import jax  # deferred: jax; farm --help imports this module for GROUPS
 
-    from farm.stages.trace import jitted  # deferred: jax via farm.stages (~0.2 s); not needed by farm --help
+    from farm.stages.trace import jitted  # deferred: jax via farm.stages; not needed by farm --help
 
     t0 = time.perf_counter()
     for h in harnesses:
@@ -129,8 +129,8 @@ def catalog_figures(quick: bool, log: Callable[[str], None]) -> list[Figure]:
 
 
 def pipeline_figures(quick: bool, log: Callable[[str], None]) -> list[Figure]:
-    from farm import catalog  # deferred: farm.catalog (~0.15 s); not needed by farm --help
-    from farm.pipeline import clear_caches, run_harness  # deferred: farm.pipeline (~0.3 s, jax); not needed by farm --help
+    from farm import catalog  # deferred: farm.catalog; not needed by farm --help
+    from farm.pipeline import clear_caches, run_harness  # deferred: farm.pipeline (jax); not needed by farm --help
 
     n = 24 if quick else 120
     subset = catalog.select(catalog.Filters(catalog="farm", dtype=("float32", "int32")))[:n]
@@ -140,7 +140,7 @@ def pipeline_figures(quick: bool, log: Callable[[str], None]) -> list[Figure]:
         return lambda: (clear_caches(), fn())
 
     def farm_path() -> None:  # as a worker runs it: with the shared MLIR context (farm.pipeline.irctx)
-        from farm.pipeline import irctx  # deferred: farm.pipeline (~0.3 s, jax); not needed by farm --help
+        from farm.pipeline import irctx  # deferred: farm.pipeline (jax); not needed by farm --help
 
         irctx.install()
         try:
@@ -157,11 +157,11 @@ def pipeline_figures(quick: bool, log: Callable[[str], None]) -> list[Figure]:
 
 
 def sweep_figures(quick: bool, log: Callable[[str], None]) -> list[Figure]:
-    import ray  # deferred: ray (~0.7 s); not needed by farm --help
+    import ray  # deferred: ray; not needed by farm --help
 
-    from farm import catalog  # deferred: farm.catalog (~0.15 s); not needed by farm --help
-    from farm.run.sweep import SweepConfig, ray_init, sweep  # deferred: farm.run.sweep (~1 s, ray+jax); not needed by farm --help
-    from farm.store import open_store, queries  # deferred: farm.store (~0.3 s with sqlalchemy); not needed by farm --help
+    from farm import catalog  # deferred: farm.catalog; not needed by farm --help
+    from farm.run.sweep import SweepConfig, ray_init, sweep  # deferred: farm.run.sweep (ray+jax); not needed by farm --help
+    from farm.store import open_store, queries  # deferred: farm.store (with sqlalchemy); not needed by farm --help
 
     figs: list[Figure] = []
     log("bench: sweeps on a local Ray cluster (1 worker, 2 workers, warm)")
@@ -217,10 +217,10 @@ def full_catalog_figures(log: Callable[[str], None], workers: int = 2) -> list[F
     the CLI in a fresh process, then a warm re-sweep. The floor is the JAX work the sweep
     itself recorded (the sum of every stage's timer: trace, 4 lowerings, census walks,
     export, serialize, distinct compiles, executions, cross-exec) divided by the workers."""
-    from sqlalchemy import func, select  # deferred: sqlalchemy (~0.35 s); not needed by farm --help
+    from sqlalchemy import func, select  # deferred: sqlalchemy; not needed by farm --help
 
-    from farm.store import open_store  # deferred: farm.store (~0.3 s with sqlalchemy); not needed by farm --help
-    from farm.store.models import OutcomeRow, ResultRow, Run  # deferred: farm.store.models (~0.2 s over sqlalchemy); not needed by farm --help
+    from farm.store import open_store  # deferred: farm.store (with sqlalchemy); not needed by farm --help
+    from farm.store.models import OutcomeRow, ResultRow, Run  # deferred: farm.store.models (over sqlalchemy); not needed by farm --help
 
     figs: list[Figure] = []
     with tempfile.TemporaryDirectory() as d:
@@ -306,10 +306,10 @@ def _sweep_excess(store: Any, hs: list[Any], n: int, opts: Any, workers: int, mo
 
     A module-level helper (not a closure) so ``overhead_figures`` stays short; checks that
     every outcome was stored, since a short sweep would make the slope meaningless."""
-    from sqlalchemy import func, select  # deferred: sqlalchemy (~0.35 s); not needed by farm --help
+    from sqlalchemy import func, select  # deferred: sqlalchemy; not needed by farm --help
 
-    from farm.run.sweep import SweepConfig, sweep  # deferred: farm.run.sweep (~1 s, ray+jax); not needed by farm --help
-    from farm.store.models import OutcomeRow  # deferred: farm.store.models (~0.2 s over sqlalchemy); not needed by farm --help
+    from farm.run.sweep import SweepConfig, sweep  # deferred: farm.run.sweep (ray+jax); not needed by farm --help
+    from farm.store.models import OutcomeRow  # deferred: farm.store.models (over sqlalchemy); not needed by farm --help
 
     t0 = time.perf_counter()
     run, st = sweep(store, hs[:n], options=opts, catalog="trivial", filters={},
@@ -336,11 +336,11 @@ def overhead_figures(quick: bool, log: Callable[[str], None], workers: int = 2) 
     over several pairs (the spread is the pairs' own slopes). Ray's own start is outside
     every wall. On a loaded machine the actors' start varies by a second or more, which
     is why the sizes are far apart."""
-    import ray  # deferred: ray (~0.7 s); not needed by farm --help
+    import ray  # deferred: ray; not needed by farm --help
 
-    from farm import catalog  # deferred: farm.catalog (~0.15 s); not needed by farm --help
-    from farm.run.sweep import ray_init  # deferred: farm.run.sweep (~1 s, ray+jax); not needed by farm --help
-    from farm.store import open_store  # deferred: farm.store (~0.3 s with sqlalchemy); not needed by farm --help
+    from farm import catalog  # deferred: farm.catalog; not needed by farm --help
+    from farm.run.sweep import ray_init  # deferred: farm.run.sweep (ray+jax); not needed by farm --help
+    from farm.store import open_store  # deferred: farm.store (with sqlalchemy); not needed by farm --help
 
     mods = ("harnesses.trivial",)
     hs = catalog.select(catalog.Filters(catalog="trivial", modules=mods))

@@ -45,9 +45,9 @@ def pages(store: Any) -> dict[str, str]:
     Raises:
         ConfigError: fewer than two runs.
     """
-    from sqlalchemy import func, select  # deferred: sqlalchemy (~0.35 s); farm --help imports farm.bench
+    from sqlalchemy import func, select  # deferred: sqlalchemy; farm --help imports farm.bench
 
-    from farm.store.models import HarnessRow, ResultRow, Run  # deferred: farm.store.models (~0.2 s)
+    from farm.store.models import HarnessRow, ResultRow, Run  # deferred: farm.store.models
 
     with store.session() as s:
         ids = s.scalars(select(Run.id).order_by(Run.id.desc()).limit(2)).all()
@@ -74,9 +74,9 @@ class PageTime:
 
 def page_times(db_url: str, repeats: int = 5, log: Callable[[str], None] = lambda s: None) -> list[PageTime]:
     """Server times of every page in ``pages`` on ``db_url`` (see the module docstring)."""
-    from sqlalchemy import event  # deferred: sqlalchemy (~0.35 s); farm --help imports farm.bench
+    from sqlalchemy import event  # deferred: sqlalchemy; farm --help imports farm.bench
 
-    from dashboards import plots  # deferred: dashboards (~1 s: flask, altair, vl-convert)
+    from dashboards import plots  # deferred: dashboards (: flask, altair, vl-convert)
     from dashboards.app import create_app  # deferred: as above
 
     app = create_app(db_url)
@@ -195,7 +195,7 @@ def load(db_url: str, clients: int = 20, seconds: float = 30.0, threads: int = 8
     against ``farm serve --threads threads`` over ``db_url``, loopback only."""
     if not 1 <= clients <= 200 or not 0 < seconds <= 600:
         raise ConfigError(f"clients must be 1..200 and seconds 0..600, not {clients} and {seconds}")
-    from farm.store import open_store  # deferred: farm.store (~0.5 s, sqlalchemy); farm --help imports farm.bench
+    from farm.store import open_store  # deferred: farm.store (sqlalchemy); farm --help imports farm.bench
 
     store = open_store(db_url, upgrade=False)
     try:

@@ -28,9 +28,9 @@ def dashboard_figures(db_url: str, repeats: int = 5, log: Callable[[str], None] 
 
 
 def _db_size(db_url: str) -> str:
-    from sqlalchemy import func, select  # deferred: sqlalchemy (~0.35 s); farm --help imports this module
+    from sqlalchemy import func, select  # deferred: sqlalchemy; farm --help imports this module
 
-    from farm.store import open_store  # deferred: farm.store (~0.5 s); not needed by farm --help
+    from farm.store import open_store  # deferred: farm.store; not needed by farm --help
     from farm.store.models import ResultRow, Run  # deferred: as above
 
     store = open_store(db_url, upgrade=False)

@@ -42,7 +42,7 @@ def add_filters(p: argparse.ArgumentParser, names_run: bool = False) -> None:
 
 
 def filters_from(args: argparse.Namespace):  # noqa: ANN201
-    from farm.catalog import Filters  # deferred: farm.catalog (~0.15 s); not needed by farm --help
+    from farm.catalog import Filters  # deferred: farm.catalog; not needed by farm --help
 
     return Filters.parse(catalog=args.catalog, primitive=args.primitive, group=args.group, dtype=args.dtype,
                          family=args.family, name=args.name, modules=args.modules, limit=args.limit)
@@ -53,14 +53,14 @@ def store_from(args: argparse.Namespace, create: bool = False):  # noqa: ANN201
     file that does not exist; writing ones (``create``) create it and say so on stderr."""
     if create:
         return open_or_create(args.db)
-    from farm.store import open_store  # deferred: farm.store (~0.3 s with sqlalchemy); not needed by farm --help
+    from farm.store import open_store  # deferred: farm.store (with sqlalchemy); not needed by farm --help
 
     return open_store(args.db, must_exist=True)
 
 
 def open_or_create(url: str | None):  # noqa: ANN201
     """``open_store`` for writing commands: a new SQLite file is created and reported on stderr."""
-    from farm.store.db import open_store, sqlite_file  # deferred: farm.store (~0.3 s with sqlalchemy); not needed by farm --help
+    from farm.store.db import open_store, sqlite_file  # deferred: farm.store (with sqlalchemy); not needed by farm --help
 
     resolved = url or os.environ.get("FARM_DB") or "sqlite:///farm.db"
     path = sqlite_file(resolved)

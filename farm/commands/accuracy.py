@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
         return _stored(args, A)
     if args.bisect:
         return _bisect(args, A)
-    from farm.accuracy import functions, table  # deferred: gmpy2, mpmath (~0.2 s)
+    from farm.accuracy import functions, table  # deferred: gmpy2, mpmath
 
     fns = functions.select(_list(args.primitive))
     dtypes, platforms = _list(args.dtype), _list(args.platforms)

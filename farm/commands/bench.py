@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
 
     if args.make_db:
-        from farm.bench.db import make_db  # deferred: farm.bench.db (~0.35 s, sqlalchemy+store); not needed by farm --help
+        from farm.bench.db import make_db  # deferred: farm.bench.db (sqlalchemy+store); not needed by farm --help
 
         src, dst = args.make_db
         print(json.dumps(make_db(src, dst, runs=args.runs, src_run=args.src_run, seed=args.seed,

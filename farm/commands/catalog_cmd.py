@@ -18,7 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from farm import catalog  # deferred: farm.catalog (~0.15 s); not needed by farm --help
+    from farm import catalog  # deferred: farm.catalog; not needed by farm --help
 
     t0 = time.perf_counter()
     hs = catalog.select(filters_from(args))

@@ -17,8 +17,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from farm.analysis.census import boundary, render_text, stage_table  # deferred: farm.analysis.census (~40 ms); not needed by farm --help
-    from farm.store import queries  # deferred: farm.store.queries (~0.5 s, sqlalchemy); not needed by farm --help
+    from farm.analysis.census import boundary, render_text, stage_table  # deferred: farm.analysis.census; not needed by farm --help
+    from farm.store import queries  # deferred: farm.store.queries (sqlalchemy); not needed by farm --help
 
     with store_from(args).session() as s:
         r = queries.resolve_run(s, args.run)

@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def fail_kinds(text: str) -> list[str]:
-    from farm.analysis import KINDS  # deferred: farm.analysis (~40 ms); not needed by farm --help
+    from farm.analysis import KINDS  # deferred: farm.analysis; not needed by farm --help
 
     kinds = [k.strip() for k in text.split(",") if k.strip() and k.strip() != "none"]
     bad = [k for k in kinds if k not in KINDS]
@@ -56,7 +56,7 @@ def fail_kinds(text: str) -> list[str]:
 
 def across_config(store: Any, base: str, spec: str, cand: str | None) -> tuple[str, str]:
     """The run ids of the two configurations of sweep ``base`` that differ only in KEY (A, then B)."""
-    from farm.store import series  # deferred: farm.store (~0.3 s, sqlalchemy); not needed by farm --help
+    from farm.store import series  # deferred: farm.store (sqlalchemy); not needed by farm --help
 
     key, sep, values = spec.partition("=")
     pair = [v.strip() for v in values.split(",") if v.strip()]
@@ -68,8 +68,8 @@ def across_config(store: Any, base: str, spec: str, cand: str | None) -> tuple[s
 
 
 def run(args: argparse.Namespace) -> int:
-    from farm.analysis import failing, render_markdown, render_text  # deferred: farm.analysis (~40 ms); not needed by farm --help
-    from farm.reports import comparison  # deferred: farm.reports (~0.6 s, sqlalchemy); not needed by farm --help
+    from farm.analysis import failing, render_markdown, render_text  # deferred: farm.analysis; not needed by farm --help
+    from farm.reports import comparison  # deferred: farm.reports (sqlalchemy); not needed by farm --help
     from farm.analysis.clusters import acknowledged_changes  # deferred like the rest
     from farm.reports import triage  # deferred like the rest
 

@@ -23,8 +23,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from farm import catalog  # deferred: farm.catalog (~0.15 s); not needed by farm --help
-    from farm.catalog.coverage import coverage, to_json, to_markdown  # deferred: farm.catalog.coverage (~0.18 s); not needed by farm --help
+    from farm import catalog  # deferred: farm.catalog; not needed by farm --help
+    from farm.catalog.coverage import coverage, to_json, to_markdown  # deferred: farm.catalog.coverage; not needed by farm --help
 
     platforms = parse_list(args.platforms, LOWERING_PLATFORMS, "platform") or LOWERING_PLATFORMS
     harnesses = catalog.select(filters_from(args))
@@ -55,9 +55,9 @@ def _verdicts(harnesses: list) -> dict:
     """The static verdict coverage (traces each harness), with a progress bar on a terminal."""
     import sys  # noqa: PLC0415
 
-    from tqdm import tqdm  # noqa: PLC0415  (~0.05 s; only for this table)
+    from tqdm import tqdm  # noqa: PLC0415  (only for this table)
 
-    from farm.reference import coverage as verdict_coverage  # noqa: PLC0415  (jax and the rules, ~1.5 s)
+    from farm.reference import coverage as verdict_coverage  # noqa: PLC0415  (jax and the rules)
 
     return verdict_coverage(harnesses, progress=lambda hs: tqdm(hs, desc="tracing", unit="harness",
                                                                   disable=not sys.stderr.isatty(), leave=False))

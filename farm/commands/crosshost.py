@@ -18,8 +18,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from farm.analysis.crosshost import render_text, summarize  # deferred: farm.analysis.crosshost (~30 ms); not needed by farm --help
-    from farm.store import queries  # deferred: farm.store.queries (~0.5 s, sqlalchemy); not needed by farm --help
+    from farm.analysis.crosshost import render_text, summarize  # deferred: farm.analysis.crosshost; not needed by farm --help
+    from farm.store import queries  # deferred: farm.store.queries (sqlalchemy); not needed by farm --help
 
     with store_from(args).session() as s:
         r = queries.resolve_run(s, args.run)

@@ -42,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def upgrade(args: argparse.Namespace) -> int:
-    from farm.store import open_store  # deferred: farm.store (~0.3 s with sqlalchemy); not needed by farm --help
+    from farm.store import open_store  # deferred: farm.store (with sqlalchemy); not needed by farm --help
 
     store = open_store(args.db, upgrade=False)
     store.upgrade()
@@ -51,7 +51,7 @@ def upgrade(args: argparse.Namespace) -> int:
 
 
 def check(args: argparse.Namespace) -> int:
-    from farm.store import open_store  # deferred: farm.store (~0.3 s with sqlalchemy); not needed by farm --help
+    from farm.store import open_store  # deferred: farm.store (with sqlalchemy); not needed by farm --help
     from farm.store.check import check as check_store  # deferred like the rest
 
     store = open_store(args.db, must_exist=True)
@@ -70,9 +70,9 @@ def check(args: argparse.Namespace) -> int:
 
 
 def prune(args: argparse.Namespace) -> int:
-    from sqlalchemy import select  # deferred: sqlalchemy (~0.35 s); not needed by farm --help
+    from sqlalchemy import select  # deferred: sqlalchemy; not needed by farm --help
 
-    from farm.store import open_store  # deferred: farm.store (~0.3 s with sqlalchemy); not needed by farm --help
+    from farm.store import open_store  # deferred: farm.store (with sqlalchemy); not needed by farm --help
     from farm.store import prune as retention  # deferred like the rest
     from farm.store.models import Run  # deferred like the rest
 

@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def export(args: argparse.Namespace) -> int:
-    from farm.store import queries  # deferred: farm.store.queries (~0.5 s, sqlalchemy); not needed by farm --help
+    from farm.store import queries  # deferred: farm.store.queries (sqlalchemy); not needed by farm --help
 
     store = store_from(args)
     with store.session() as s:
@@ -53,7 +53,7 @@ def export(args: argparse.Namespace) -> int:
 
 
 def import_(args: argparse.Namespace) -> int:
-    from farm.run.bundles import import_docs, load  # deferred: farm.run.bundles (~0.23 s, jax export); not needed by farm --help
+    from farm.run.bundles import import_docs, load  # deferred: farm.run.bundles (jax export); not needed by farm --help
 
     docs = load(args.bundle)  # every part read and validated first: a refused bundle creates no database
     store = store_from(args, create=True)

@@ -52,9 +52,9 @@ def replay_cmd(args: argparse.Namespace) -> int:
     # Here, not at module top: farm.cli imports every command module to build its parser,
     # and replay brings jax, the store and the pipeline (measured: `import farm.cli` 0.09 s,
     # `import farm.pipeline, farm.store, jax` 2.2 s), which no other command should pay.
-    from farm.run import replay  # deferred: farm.run.replay (~1.7 s, jax+store); not needed by farm --help
+    from farm.run import replay  # deferred: farm.run.replay (jax+store); not needed by farm --help
     from farm.run.progress import SweepConfig
-    from farm.host import describe  # deferred: farm.host (~0.28 s, jax); not needed by farm --help
+    from farm.host import describe  # deferred: farm.host (jax); not needed by farm --help
 
     today = _date(args.today, "--today") if args.today else dt.date.today()
     store = store_from(args, create=True)

@@ -46,7 +46,7 @@ def _configure(specs: list[str]) -> dict[str, str]:
 
 def _stored(args: argparse.Namespace) -> dict[str, Any]:
     """The stored run's failing record of the harness, its configuration and environment."""
-    from farm.store import queries  # deferred: farm.store (~0.3 s); only with --run
+    from farm.store import queries  # deferred: farm.store; only with --run
 
     store = store_from(args)
     with store.session() as s:
@@ -74,7 +74,7 @@ def _stored(args: argparse.Namespace) -> dict[str, Any]:
 def _foreign(args: argparse.Namespace, stored: dict[str, Any]):  # noqa: ANN202
     """The artifact of an xhost failure, read from the run that made it, and Pythons with the
     exporter's and the runner's jax (a version sweep's cached venvs)."""
-    from farm.repro.foreign import Foreign  # deferred: jax (~1 s); not needed by farm --help
+    from farm.repro.foreign import Foreign  # deferred: jax; not needed by farm --help
     from farm.run.bundles import priors
     from farm.run.versions.venvs import provision
     from farm.stages.xhost import Prior
@@ -114,7 +114,7 @@ def repro_cmd(args: argparse.Namespace) -> int:
     stored = _stored(args) if args.run else None
     specs = list(args.config) or ([s for s in stored["config"].split(",") if s] if stored and stored["config"] else [])
     os.environ.update(_configure(specs))
-    from farm.repro import reproduce  # deferred: jax, the pipeline (~2 s); not needed by farm --help
+    from farm.repro import reproduce  # deferred: jax, the pipeline; not needed by farm --help
 
     out = Path(args.out or f"repro-{args.harness.replace('/', '_')}")
     modules = tuple(m.strip() for m in (args.modules or "").split(",") if m.strip())

@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
 
-    from farm.run.schedules import config, slots, state  # deferred: farm.run.schedules (~0.1 s); not farm --help
+    from farm.run.schedules import config, slots, state  # deferred: farm.run.schedules; not farm --help
 
     only = [s.strip() for s in args.only.split(",")] if args.only else None
     if args.schedule_command == "serve":
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- farm sweep --submit
 def submit_sweep(req: SweepRequest) -> int:
     """``farm sweep --submit``: the same sweep, its driver run as a Ray job on the cluster."""
-    from farm.run.schedules import jobs  # deferred: farm.run.schedules (~0.1 s); not needed by farm --help
+    from farm.run.schedules import jobs  # deferred: farm.run.schedules; not needed by farm --help
 
     if not req.dashboard:
         raise ConfigError("--submit needs --dashboard http://HEAD:8265 (or $RAY_DASHBOARD_ADDRESS)")

@@ -29,8 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dashboards.app import create_app  # deferred: dashboards.app (~0.6 s, flask+store); not needed by farm --help
-    from farm.store import open_store  # deferred: farm.store (~0.3 s with sqlalchemy); not needed by farm --help
+    from dashboards.app import create_app  # deferred: dashboards.app (flask+store); not needed by farm --help
+    from farm.store import open_store  # deferred: farm.store (with sqlalchemy); not needed by farm --help
 
     open_store(args.db, must_exist=True, upgrade=False).dispose()  # a typo'd SQLite path is an error, not a new file
     app = create_app(args.db, token=os.environ.get("FARM_TOKEN"))

@@ -33,7 +33,7 @@ def show(args: argparse.Namespace) -> int:
 
 def run_json(store, ref: str, only_bad: bool = False) -> dict:  # noqa: ANN001
     """The run's rows by harness; ``only_bad`` loads just the bad results (big runs)."""
-    from farm.store import queries  # deferred: farm.store.queries (~0.5 s, sqlalchemy); not needed by farm --help
+    from farm.store import queries  # deferred: farm.store.queries (sqlalchemy); not needed by farm --help
     from farm.analysis.workers import group_results
     from farm.store.workers import result_counts, worker_environments  # deferred with farm.store.queries (sqlalchemy)
 
@@ -56,10 +56,10 @@ def run_json(store, ref: str, only_bad: bool = False) -> dict:  # noqa: ANN001
 
 
 def _size(store, ref: str) -> int:  # noqa: ANN001
-    from sqlalchemy import func, select  # deferred: sqlalchemy (~0.35 s); not needed by farm --help
+    from sqlalchemy import func, select  # deferred: sqlalchemy; not needed by farm --help
 
-    from farm.store import queries  # deferred: farm.store.queries (~0.5 s, sqlalchemy); not needed by farm --help
-    from farm.store.models import OutcomeRow  # deferred: farm.store.models (~0.2 s over sqlalchemy); not needed by farm --help
+    from farm.store import queries  # deferred: farm.store.queries (sqlalchemy); not needed by farm --help
+    from farm.store.models import OutcomeRow  # deferred: farm.store.models (over sqlalchemy); not needed by farm --help
 
     with store.session() as s:
         run = queries.resolve_run(s, ref)
@@ -190,7 +190,7 @@ def _reused_cell(h: dict) -> str:
 
 
 def list_runs(args: argparse.Namespace) -> int:
-    from farm.store import queries  # deferred: farm.store.queries (~0.5 s, sqlalchemy); not needed by farm --help
+    from farm.store import queries  # deferred: farm.store.queries (sqlalchemy); not needed by farm --help
 
     store = store_from(args)
     with store.session() as s:

@@ -76,8 +76,8 @@ def run(args: argparse.Namespace) -> int:
         return _sweep_configs(args)
     if args.jax:
         return _sweep_versions(args)
-    from farm import catalog  # deferred: farm.catalog (~0.15 s); not needed by farm --help
-    from farm.run.sweep import SweepConfig, sweep  # deferred: farm.run.sweep (~1 s, ray+jax); not needed by farm --help
+    from farm import catalog  # deferred: farm.catalog; not needed by farm --help
+    from farm.run.sweep import SweepConfig, sweep  # deferred: farm.run.sweep (ray+jax); not needed by farm --help
 
     if args.default:
         args.primitive = args.primitive or DEFAULT_PRIMITIVES
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     filters = filters_from(args)  # checked before a database is created
     store = store_from(args, create=True)
     if args.resume:
-        from farm.store import queries  # deferred: farm.store.queries (~0.5 s, sqlalchemy); not needed by farm --help
+        from farm.store import queries  # deferred: farm.store.queries (sqlalchemy); not needed by farm --help
 
         with store.session() as s:
             r = queries.resolve_run(s, args.resume)
@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
                                config=cfg, name=args.run_name, resume=args.resume, force=args.force,
                                dims=_dims(args))
     except KeyboardInterrupt:
-        from farm.store import queries  # deferred: farm.store.queries (~0.5 s, sqlalchemy); not needed by farm --help
+        from farm.store import queries  # deferred: farm.store.queries (sqlalchemy); not needed by farm --help
 
         with store.session() as s:
             r = queries.resolve_run(s, args.resume or "latest")
@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
 def _cluster_lines(store: object, run_id: int) -> None:
     """The run's failure clusters, new and gone (``farm.reports.triage.sweep_lines``); never
     fails the sweep, whose results are stored whatever happens here."""
-    from farm.reports import triage  # deferred: farm.store (~0.5 s, sqlalchemy); not needed by farm --help
+    from farm.reports import triage  # deferred: farm.store (sqlalchemy); not needed by farm --help
 
     try:
         with store.session() as s:  # type: ignore[attr-defined]
@@ -199,8 +199,8 @@ def _sweep_versions(args: argparse.Namespace) -> int:
     """One standalone run per jax version (each in its own venv), then the cross-version pairs."""
     from datetime import datetime  # noqa: PLC0415
 
-    from farm import catalog  # deferred: farm.catalog (~0.15 s); not needed by farm --help
-    from farm.run.versions import matrix, venvs  # deferred: farm.run (~0.3 s); not needed by farm --help
+    from farm import catalog  # deferred: farm.catalog; not needed by farm --help
+    from farm.run.versions import matrix, venvs  # deferred: farm.run; not needed by farm --help
 
     if args.resume or args.address or args.run_on != "cpu":
         raise ConfigError("--jax runs on this host's CPU in one standalone worker per version: without --resume "

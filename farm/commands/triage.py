@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from farm.reports import triage  # deferred: farm.store (~0.5 s, sqlalchemy); not needed by farm --help
+    from farm.reports import triage  # deferred: farm.store (sqlalchemy); not needed by farm --help
 
     target = list(args.target) or ["latest"]
     if target[0] == "ack":
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _ack(args: argparse.Namespace, rest: list[str]) -> int:
-    from farm.reports import triage  # deferred: farm.store (~0.5 s, sqlalchemy); not needed by farm --help
+    from farm.reports import triage  # deferred: farm.store (sqlalchemy); not needed by farm --help
     from farm.store import triage as triage_rows  # deferred like farm.reports
 
     if len(rest) != 1:

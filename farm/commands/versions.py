@@ -20,8 +20,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from farm.analysis.versions import matrix, render_text  # deferred: farm.analysis (~30 ms); not needed by farm --help
-    from farm.run.versions.matrix import load, series_of  # deferred: farm.run (~0.3 s, sqlalchemy); not needed by farm --help
+    from farm.analysis.versions import matrix, render_text  # deferred: farm.analysis; not needed by farm --help
+    from farm.run.versions.matrix import load, series_of  # deferred: farm.run (sqlalchemy); not needed by farm --help
 
     store = store_from(args)
     native, cross, stats = load(store, series_of(store, args.name))

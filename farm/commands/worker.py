@@ -57,7 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def make_jobs(args: argparse.Namespace) -> int:
-    from farm import catalog  # deferred: farm.catalog (~0.15 s); not needed by farm --help
+    from farm import catalog  # deferred: farm.catalog; not needed by farm --help
 
     f = filters_from(args)
     hs = catalog.select(f)
@@ -75,7 +75,7 @@ def make_jobs(args: argparse.Namespace) -> int:
     if args.per_bundle:
         doc["per_bundle"] = args.per_bundle
     if args.priors_from:
-        from farm.run.bundles import priors  # deferred: farm.run.bundles (~0.23 s, jax export); not needed by farm --help
+        from farm.run.bundles import priors  # deferred: farm.run.bundles (jax export); not needed by farm --help
 
         doc["priors"] = priors(store_from(args), args.priors_from, fps, doc["names"])
     opener = gzip.open if args.out.endswith(".gz") else open
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     if args.standalone:
         if not (args.jobs and args.out):
             raise ConfigError("--standalone needs --jobs FILE and --out BUNDLE")
-        from workers.standalone import run_jobs  # deferred: workers.standalone (~0.3 s, jax); not needed by farm --help
+        from workers.standalone import run_jobs  # deferred: workers.standalone (jax); not needed by farm --help
 
         counts = run_jobs(args.jobs, args.out, workers=args.workers, deadline_s=args.deadline)
         print(f"farm: ran {counts['run']} of {counts['jobs']} harnesses ({counts['missing']} unknown here, "

@@ -90,7 +90,7 @@ def independent(job: Job, platform: str, outs: list[np.ndarray]) -> Record | Non
 def jaxpr_verdict(job: Job, platform: str, actual: list[np.ndarray]) -> Record:
     """A harness without a hand-written reference (all of JAX's own catalog): its jaxpr
     evaluated in float64 by ``farm.reference``, or the invariant of a non-unique result."""
-    from farm.judge.jaxpr import judge_jaxpr  # noqa: PLC0415  (the rules' import, ~0.1 s, only where needed)
+    from farm.judge.jaxpr import judge_jaxpr  # noqa: PLC0415  (the rules' import, only where needed)
 
     t0 = time.perf_counter()
     floor = declared(job.h, platform)

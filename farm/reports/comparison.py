@@ -90,7 +90,7 @@ def selection(run: RunDict) -> dict[str, str] | None:
     modules, about a second) a selection takes tens of milliseconds."""
     if run.get("kind") not in _SELECTING_KINDS:
         return None
-    from farm import catalog  # deferred: farm.catalog (~0.17 s over the store); only selection() needs it
+    from farm import catalog  # deferred: farm.catalog (over the store); only selection() needs it
 
     try:
         filters = catalog.Filters.from_dict({"catalog": run.get("catalog") or "farm", **(run.get("filters") or {})})

@@ -41,7 +41,7 @@ def load(paths: str | list[str]) -> list[dict[str, Any]]:
 def import_docs(store: Any, docs: list[dict[str, Any]], paths: str | list[str], name: str | None,
                 dims: RunDims | None = None) -> tuple[int, str, int]:
     """``load``'s documents as one run, in one transaction."""
-    from sqlalchemy.exc import SQLAlchemyError  # deferred: sqlalchemy (~0.35 s); bundle reading/writing needs no store
+    from sqlalchemy.exc import SQLAlchemyError  # deferred: sqlalchemy; bundle reading/writing needs no store
 
     try:
         return _store(store, docs, paths, name, dims)
@@ -52,7 +52,7 @@ def import_docs(store: Any, docs: list[dict[str, Any]], paths: str | list[str], 
 
 def _store(store: Any, docs: list[dict[str, Any]], paths: str | list[str], name: str | None,
            dims: RunDims | None) -> tuple[int, str, int]:
-    from farm.store import writes  # deferred: farm.store.writes (~0.4 s, sqlalchemy); bundle reading/writing needs no store
+    from farm.store import writes  # deferred: farm.store.writes (sqlalchemy); bundle reading/writing needs no store
 
     doc = docs[0]
     outcomes = [Outcome.from_dict(o) for d in docs for o in d["outcomes"]]
@@ -79,10 +79,10 @@ def priors(store: Any, run_ref: str, fingerprints: list[str],
     """For each job the run exported and executed on CPU: its serialized export, inputs
     and CPU outputs (``xhost.Prior`` as JSON), keyed by the job's fingerprint, for a device
     host's jobs file. A stored harness matches by fingerprint, else by name."""
-    from sqlalchemy import select  # deferred: sqlalchemy (~0.35 s); bundle reading/writing needs no store
+    from sqlalchemy import select  # deferred: sqlalchemy; bundle reading/writing needs no store
 
-    from farm.store import artifacts, queries  # deferred: farm.store (~0.4 s, sqlalchemy); bundle reading/writing needs no store
-    from farm.store.models import HarnessRow, ResultRow  # deferred: farm.store.models (~0.4 s, sqlalchemy); bundle reading/writing needs no store
+    from farm.store import artifacts, queries  # deferred: farm.store (sqlalchemy); bundle reading/writing needs no store
+    from farm.store.models import HarnessRow, ResultRow  # deferred: farm.store.models (sqlalchemy); bundle reading/writing needs no store
 
     wanted = set(fingerprints)
     by_name = {n: fp for fp, n in zip(fingerprints, names or [])}
@@ -117,7 +117,7 @@ def _typed(prior: Any) -> Any:
     if not any(a.dtype.kind == "V" for a in prior.inputs + prior.outputs):
         return prior
 
-    import jax  # deferred: jax (~1.0 s); only old |V2 blobs need it
+    import jax  # deferred: jax; only old |V2 blobs need it
 
     exp = compat.jax_export().deserialize(bytearray(prior.export))
 

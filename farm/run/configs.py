@@ -126,7 +126,7 @@ def sweep_each(configs: list[Config], argv: list[str], base: str, db: str | None
 
 def _stored(db: str | None, name: str) -> tuple[str, dict[str, Any]] | None:
     """(status, {"filters", "platforms"}) of the run called ``name``, or None."""
-    from sqlalchemy import select  # deferred: sqlalchemy (~0.35 s); only when sweeping configurations
+    from sqlalchemy import select  # deferred: sqlalchemy; only when sweeping configurations
 
     from farm.store import open_store
     from farm.store.models import Run

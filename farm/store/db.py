@@ -49,7 +49,7 @@ def _engine(url: str) -> Engine:
 
 
 def alembic_config(url: str):  # noqa: ANN201
-    from alembic.config import Config  # deferred: alembic (~0.2 s over sqlalchemy); only migrations need it
+    from alembic.config import Config  # deferred: alembic (over sqlalchemy); only migrations need it
 
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
@@ -79,9 +79,9 @@ class Store:
 
     def upgrade(self, revision: str = "head") -> None:
         """Create or migrate the schema through Alembic."""
-        from alembic import command  # deferred: alembic (~0.2 s over sqlalchemy); only migrations need it
-        from alembic.runtime.migration import MigrationContext  # deferred: alembic (~0.2 s over sqlalchemy); only migrations need it
-        from alembic.script import ScriptDirectory  # deferred: alembic (~0.2 s over sqlalchemy); only migrations need it
+        from alembic import command  # deferred: alembic (over sqlalchemy); only migrations need it
+        from alembic.runtime.migration import MigrationContext  # deferred: alembic (over sqlalchemy); only migrations need it
+        from alembic.script import ScriptDirectory  # deferred: alembic (over sqlalchemy); only migrations need it
 
         cfg = alembic_config(self.url)
         head = ScriptDirectory.from_config(cfg).get_current_head()

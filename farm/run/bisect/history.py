@@ -17,7 +17,7 @@ from farm.results import SEVERITY
 
 def runs_of(store: Any, names: tuple[str, ...], good: str, bad: str) -> list[tuple[dict[str, Any], list[dict]]]:
     """(run, its records of the harnesses) for each run from good to bad that has them."""
-    from sqlalchemy import select  # deferred: sqlalchemy (~0.35 s); farm --help needs none
+    from sqlalchemy import select  # deferred: sqlalchemy; farm --help needs none
 
     from farm.store import queries
     from farm.store.models import HarnessRow, ResultRow, Run

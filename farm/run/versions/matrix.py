@@ -48,7 +48,7 @@ def cross_jobs(store: Any, exported_on: str, filters: dict[str, Any], options: d
                timeout_s: float) -> dict[str, Any]:
     """Jobs carrying every artifact run ``exported_on`` made (matched by fingerprint, else by
     name on the other version's catalog); records only come back."""
-    from farm.run.bundles import priors  # deferred: farm.run.bundles imports jax export (~0.23 s)
+    from farm.run.bundles import priors  # deferred: farm.run.bundles imports jax export
 
     fps, names = run_harnesses(store, exported_on)
     # the other version's own lowering is needed on cpu only (xhost compares with it)
@@ -59,7 +59,7 @@ def cross_jobs(store: Any, exported_on: str, filters: dict[str, Any], options: d
 
 
 def run_harnesses(store: Any, run_name: str) -> tuple[list[str], list[str]]:
-    from sqlalchemy import select  # deferred: sqlalchemy (~0.35 s); farm --help needs none
+    from sqlalchemy import select  # deferred: sqlalchemy; farm --help needs none
 
     from farm.store import queries
     from farm.store.models import HarnessRow, OutcomeRow
@@ -83,7 +83,7 @@ def cross_name(base: str, exported_on: str, run_on: str) -> str:
 def identity(version: str, filters: dict[str, Any], options: dict[str, Any], exported_on: str | None = None) -> str:
     """What a kept run must have been made with: the selection, the options, the version's
     requirements, the artifacts' version and the farm's own code (any change: run again)."""
-    from farm.cache.key import farm_code  # deferred: hashes the farm's sources (~0.1 s)
+    from farm.cache.key import farm_code  # deferred: hashes the farm's sources
 
     doc = [version, filters, options, requirements(version), exported_on, farm_code()]
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
@@ -121,7 +121,7 @@ def sweep(store: Any, versions: list[str], base: str, filters: dict[str, Any], o
 
     A run already finished under its name is kept, not redone: re-running the same command
     after an interruption continues where it stopped."""
-    from farm.run.bundles import import_bundle  # deferred: farm.run.bundles imports jax export (~0.23 s)
+    from farm.run.bundles import import_bundle  # deferred: farm.run.bundles imports jax export
 
     envs = [provision(v, log) for v in versions]
     for e in envs:
@@ -165,7 +165,7 @@ def _mark(store: Any, run_id: int, ident: str) -> None:
 
 def sweeps(store: Any) -> list[str]:
     """Names of the version sweeps in ``store``, newest first (series with runs on a jax version)."""
-    from sqlalchemy import select  # deferred: sqlalchemy (~0.35 s); farm --help needs none
+    from sqlalchemy import select  # deferred: sqlalchemy; farm --help needs none
 
     from farm.store.models import Run
 
