@@ -67,6 +67,10 @@ def test_bit_counting() -> None:  # clz comes from jax._src.lax_reference
     same(ev(lax.population_count, h), [16, 15, 0, 1])
     same(ev(lax.clz, h), [0, 0, 16, 15])
     same(ev(lax.clz, np.array([1, 255], np.uint8)), [7, 0])
+    # a scalar stays a scalar (found by farm fuzz, seed 3: the rule gave shape (1,))
+    for f, want in ((lax.population_count, 31), (lax.clz, 1)):
+        out = ev(f, np.array(0x7FFFFFFF, np.int32))
+        assert np.shape(out) == () and int(out) == want
 
 
 # ------------------------------------------------------------------ elementwise

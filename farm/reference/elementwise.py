@@ -81,13 +81,14 @@ register("regularized_incomplete_beta")(lambda ctx, a, b, x, **_: sp.betainc(a, 
 def _population_count(x: np.ndarray) -> np.ndarray:
     """Set bits of the value's own width. (``lax_reference.population_count`` sign-extends
     int8/int16 to int32 first, so it counts 32 for int16 -1: not used for that reason.)"""
-    u = np.ascontiguousarray(x).view(f"uint{x.dtype.itemsize * 8}")
+    u = np.array(x, order="C").view(f"uint{x.dtype.itemsize * 8}")  # 0-d stays 0-d (ascontiguousarray makes it 1-d)
     bytes_ = u[..., None].view(np.uint8)
     return np.unpackbits(bytes_, axis=-1).sum(axis=-1).astype(x.dtype)
 
 
 _unary("population_count", _population_count)
-_unary("clz", lax_reference.clz)  # from jax._src.lax_reference (tested on narrow and wide types)
+_unary("clz", lambda x: np.asarray(lax_reference.clz(np.atleast_1d(x))).reshape(np.shape(x)))  # jax._src.lax_reference's
+# (tested on narrow and wide types), which assigns into its operand: a scalar goes in as one element
 
 
 @register("sign")
