@@ -22,6 +22,9 @@ Activated in a worker process by ``FARM_PLANT`` (comma list), before any harness
                                   length is odd and greater than MIN (default 16), on every platform:
                                   a shape-dependent wrong rule that no catalog harness's shape hits
                                   (`farm fuzz` finds it; docs/fuzzing.md)
+  symbolic_only:PRIM:PLATFORM    the primitive lowers as its twin only when an operand has a symbolic
+                                  dimension (shape polymorphism), on PLATFORM or "all": every static
+                                  harness stays right, only a symbolic export can see it
   slow:PRIM:SECONDS               executing the primitive sleeps (a host callback)
   abort:PRIM                      running the primitive aborts the process
   hang:PRIM                       running the primitive never returns
@@ -66,6 +69,20 @@ def wrong_lowering(prim: str, platform: str) -> None:
     for p in LOWERING_PLATFORMS if platform == "all" else (platform,):
         mlir.register_lowering(_prim(prim), mlir.lower_fun(lambda *a, **kw: twin.bind(*a, **kw),
                                                            multiple_results=False), platform=p)
+
+
+def symbolic_only(prim: str, platform: str = "all") -> None:
+    p, twin = _prim(prim), _prim(TWINS[prim])
+    for target in LOWERING_PLATFORMS if platform == "all" else (platform,):
+        orig = _original_rule(p, target)
+
+        def rule(ctx, *args, _orig=orig, **kw):  # noqa: ANN001, ANN202
+            symbolic = any(not isinstance(d, int) for a in ctx.avals_in for d in getattr(a, "shape", ()))
+            if not symbolic:
+                return _orig(ctx, *args, **kw)
+            return mlir.lower_fun(lambda *a, **k: twin.bind(*a, **k), multiple_results=False)(ctx, *args, **kw)
+
+        mlir.register_lowering(p, rule, platform=target)
 
 
 def _original_rule(p, platform: str):  # noqa: ANN001, ANN202
@@ -219,5 +236,5 @@ def wrong_groups(rule: str = "allreduce") -> None:
 
 
 PLANTERS = {"wrong_lowering": wrong_lowering, "low_precision": low_precision, "wrong_groups": wrong_groups, "drop_dtype": drop_dtype, "chlo_leak": chlo_leak,
-            "wrong_constant": wrong_constant, "odd_reduction": odd_reduction, "slow": slow,
+            "wrong_constant": wrong_constant, "odd_reduction": odd_reduction, "symbolic_only": symbolic_only, "slow": slow,
             "abort": abort, "hang": hang}

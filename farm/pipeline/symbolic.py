@@ -1,0 +1,44 @@
+"""The symbolic variant of one harness, run through its stages and judged (``farm.stages.symbolic``,
+``farm.judge.symbolic``): export for every platform (and per platform where that fails),
+the serialize round trip and its census, and calls at each size: the deserialized
+artifact on the CPU, every other platform's own symbolic module refined and run by the CPU
+backend.
+"""
+from __future__ import annotations
+
+from farm.catalog import Harness
+from farm.judge import symbolic as judge
+from farm.results import LOWERING_PLATFORMS, Record
+from farm.stages import compat, symbolic
+from farm.stages.record import failure
+
+
+def run_symbolic(h: Harness, platforms: tuple[str, ...] = LOWERING_PLATFORMS,
+                 sizes: tuple[int, ...] = symbolic.SIZES) -> list[Record]:
+    """Every record of ``h``'s symbolic variant, judged; one ``skipped`` record (with the
+    reason) where it has none."""
+    with compat.enable_x64(h.needs_x64):
+        try:
+            v = symbolic.variant(h)
+        except Exception as e:  # the harness's own arguments could not be made
+            return [failure(Record, "symbolic_export", "export", e, 0.0)]
+        if isinstance(v, str):
+            return [Record("symbolic_export", "export", "skipped", error=f"no symbolic variant: {v}",
+                           facts={"reason": v})]
+        exported = symbolic.export_all(v, platforms)
+        multi = exported[0]
+        ser = judge.serialize(symbolic.serialize(multi))
+        recs: list[Record] = [*exported, ser]
+        if ser.status == "ok" and "cpu" in platforms:
+            recs.append(judge.calls(symbolic.call(ser.handle, "cpu", v, sizes), v))
+        own = {r.platform: r for r in exported[1:]}
+        for p in platforms:
+            if p == "cpu":
+                continue
+            one = own.get(p) or symbolic.export_one(v, (p,), p)  # the platform's own module
+            if one.status != "ok":
+                if p not in own:
+                    recs.append(one)
+                continue
+            recs.append(judge.calls(symbolic.call(one.handle, p, v, sizes), v))
+    return [r.with_status(r.status, handle=None) for r in recs]
