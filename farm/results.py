@@ -27,10 +27,15 @@ SEVERITY = {s: i for i, s in enumerate(("ok", "skipped", "not_runnable_here", "e
 #: The one ordered list of pipeline stages (records of these stage names exist; a native
 #: run on a foreign backend adds ``<stage>_run`` records for crossexec's execution).
 STAGES = ("trace", "lower", "census", "sharding", "export", "serialize", "compile", "execute",
-          "compare", "crossexec", "xhost")
+          "compare", "crossexec", "xhost", "symbolic_export", "symbolic_serialize", "symbolic_call")
+#: The stages of a harness's symbolic variant (``--shapes symbolic``): its leading dimension
+#: symbolic, exported, serialized and called at several sizes (``farm.pipeline.symbolic``).
+SYMBOLIC_STAGES = ("symbolic_export", "symbolic_serialize", "symbolic_call")
+#: The shape kinds a sweep runs each harness at: as declared, or with a symbolic dimension.
+SHAPE_KINDS = ("static", "symbolic")
 #: Stages that run before anything is compiled: always run again on a result-cache miss.
 #: Everything after them may be reused when the downstream key is unchanged.
-UPSTREAM_STAGES = ("trace", "lower", "census", "sharding", "export", "serialize")
+UPSTREAM_STAGES = ("trace", "lower", "census", "sharding", "export", "serialize", *SYMBOLIC_STAGES)
 #: Stages a Limitation can name, in pipeline order. ``export`` names the platforms whose
 #: part of the multi-platform export JAX refuses; ``serialize`` is the artifact's round
 #: trip; ``run`` is "does not work on this device" without saying where (see RUN_STAGES).
@@ -129,11 +134,14 @@ class Options:
     crossexec: bool = True
     roundtrip: bool = False  # also execute the deserialized artifact (costs a second compile)
     keep_modules: bool = True
+    shapes: tuple[str, ...] = ("static",)  # SHAPE_KINDS: static stages, the symbolic variant's, or both
 
     def to_dict(self) -> dict[str, Any]:
-        return {"platforms": list(self.platforms), "run_on": list(self.run_on), "warmup": self.warmup,
-                "repeats": self.repeats, "crossexec": self.crossexec, "roundtrip": self.roundtrip,
-                "keep_modules": self.keep_modules}
+        d = {"platforms": list(self.platforms), "run_on": list(self.run_on), "warmup": self.warmup,
+             "repeats": self.repeats, "crossexec": self.crossexec, "roundtrip": self.roundtrip,
+             "keep_modules": self.keep_modules}
+        # static alone is every run before shapes existed: its options (and result keys) stay as they were
+        return d if self.shapes == ("static",) else {**d, "shapes": list(self.shapes)}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Options":

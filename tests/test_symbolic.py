@@ -89,3 +89,39 @@ def test_a_platform_custom_call_without_a_cpu_handler_is_not_runnable_here() -> 
     assert by[("symbolic_call", "cuda")].status == "not_runnable_here"
     assert by[("symbolic_call", "cpu")].status == "ok"  # eigenvectors judged by their invariants, not the static signs
     assert by[("symbolic_call", "tpu")].status == "ok"
+
+
+def test_reused_compile_execute_compare_never_hide_a_symbolic_change() -> None:
+    """A re-run whose static modules are unchanged reuses their compile/execute/compare
+    records (the downstream key); the symbolic stages are upstream ones, run again every time,
+    so a lowering change seen only with symbolic shapes still fails."""
+    code = ("import json\nfrom farm import catalog\nfrom farm.pipeline import run_harness\n"
+            "from farm.results import Options, Reuse\n"
+            "h = catalog.select(catalog.Filters.parse(primitive='sin', dtype='float32'))[0]\n"
+            "opts = Options(shapes=('static', 'symbolic'))\n"
+            "first = run_harness(h, opts)\n"
+            "from farm.faults.planted import plant\nplant('symbolic_only:sin:all')\n"
+            "keep = tuple(r.to_dict() for r in first.records if r.stage in ('compile', 'execute', 'compare', 'crossexec'))\n"
+            "again = run_harness(h, opts, reuse=Reuse(first.downstream_key, 1, keep))\n"
+            "print(json.dumps({'same_key': again.downstream_key == first.downstream_key,\n"
+            "  'first': sorted({r.status for r in first.records}),\n"
+            "  'calls': {r.platform: r.status for r in again.records if r.stage == 'symbolic_call'},\n"
+            "  'compare': [(r.status, r.facts.get('reused_from')) for r in again.records if r.stage == 'compare']}))\n")
+    env = {k: v for k, v in os.environ.items() if k != "FARM_PLANT"} | {"PYTHONPATH": str(ROOT)}
+    res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert out["same_key"] and out["first"] == ["ok"] and out["compare"] == [["ok", 1]]  # reused from run 1
+    assert out["calls"] == {"cpu": "fail", "cuda": "fail", "rocm": "fail", "tpu": "fail"}
+
+
+def test_shapes_is_checked_and_kept_out_of_static_options() -> None:
+    from farm.results import Options
+
+    assert "shapes" not in Options().to_dict()  # a static sweep's result keys are what they were
+    assert Options.from_dict(Options(shapes=("static", "symbolic")).to_dict()).shapes == ("static", "symbolic")
+    res = subprocess.run([sys.executable, "-m", "farm", "sweep", "--shapes", "static,weird", "--db",
+                          "sqlite:////nonexistent/dir/x.db"], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert res.returncode == 2 and res.stderr.strip().splitlines() == [
+        "farm: error: unknown shape kind (--shapes) 'weird' (valid: static, symbolic)"]

@@ -140,7 +140,8 @@ class Filters:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Filters":
-        return cls(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items()})
+        """The filters of a stored run's selection (which also holds its ``shapes``, when not static alone)."""
+        return cls(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items() if k != "shapes"})
 
 
 def select(filters: Filters) -> list[Harness]:

@@ -8,8 +8,8 @@ import sys
 from farm.commands import add_db, add_filters, filters_from, number, store_from
 from farm.commands.show import print_run
 from farm.errors import ConfigError
-from farm.platforms import DEVICE_KINDS, GPU_BACKEND_CHOICES, LOWERING_PLATFORMS, parse_targets
-from farm.results import Options, RunDims
+from farm.platforms import DEVICE_KINDS, GPU_BACKEND_CHOICES, LOWERING_PLATFORMS, parse_list, parse_targets
+from farm.results import SHAPE_KINDS, Options, RunDims
 from farm.run.request import SweepRequest
 
 DEFAULT_PRIMITIVES = "exp,sin,tanh,log1p,add,mul,div,max"
@@ -40,6 +40,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="at most this many harnesses per worker call (default: about 1 s of work each)")
     p.add_argument("--repeats", type=number("--repeats", minimum=1), default=3, help="timed executions per harness")
     p.add_argument("--no-crossexec", action="store_true", help="skip running other platforms' modules on CPU")
+    p.add_argument("--shapes", default="static", metavar="KINDS",
+                   help="static (as declared), symbolic (each harness's symbolic variant: a symbolic leading dimension, "
+                        "exported for every platform, called at several sizes), or static,symbolic")
     p.add_argument("--default", action="store_true",
                    help=f"the quick default selection ({DEFAULT_PRIMITIVES} in {DEFAULT_DTYPES})")
     p.add_argument("--format", choices=("table", "json"), default="table")
@@ -87,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
     # a PJRT plugin kind runs its own platform's module: lower for it too
     platforms += tuple(k for k in run_on if k not in DEVICE_KINDS and k not in platforms)
     filters = filters_from(args)  # checked before a database is created
+    shapes = parse_list(args.shapes, SHAPE_KINDS, "shape kind (--shapes)") or ("static",)
     store = store_from(args, create=True)
     if args.resume:
         from farm.store import queries  # deferred: farm.store.queries (sqlalchemy); not needed by farm --help
@@ -94,19 +98,22 @@ def run(args: argparse.Namespace) -> int:
         with store.session() as s:
             r = queries.resolve_run(s, args.resume)
             filters = catalog.Filters.from_dict(r.filters)
+            shapes = tuple((r.filters or {}).get("shapes") or ("static",))
             platforms, run_on = tuple(r.platforms), tuple(r.run_on)
     hs = catalog.select(filters)
     if not hs:
         print("farm: no harness matches these filters", file=sys.stderr)
         return 2
-    opts = Options(platforms=platforms, run_on=run_on, repeats=args.repeats, crossexec=not args.no_crossexec)
+    opts = Options(platforms=platforms, run_on=run_on, repeats=args.repeats, crossexec=not args.no_crossexec,
+                   shapes=shapes)
     cfg = SweepConfig(workers=args.workers, address=args.address, batch=args.batch, timeout_s=args.timeout,
                       modules=filters.modules, env=_config_env(), gpu_fraction=args.gpu_fraction,
                       gpu_backend=args.gpu_backend)
     print(f"farm: sweeping {len(hs)} harnesses for {','.join(platforms)}, running on {','.join(run_on)}",
           file=sys.stderr)
     try:
-        run_row, stats = sweep(store, hs, options=opts, catalog=filters.catalog, filters=filters.to_dict(),
+        selection = filters.to_dict() if shapes == ("static",) else {**filters.to_dict(), "shapes": list(shapes)}
+        run_row, stats = sweep(store, hs, options=opts, catalog=filters.catalog, filters=selection,
                                config=cfg, name=args.run_name, resume=args.resume, force=args.force,
                                dims=_dims(args))
     except KeyboardInterrupt:

@@ -25,6 +25,7 @@ from farm.judge import stages as judge_stage
 from farm.judge.limitations import judge_record, judge_run
 from farm.reference.handwritten import reference_outputs
 from farm.pipeline.checks import Job, check
+from farm.pipeline.symbolic import run_symbolic
 from farm.platforms import native_platform
 from farm.results import UPSTREAM_STAGES, Artifact, Options, Outcome, Record, Reuse
 from farm.pipeline import meshes
@@ -94,9 +95,13 @@ def _run_traced(h: Harness, opts: Options, prior: xhost.Prior | None, reuse: Reu
     tr = trace.run(h, args, abstract=(lambda dyn: meshes.sharded_args(h, dyn, abstract)) if h.mesh else None)
     if not tr.ok:
         return [_without_handle(tr)], [], None
+    if "static" not in opts.shapes:  # the symbolic variant alone
+        return [_without_handle(tr), *run_symbolic(h, opts.platforms)], [], None
     lowered, lower_recs, module_arts = _lower(tr, opts, h)
     serialized, export_recs, export_arts = _export(tr, tuple(p for p in opts.platforms if lowered[p].ok), h)
     recs = [_without_handle(tr), *lower_recs, *export_recs]
+    if "symbolic" in opts.shapes:  # never reused: its stages are upstream ones (farm.results.UPSTREAM_STAGES)
+        recs += run_symbolic(h, opts.platforms)
     arts = [*module_arts, *export_arts]
     if abstract:
         return recs + _too_big(h, opts), arts, None

@@ -26,7 +26,8 @@ FLAGS: tuple[tuple[str, str, str], ...] = (
     ("platforms", "--platforms", "str"), ("run_on", "--run-on", "str"), ("db", "--db", "str"),
     ("address", "--address", "str"), ("workers", "--workers", "int"), ("gpu_fraction", "--gpu-fraction", "float"),
     ("gpu_backend", "--gpu-backend", "str"), ("force", "--force", "on"), ("timeout", "--timeout", "float"), ("batch", "--batch", "int"),
-    ("repeats", "--repeats", "int"), ("crossexec", "--no-crossexec", "off"), ("format", "--format", "str"),
+    ("repeats", "--repeats", "int"), ("crossexec", "--no-crossexec", "off"), ("shapes", "--shapes", "str"),
+    ("format", "--format", "str"),
     ("config", "--config", "many"), ("jax", "--jax", "str"), ("cross", "--no-cross", "off"),
     ("submit", "--submit", "on"), ("dashboard", "--dashboard", "str"), ("series", "--series", "str"),
     ("schedule", "--schedule", "str"), ("slot", "--slot", "str"))
@@ -61,6 +62,7 @@ class SweepRequest:
     batch: int = 8
     repeats: int = 3
     crossexec: bool = True
+    shapes: str = "static"
     format: str = "table"
     config: tuple[str, ...] = ()
     jax: str | None = None
