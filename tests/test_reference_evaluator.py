@@ -202,6 +202,12 @@ def test_pad_with_negative_and_interior() -> None:
     x = f32(1, 2, 3)
     same(ev(lambda a: lax.pad(a, np.float32(0), [(1, -1, 1)]), x), [0, 1, 0, 2, 0])
     same(ev(lambda a: lax.pad(a, np.float32(9), [(-2, 2, 0)]), x), [3, 9, 9])
+    # a negative edge crops into the other edge's padding (found by farm fuzz, seed 2: shape (1,) for (0,))
+    for config, n in (((-1, 1, 0), 0), ((1, -1, 0), 0), ((-3, 4, 0), 2)):
+        empty = np.zeros((n,), np.float32)
+        want = np.asarray(jax.jit(lambda a, c=config: lax.pad(a, np.float32(5), [c]))(empty))
+        same(ev(lambda a, c=config: lax.pad(a, np.float32(5), [c]), empty), want)
+    same(ev(lambda a: lax.pad(a, np.float32(5), [(-4, 3, 0)]), x), [5, 5])
 
 
 def test_slices_clamp_their_starts() -> None:

@@ -94,17 +94,20 @@ def pad(x: np.ndarray, value: Any, config: Any) -> np.ndarray:
             sl[axis] = slice(None, None, interior + 1)
             dil[tuple(sl)] = out
             out = dil
+        # edges added before any is cropped: a negative edge may crop into the other edge's
+        # padding (an empty axis padded by (-1, 1) stays empty)
         for amount, at_end in ((lo, False), (hi, True)):
-            n = out.shape[axis]
-            sl = [slice(None)] * out.ndim
-            if amount < 0:
-                sl[axis] = slice(0, n + amount) if at_end else slice(-amount, n)
-                out = out[tuple(sl)]
-            elif amount > 0:
+            if amount > 0:
                 shape = list(out.shape)
                 shape[axis] = amount
                 block = np.full(shape, value, dtype=out.dtype)
                 out = np.concatenate([out, block] if at_end else [block, out], axis=axis)
+        for amount, at_end in ((lo, False), (hi, True)):
+            n = out.shape[axis]
+            if amount < 0:
+                sl = [slice(None)] * out.ndim
+                sl[axis] = slice(0, n + amount) if at_end else slice(-amount, n)
+                out = out[tuple(sl)]
     return out
 
 
