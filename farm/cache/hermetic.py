@@ -140,7 +140,7 @@ class Static:
         pth = sorted((os.path.basename(p), sha(p)) for s in self.sites for p in _glob(s, "*.pth"))
         self.stdlib = [d for d in stdlib_dirs() if d not in self.sites]
         stdlib = sorted(tree(d, _STDLIB_SKIP) for d in self.stdlib)
-        self.plugin_dirs = _namespace_dirs("jax_plugins")
+        self.plugin_dirs = namespace_dirs("jax_plugins")
         plugins = [(os.path.basename(os.path.dirname(d)), tree(d, {"__pycache__"})) for d in self.plugin_dirs]
         self.digest = _sha(sorted(dists), pth, stdlib, plugins, sys.version, sys.implementation.cache_tag)
 
@@ -167,7 +167,7 @@ def _read(path: str) -> str | None:
         return None
 
 
-def _namespace_dirs(name: str) -> list[str]:
+def namespace_dirs(name: str) -> list[str]:
     """The directories of a (namespace) package, found without importing it."""
     try:
         spec = importlib.util.find_spec(name)
