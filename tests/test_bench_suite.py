@@ -324,3 +324,25 @@ def test_fleet_replays_a_run_through_the_real_driver_and_an_unchanged_replay_sto
     with sqlite3.connect(path) as c:  # the delta run still reads as every harness's rows
         n = c.execute("SELECT count(*) FROM results r JOIN runs ON runs.id = r.run_id WHERE runs.name = 'again'").fetchone()
     assert n[0] == first["rows"]
+
+
+@pytest.mark.slow
+def test_storage_figures_follow_unchanged_nightlies_then_prune_and_vacuum(ray_local) -> None:  # noqa: ANN001
+    """``farm bench --only storage``'s path on 3 harnesses and 3 unchanged re-sweeps: the runs
+    are real sweeps (the fresh one, the first re-sweep stored in full, two delta runs on it);
+    prune keeps the newest 2 and their base, so deletes the fresh run; the file does not
+    shrink until VACUUM gives the freed pages back."""
+    from farm.bench import storage_figures as sf
+
+    logged: list[str] = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sf, "KEEP", 2)
+        figs = {f.name.split(" (")[0].split(" vs ")[0]: f for f in sf.storage_figures(True, logged.append, nightlies=3,
+                                                                                          harnesses=3)}
+    nightly = [line for line in logged if line.startswith("bench: storage: nightly ")]
+    assert len(nightly) == 4  # the fresh sweep and 3 re-sweeps
+    after = figs["SQLite file after 3 unchanged nightlies"].value
+    assert after > 1.0  # the re-sweeps' runs (and the first one's full rows) take room
+    pruned = next(f for name, f in figs.items() if name.startswith("SQLite file after farm db prune --keep 2"))
+    assert "(1 runs deleted)" in pruned.name
+    assert figs["SQLite file after VACUUM"].value < pruned.value == after

@@ -16,46 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.patches import PATCH, SITECUSTOMIZE
+
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 SIN, RANDOM = "sin_float32_3x4", "random_seed_uint32_scalar"
-
-#: sin's lowering rule replaced by cosine's, the edit a patch would make.
-PATCH = '''
-def patch():
-    from jax._src.interpreters import mlir
-    from jax._src.lax import lax
-    from jax._src.lib.mlir.dialects import hlo
-
-    def _cos(ctx, x, accuracy):
-        return lax._nary_lower_hlo(hlo.cosine, ctx, x, accuracy=accuracy)
-
-    mlir.register_lowering(lax.sin_p, _cos)
-'''
-
-#: A sitecustomize that patches jax once it is imported (without importing it itself).
-SITECUSTOMIZE = PATCH + '''
-import importlib.machinery, sys
-
-
-class _AfterJax:
-    def find_spec(self, name, path=None, target=None):
-        if name != "jax":
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        run = spec.loader.exec_module
-
-        def exec_module(module):
-            run(module)
-            patch()
-
-        spec.loader.exec_module = exec_module
-        return spec
-
-
-sys.meta_path.insert(0, _AfterJax())
-'''
 
 #: An overlay of a module jax imports (opt_einsum): the real one, and the patch.
 OVERLAY = PATCH + '''

@@ -59,6 +59,20 @@ def test_options_digest_sees_what_changes_results(monkeypatch) -> None:  # noqa:
     assert digest.options_digest(Options()) != d
 
 
+@pytest.mark.parametrize("var, a, b", [("OPENBLAS_CORETYPE", "Haswell", "Prescott"), ("OMP_NUM_THREADS", "1", "2"),
+                                       ("MKL_CBWR", "AUTO", "COMPATIBLE"), ("OPENBLAS_NUM_THREADS", "1", "4")])
+def test_blas_and_openmp_variables_are_in_both_keys(var: str, a: str, b: str) -> None:
+    """The BLAS kernel and thread count change the NumPy/SciPy reference (and XLA CPU's threads):
+    both halves of the options digest (result and downstream key) move; an unrelated variable moves
+    neither. Only the computed key's input changes, not this process's environment."""
+    def halves(env: dict[str, str]) -> list[str]:
+        return digest.options_digest(Options(), env=env).split(":")
+
+    one, other = halves({var: a}), halves({var: b})
+    assert one[0] != other[0] and one[1] != other[1]
+    assert halves({var: a, "EDITOR": "vi"}) == halves({var: a, "EDITOR": "nano"}) == one
+
+
 def _installation(shadow: Path, memo: Path) -> dict:
     script = "import json; from farm.cache import key as digest; print(json.dumps(digest.installation().to_dict()))"
     env = {**os.environ, "PYTHONPATH": f"{shadow}{os.pathsep}{ROOT}", "FARM_DIGEST_CACHE": str(memo)}

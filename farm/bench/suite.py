@@ -14,6 +14,8 @@ Figures (goals from the benchmarks issue):
   server time with the page cache emptied                        goal ≤ 300 ms
   (on a database given with ``--dashboard-db``, e.g. one made by ``farm.bench.db``)
 - load test: 20 loopback clients over those pages, ``farm serve`` goal p95 ≤ 500 ms, no errors
+- SQLite file after 30 unchanged nightlies against one run's bytes, and after ``farm db prune``
+  and VACUUM (``storage_figures``; not in the quick default)
 
 Figures come in groups (``GROUPS``); ``run(only=...)`` picks some.
 """
@@ -75,7 +77,7 @@ def _subprocess_seconds(code: str) -> float:
     return time.perf_counter() - t0
 
 
-GROUPS = ("catalog", "pipeline", "sweep", "overhead", "fleet", "dashboard", "load", "full")
+GROUPS = ("catalog", "pipeline", "sweep", "overhead", "fleet", "dashboard", "load", "full", "storage")
 
 
 def run(quick: bool = True, log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), *,
@@ -102,6 +104,10 @@ def run(quick: bool = True, log: Callable[[str], None] = lambda s: print(s, file
         figs += fleet_figures(quick, log)
     if "full" in want and not quick:
         figs += full_catalog_figures(log)
+    if "storage" in want and (not quick or "storage" in only):  # 30 re-sweeps: minutes, not in the quick default
+        from farm.bench.storage_figures import storage_figures  # deferred: the sweep, only here
+
+        figs += storage_figures(quick, log)
     if "dashboard" in want:
         from farm.bench.web_figures import dashboard_figures  # deferred: the dashboard's modules, only here
 

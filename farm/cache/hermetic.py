@@ -45,7 +45,11 @@ calls and the strings of jaxlib's extension) and the plugins' documentation:
 - ``TPU_``, ``LIBTPU_``, ``MEGASCALE_``: libtpu (``LIBTPU_INIT_ARGS``, topology);
 - ``CUDA_``, ``NVIDIA_``, ``NCCL_``, ``CUDNN_``, ``MOSAIC_GPU_``: the CUDA plugin
   (``NVIDIA_TF32_OVERRIDE`` changes matmul numerics);
-- ``ROCM_``, ``HIP_``, ``HSA_``, ``MIOPEN_``, ``ROCR_``: the ROCm plugin.
+- ``ROCM_``, ``HIP_``, ``HSA_``, ``MIOPEN_``, ``ROCR_``: the ROCm plugin;
+- ``OPENBLAS_``, ``GOTO_``, ``BLIS_``, ``MKL_``, ``OMP_``, ``KMP_``, ``VECLIB_``: the BLAS
+  behind NumPy and SciPy (the float64 reference, invariants) and XLA CPU's threads: the
+  kernel a BLAS picks (``OPENBLAS_CORETYPE``, ``MKL_CBWR``, ``MKL_ENABLE_INSTRUCTIONS``)
+  and the thread count (``OMP_NUM_THREADS``...) change the order of a sum's terms.
 
 Not keyed (``ENV_IGNORED``): where a process was placed (``*_VISIBLE_DEVICES``,
 ``TPU_VISIBLE_CHIPS``: the device kind is keyed) and log verbosity (``TF_CPP_*``).
@@ -71,7 +75,8 @@ from typing import Any
 
 #: Environment variable prefixes that jax, XLA or a PJRT plugin read (see the module docstring).
 ENV_PREFIXES = ("JAX_", "XLA_", "TF_", "PJRT_", "ENABLE_PJRT_", "TPU_", "LIBTPU", "MEGASCALE_", "CUDA_", "NVIDIA_",
-                "NCCL_", "CUDNN_", "MOSAIC_GPU_", "ROCM_", "HIP_", "HSA_", "MIOPEN_", "ROCR_")
+                "NCCL_", "CUDNN_", "MOSAIC_GPU_", "ROCM_", "HIP_", "HSA_", "MIOPEN_", "ROCR_",
+                "OPENBLAS_", "GOTO_", "BLIS_", "MKL_", "OMP_", "KMP_", "VECLIB_")
 #: Placement (the device kind is keyed instead) and log verbosity: read, but change no result.
 ENV_IGNORED = re.compile(r"(_VISIBLE_DEVICES|_VISIBLE_CHIPS|^TF_CPP_[A-Z_]*)$")
 #: The farm's own variables that change what a worker computes.
@@ -140,7 +145,7 @@ class Static:
         pth = sorted((os.path.basename(p), sha(p)) for s in self.sites for p in _glob(s, "*.pth"))
         self.stdlib = [d for d in stdlib_dirs() if d not in self.sites]
         stdlib = sorted(tree(d, _STDLIB_SKIP) for d in self.stdlib)
-        self.plugin_dirs = _namespace_dirs("jax_plugins")
+        self.plugin_dirs = namespace_dirs("jax_plugins")
         plugins = [(os.path.basename(os.path.dirname(d)), tree(d, {"__pycache__"})) for d in self.plugin_dirs]
         self.digest = _sha(sorted(dists), pth, stdlib, plugins, sys.version, sys.implementation.cache_tag)
 
@@ -167,7 +172,7 @@ def _read(path: str) -> str | None:
         return None
 
 
-def _namespace_dirs(name: str) -> list[str]:
+def namespace_dirs(name: str) -> list[str]:
     """The directories of a (namespace) package, found without importing it."""
     try:
         spec = importlib.util.find_spec(name)

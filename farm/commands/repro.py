@@ -135,7 +135,8 @@ def repro_cmd(args: argparse.Namespace) -> int:
         if w is None:
             continue
         last = w.output.strip().splitlines()[-1] if w.output.strip() else ""
-        print(f"  {label}: {w.path} exits {w.rc} standalone ({last})")
+        plain = (f"; run plainly, without its overlay: exits {w.plain_rc}" if w.plain_rc is not None else "")
+        print(f"  {label}: {w.path} exits {w.rc} standalone (run.sh){plain} ({last})")
         ok = ok and w.rc == 1
     if rep.search is not None:
         d = rep.search.to_dict()

@@ -13,6 +13,7 @@ import numpy as np
 
 from farm.errors import FarmError
 from farm.repro.candidate import Source, load_harness
+from farm.repro.needs import Needs, capture
 from farm.repro.script import Check
 from farm.results import Options, Outcome, Record
 
@@ -36,6 +37,7 @@ class Case:
     failure: Record
     settings: dict[str, str]
     stored: dict[str, Any] = field(default_factory=dict)  # the stored run's record and environment, with --run
+    needs: Needs | None = None  # the environment the failure lives in (farm.repro.needs)
 
 
 def find(catalog: str, modules: tuple[str, ...], name: str) -> Any:
@@ -114,7 +116,7 @@ def load(catalog: str, modules: tuple[str, ...], name: str, platform: str | None
     if rec.stage == "xhost":
         raise FarmError(f"{h.name}: xhost failures (another host's artifact) are not reproduced yet; "
                         "its export and outputs are in the store (farm export)")
-    return Case(h, src, outcome, rec, cfg, stored or {})
+    return Case(h, src, outcome, rec, cfg, stored or {}, capture(cfg, SETTINGS))
 
 
 def artifact(outcome: Outcome, kind: str) -> bytes | None:

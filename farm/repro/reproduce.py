@@ -19,7 +19,7 @@ from farm.repro.case import Case, policy_check, load, reference
 from farm.repro.minimize import Minimized, NotReproduced, minimize
 from farm.repro.same import same_failure
 from farm.repro.script import Check, Script
-from farm.repro.write import Written, _story, compact, correctly_rounded, npz, verify, write_full
+from farm.repro.write import Written, _story, compact, correctly_rounded, header, npz, verify, write_full
 from farm.results import Record
 
 #: The failures the minimizer can judge candidates for: this host's own run of the program
@@ -109,8 +109,8 @@ def write_minimized(case: Case, program: Any, m: Minimized, out: Path, worker: W
         how = "correctly rounded (mpmath, 300 bits)" if exact is not None else "the float64 reference"
         ref = [exact] if exact is not None else [wants[0][0]]
         path.write_text(compact(title, story, case.settings, code, args, ref + wants[0][1:], how, chk,
-                                label=prims if len(closed.jaxpr.eqns) == 1 else "f"))
-        return verify(path)
+                                label=prims if len(closed.jaxpr.eqns) == 1 else "f", needs=header(case.needs)))
+        return verify(path, needs=case.needs)
     notes: list[str] = []
     if planted or code is None:
         kind, blob = worker.ask("export", m.best)
@@ -138,6 +138,6 @@ def write_minimized(case: Case, program: Any, m: Minimized, out: Path, worker: W
         expected = (f'(lambda z: [[z[f"out{{i}}_{{j}}"] for j in range(k)] for i, k in '
                     f'enumerate({counts})])(load("min_expected.npz"))') if counts else "[]"
     script = Script(title, story, case.settings, "cpu", chk, code, "min_export.bin", inputs=inputs,
-                    expected=expected, notes=notes)
+                    expected=expected, notes=notes, header=header(case.needs))
     path.write_text(script.render())
-    return verify(path)
+    return verify(path, needs=case.needs)

@@ -3,8 +3,11 @@
 Files: ``repro.py`` (the minimized script when minimizing; then ``repro_full.py`` is the
 unminimized one), ``inputs.npz``, ``expected.npz``, ``export.bin`` (the farm's own
 serialized artifact), ``program.jaxpr``, ``environment.json``; with ``--minimize`` also
-``minimized.jaxpr``, ``min_*`` data files and ``steps.json``. Every script is run once
-with a clean environment (no farm on the path, no planted faults) before it is reported.
+``minimized.jaxpr``, ``min_*`` data files and ``steps.json``; ``run.sh``. Every script is
+run before it is reported, in the environment its failure needs (``farm.repro.needs``: the
+overlay on ``PYTHONPATH``, the jax/XLA/plugin/BLAS variables; environment.json's ``needs``,
+what run.sh sets) and nothing else: no farm on the path, no planted faults. Where there is
+an overlay it is run plainly too, which says whether the failure lives in it.
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ import numpy as np
 from farm.errors import FarmError
 from farm.repro import emit
 from farm.repro.case import Case, artifact, check, export_platforms
+from farm.repro.needs import Needs
 from farm.repro.script import Check, Script
 
 #: mpmath functions for a correctly rounded expected value of a one-equation program
@@ -39,6 +43,7 @@ class Written:
     path: Path
     rc: int
     output: str
+    plain_rc: int | None = None  # where it needs an overlay: its exit code run plainly, without it
 
 
 def npz(path: Path, arrays: dict[str, Any]) -> None:
@@ -49,16 +54,37 @@ def npz(path: Path, arrays: dict[str, Any]) -> None:
     path.write_bytes(buf.getvalue())
 
 
-def verify(path: Path, timeout_s: float = 300.0, python: str | None = None) -> Written:
-    """Run a script as a user would: its own directory, no farm on the path, no planted faults
-    (with ``python``: that interpreter, e.g. another jax version's venv)."""
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
+def _run(path: Path, env: dict[str, str], python: str, timeout_s: float) -> tuple[int, str]:
     try:
-        p = subprocess.run([python or sys.executable, path.name], cwd=path.parent, env=env, capture_output=True, text=True,
+        p = subprocess.run([python, path.name], cwd=path.parent, env=env, capture_output=True, text=True,
                            timeout=timeout_s)
-        return Written(path, p.returncode, (p.stdout + p.stderr)[-3000:])
+        return p.returncode, (p.stdout + p.stderr)[-3000:]
     except subprocess.TimeoutExpired:
-        return Written(path, -1, f"did not finish in {timeout_s:.0f} s")
+        return -1, f"did not finish in {timeout_s:.0f} s"
+
+
+def verify(path: Path, timeout_s: float = 300.0, python: str | None = None, needs: Needs | None = None) -> Written:
+    """Run a script as a user would: its own directory, no farm on the path, no planted faults,
+    in the environment its failure needs (``needs``: the overlay and variables run.sh sets;
+    where there is an overlay, once more plainly, to say whether the failure lives in it);
+    with ``python``: that interpreter (e.g. another jax version's venv)."""
+    python = python or (needs.python if needs else sys.executable)
+    rc, output = _run(path, needs.env() if needs else Needs(python).env(plain=True), python, timeout_s)
+    plain = _run(path, needs.env(plain=True), python, timeout_s)[0] if needs and needs.overlay else None
+    return Written(path, rc, output, plain)
+
+
+def write_needs(needs: Needs, out: Path) -> None:
+    """``run.sh``: the directory's scripts in the environment their failure needs."""
+    sh = out / "run.sh"
+    sh.write_text(needs.run_sh())
+    sh.chmod(0o755)
+
+
+def header(needs: Needs | None, base: str = "Needs only jax, jaxlib and numpy.") -> str:
+    """What a script's docstring says it needs."""
+    more = needs.header() if needs else ""
+    return f"{base}\n{more}" if more else base
 
 
 def _story(case: Case) -> str:
@@ -87,6 +113,7 @@ def _environment(case: Case, extra: dict[str, Any] | None = None) -> dict[str, A
                         "error": r.error, "facts": dict(r.facts)},
             "environment": {k: env.get(k) for k in ("jax_version", "jaxlib_version", "python", "xla_flags",
                                                      "jax_config", "jaxlib_revision", "device_kinds", "farm_commit")},
+            **({"needs": case.needs.to_dict()} if case.needs else {}),
             **({"stored_run": case.stored} if case.stored else {}), **(extra or {})}
 
 
@@ -120,6 +147,8 @@ def write_full(case: Case, program: Any, dyn: list[np.ndarray], out: Path, name:
     npz(out / "expected.npz", {f"out{i}_{j}": a for i, alts in enumerate(expected) for j, a in enumerate(alts)})
     (out / "program.jaxpr").write_text(str(program.closed) + "\n")
     (out / "environment.json").write_text(json.dumps(_environment(case), indent=1, default=str) + "\n")
+    if case.needs:
+        write_needs(case.needs, out)
     counts = [len(a) for a in expected]
     script = Script(
         title=f"Reproducer for {case.harness.name}: {case.failure.stage} on {case.failure.platform} {case.failure.status}",
@@ -129,10 +158,10 @@ def write_full(case: Case, program: Any, dyn: list[np.ndarray], out: Path, name:
         settings=case.settings, platform=platform, check=chk, code=code,
         inputs=f'[load("inputs.npz")[f"in{{i}}"] for i in range({len(dyn)})]',
         expected=f'(lambda z: [[z[f"out{{i}}_{{j}}"] for j in range(k)] if k else None for i, k in enumerate({counts})])'
-                 f'(load("expected.npz"))' if counts else "[]", more=more)
+                 f'(load("expected.npz"))' if counts else "[]", more=more, header=header(case.needs))
     path = out / name
     path.write_text(script.render())
-    return verify(path)
+    return verify(path, needs=case.needs)
 
 
 def invariant_side(name: str, closed: Any, dyn: list[np.ndarray], chk: Check, out: Path) -> list[tuple[Check, str]]:
@@ -180,13 +209,14 @@ def correctly_rounded(closed: Any, args: list[np.ndarray]) -> np.ndarray | None:
 
 
 def compact(title: str, story: str, settings: dict[str, str], code: str, args: list[np.ndarray],
-            wants: list[np.ndarray], how: str, chk: Check, label: str = "f") -> str:
+            wants: list[np.ndarray], how: str, chk: Check, label: str = "f",
+            needs: str = "Needs only jax, jaxlib and numpy.") -> str:
     """The few-line script for a one-output scalar failure (``label``: how the call is printed)."""
     names = [f"x{i}" if len(args) > 1 else "x" for i in range(len(args))]
     dt = np.asarray(wants[0]).dtype
     prelude = [f"os.environ.setdefault({k!r}, {v!r})" for k, v in settings.items() if k != "JAX_ENABLE_X64"]
     x64 = settings.get("JAX_ENABLE_X64") in ("1", "true", "True")
-    lines = ["#!/usr/bin/env python3", f'"""{title}\n\n{story.rstrip()}\n\nNeeds only jax, jaxlib and numpy. '
+    lines = ["#!/usr/bin/env python3", f'"""{title}\n\n{story.rstrip()}\n\n{needs} '
              'Exit 1 while the failure is there, 0 once it is fixed.\n"""',
              "import os", "import sys", "",
              "sys.excepthook = lambda *e: (sys.__excepthook__(*e), os._exit(2))  # the script itself broke: exit 2, not 1",

@@ -1,18 +1,24 @@
 """Property-based bad input (hypothesis): arbitrary arguments to every ``farm`` subcommand
 and arbitrary query parameters on every dashboard page never give a traceback or a 500.
 A bad argument is argparse's usage error or one ``farm: error:`` line; a bad parameter is
-a 4xx."""
+a 4xx.
+
+The examples are drawn from one seed per process: ``FARM_TEST_SEED`` if set, else a fresh one.
+Every test prints it (pytest shows it with a failure) and a failure's message says how to
+replay it: ``FARM_TEST_SEED=N pytest 'tests/faults/test_bad_input.py::TEST[PARAM]'`` draws the
+same examples (with the same ``FARM_HYPOTHESIS_EXAMPLES``)."""
 from __future__ import annotations
 
 import argparse
 import contextlib
 import io
 import os
+import secrets
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, given, seed, settings
 from hypothesis import strategies as st
 
 from farm.cli import main, parser
@@ -26,6 +32,19 @@ STARTS_WORK = {"bench", "worker", "serve", "schedule", "accuracy"}
 #: options that would start other processes or reach other machines with any value
 SPAWNS = {"--config", "--jax", "--address", "--submit", "--modules", "--help", "-h"}
 EXAMPLES = int(os.environ.get("FARM_HYPOTHESIS_EXAMPLES", "6"))
+#: hypothesis's seed for every test here: new on every run unless given (docs/reliability.md)
+SEED = int(os.environ.get("FARM_TEST_SEED") or secrets.randbits(32))
+
+
+def replayable(check: Any, nodeid: str) -> None:
+    """Run a hypothesis test under ``SEED``; print the seed, and say in a failure how to replay it."""
+    print(f"hypothesis seed {SEED} (FARM_TEST_SEED), {EXAMPLES} examples (FARM_HYPOTHESIS_EXAMPLES)")
+    try:
+        seed(SEED)(check)()
+    except Exception as e:
+        e.add_note(f"replay: FARM_TEST_SEED={SEED} FARM_HYPOTHESIS_EXAMPLES={EXAMPLES} "
+                   f".venv/bin/python -m pytest '{nodeid}'")
+        raise
 
 
 def subcommands() -> dict[str, argparse.ArgumentParser]:
@@ -64,7 +83,8 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
-def test_any_arguments_to_any_subcommand(name: str, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_any_arguments_to_any_subcommand(name: str, workdir: Path, monkeypatch: pytest.MonkeyPatch,
+                                         request: pytest.FixtureRequest) -> None:
     monkeypatch.chdir(workdir)  # files a command writes (jobs --out, export -o) land here
     monkeypatch.setenv("FARM_DB", "sqlite:////nonexistent-dir/farm.db")  # no command gets to real work
 
@@ -85,7 +105,32 @@ def test_any_arguments_to_any_subcommand(name: str, workdir: Path, monkeypatch: 
                      or ": error:" in l]
             assert lines, (argv, rc, err.getvalue()[-1500:])
 
-    check()
+    replayable(check, request.node.nodeid)
+
+
+def test_the_seed_replays_the_same_examples_and_a_failure_says_how(request: pytest.FixtureRequest) -> None:
+    def draw() -> list[list[str]]:
+        examples: list[list[str]] = []
+
+        @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+        @given(argv=argv_for("show"))
+        def record(argv: list[str]) -> None:
+            examples.append(argv)
+
+        replayable(record, request.node.nodeid)
+        return examples
+
+    first = draw()
+    assert len(first) > 1 and draw() == first
+
+    @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(argv=argv_for("show"))
+    def failing(argv: list[str]) -> None:
+        raise AssertionError(argv)
+
+    with pytest.raises(AssertionError) as e:
+        replayable(failing, request.node.nodeid)
+    assert f"replay: FARM_TEST_SEED={SEED} " in "\n".join(e.value.__notes__)
 
 
 # --------------------------------------------------------------------------- dashboard
@@ -118,7 +163,7 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 @pytest.mark.parametrize("page", sorted(PAGES))
-def test_any_query_parameters_on_any_page(page: str, client: Any) -> None:
+def test_any_query_parameters_on_any_page(page: str, client: Any, request: pytest.FixtureRequest) -> None:
     names = st.one_of(st.sampled_from(PAGES[page]), st.text(max_size=12))
     query = st.lists(st.tuples(names, VALUES), max_size=4)
 
@@ -128,4 +173,4 @@ def test_any_query_parameters_on_any_page(page: str, client: Any) -> None:
         r = client.get(page, query_string=query)
         assert r.status_code < 500, (page, query, r.status_code, r.get_data(as_text=True)[:500])
 
-    check()
+    replayable(check, request.node.nodeid)
