@@ -102,4 +102,23 @@ _EXPONENTS = np.tile(np.array([-0.5, -0.0831, 0.25, 1.0], np.float32), 16)
 define(FAMILY, "pow", lax.pow, [CustomArg("subnormal_bases:float32:64", lambda rng: _BASES.copy(), _BASES.shape, "float32"),
                                 CustomArg("exponents:float32:64", lambda rng: _EXPONENTS.copy(), _EXPONENTS.shape,
                                           "float32")],
-       dtype="float32", group="subnormal_lengths", limitations=[POW_SUBNORMAL])
+       dtype="float32", group="xla_cpu_findings", limitations=[POW_SUBNORMAL])
+
+#: Found by farm fuzz (docs/findings.md): XLA's CPU algebraic simplifier turns x / broadcast(y)
+#: into x * broadcast(1 / y), and in float16 the reciprocal of a subnormal y overflows to inf,
+#: so a subnormal x over a subnormal y is ±inf: IEEE gives a finite quotient (6e-08 / 6e-08 = 1),
+#: flushing both to zero gives NaN. The same division without the broadcast is right.
+DIV_BROADCAST_RECIPROCAL = Limitation("XLA CPU float16 x / broadcast(y) is x * (1/y): a subnormal over a subnormal "
+                                      "is inf", platforms=("cpu",), dtypes=("float16",), stage="compare",
+                                      error="elements differ from the float64 reference")
+_NUM = np.where(np.arange(16) % 2 == 0, 6e-08, -0.7485)[None, :].repeat(4, 0).astype(np.float16)
+_DEN = np.array([[-1.526e-05], [6e-08], [2e-05], [1.0]], np.float16)
+define(FAMILY, "div", lambda x, y: lax.div(x, lax.broadcast_in_dim(y, x.shape, (0, 1))),
+       [CustomArg("numerators:float16:4x16", lambda rng: _NUM.copy(), _NUM.shape, "float16"),
+        CustomArg("small_divisors:float16:4x1", lambda rng: _DEN.copy(), _DEN.shape, "float16")],
+       dtype="float16", group="xla_cpu_findings", params={"divisor": "broadcast"},
+       limitations=[DIV_BROADCAST_RECIPROCAL])
+define(FAMILY, "div", lax.div, [CustomArg("numerators:float16:4x16", lambda rng: _NUM.copy(), _NUM.shape, "float16"),
+                                CustomArg("small_divisors:float16:4x16", lambda rng: np.broadcast_to(_DEN, _NUM.shape).copy(),
+                                          _NUM.shape, "float16")],
+       dtype="float16", group="xla_cpu_findings", params={"divisor": "same_shape"})

@@ -109,4 +109,4 @@ for n in (3, 8):
     subs = np.geomspace(1.4e-45, 1.1e-38, n).astype(np.float32)
     define(FAMILY, "log", lax.log, [CustomArg(f"subnormals:float32:{n}", lambda rng, v=subs: v.copy(),
                                               subs.shape, "float32")],
-           dtype="float32", group="subnormal_lengths", limitations=[LOG_SUBNORMAL_SHORT] if n < 8 else [])
+           dtype="float32", group="xla_cpu_findings", limitations=[LOG_SUBNORMAL_SHORT] if n < 8 else [])
