@@ -85,3 +85,32 @@ def test_an_integer_sum_has_no_band() -> None:
     tap = Tap("reduce_sum", (x,), (), dict(eqn.params))
     assert accumulation.band(eqn, tap) is None
     assert judge_jaxpr(cj, [x], [np.asarray(jax.jit(f)(x)) + np.array([0, 0, 0, 1], np.int32)]).status == "fail"
+
+
+def _prod(x: np.ndarray, axes: tuple[int, ...]):  # noqa: ANN202
+    f = lambda v: lax.reduce_prod_p.bind(v, axes=axes)  # noqa: E731
+    return f, jax.make_jaxpr(f)(x)
+
+
+def test_a_product_whose_partial_products_over_and_underflow_depends_on_its_order() -> None:
+    # 200 factors of 2.5 and 200 of 0.1 in float16: one order overflows, another underflows, inf * 0 is NaN
+    x = np.concatenate([np.full(200, 2.5), np.full(200, 0.1)]).astype(np.float16)
+    _, cj = _prod(x, (0,))
+    assert judge_jaxpr(cj, [x], [np.asarray(np.float16(0.0))]).status == "ok"  # the exact product, rounded
+    for got in (np.float16(np.nan), np.float16(np.inf)):
+        v = judge_jaxpr(cj, [x], [np.asarray(got)])
+        assert v.status == "ok", (got, v.error)
+        assert v.facts["accumulation"]["0"]["order_dependent"] == 1
+    assert judge_jaxpr(cj, [x], [np.asarray(np.float16(1.0))]).status == "fail"  # a finite value is no overflow
+
+
+def test_a_product_that_cannot_overflow_is_held_to_its_value() -> None:
+    x = np.full(10, 2.0, np.float16)
+    _, cj = _prod(x, (0,))
+    assert judge_jaxpr(cj, [x], [np.asarray(np.float16(np.nan))]).status == "fail"
+    assert judge_jaxpr(cj, [x], [np.asarray(np.float16(1024.0))]).status == "ok"
+    y = np.random.default_rng(4).uniform(0.9, 1.1, (3, 40)).astype(np.float32)
+    f, cj = _prod(y, (1,))
+    dropped = np.asarray(jax.jit(f)(y[:, :-1] * np.float32(1.0))) * np.float32(1.0)
+    dropped = dropped * np.asarray(1.0 / 1.05, np.float32)  # a factor of ~1.05 too few
+    assert judge_jaxpr(cj, [y], [dropped.astype(np.float32)]).status == "fail"

@@ -34,6 +34,11 @@ from farm.reference.plan import CALLS
 
 #: Primitives whose every output element is a sum of products of operand elements.
 SUMS = frozenset({"reduce_sum", "cumsum", "reduce_window_sum", "dot_general", "conv_general_dilated"})
+#: Primitives whose every output element is a product of operand elements: n - 1 roundings in
+#: any order, each relative; and where some order's partial products both overflow and
+#: underflow the dtype, the result depends on the order (inf * 0 is NaN).
+PRODUCTS = frozenset({"reduce_prod"})
+ACCUMULATING = SUMS | PRODUCTS
 
 
 @dataclass(frozen=True)
@@ -43,10 +48,15 @@ class Band:
     primitive: str
     terms: int
     band: np.ndarray
+    #: elements whose value depends on the order of a product's partial products (None: none)
+    order_dependent: np.ndarray | None = None
 
     def facts(self) -> dict[str, Any]:
-        return {"primitive": self.primitive, "terms": self.terms, "depth": depth(self.terms),
-                "max_band": float(np.max(self.band, initial=0.0))}
+        out = {"primitive": self.primitive, "terms": self.terms, "depth": depth(self.terms),
+               "max_band": float(np.max(self.band, initial=0.0))}
+        if self.order_dependent is not None and self.order_dependent.any():
+            out["order_dependent"] = int(self.order_dependent.sum())
+        return out
 
 
 def depth(terms: int) -> int:
@@ -71,14 +81,14 @@ def _walk(jaxpr: Any, made: dict[Any, Any]) -> None:
             for v, w in zip(eqn.outvars, inner.outvars):
                 if type(w).__name__ != "Literal" and w in made:
                     made[v] = made[w]
-        elif name in SUMS:
+        elif name in ACCUMULATING:
             made[eqn.outvars[0]] = eqn
 
 
 def terms(eqn: Any, ins: tuple[np.ndarray, ...]) -> int:
     """How many products each output element of ``eqn`` sums."""
     name, p = eqn.primitive.name, eqn.params
-    if name == "reduce_sum":
+    if name in ("reduce_sum", "reduce_prod"):
         return int(np.prod([ins[0].shape[a] for a in p["axes"]], dtype=np.int64))
     if name == "cumsum":
         return int(ins[0].shape[p["axis"]])
@@ -101,13 +111,34 @@ def band(eqn: Any, tap: Tap) -> Band | None:
         magnitude = np.abs(np.asarray(RULES[eqn.primitive.name](ctx, *[np.abs(x) for x in tap.ins], **eqn.params)))
     n = terms(eqn, tap.ins)
     real = np.dtype(np.float32 if out == np.complex64 else np.float64) if out.kind == "c" else out
-    u = float(ml_dtypes.finfo(real).eps) / 2
+    fi = ml_dtypes.finfo(real)
+    u = float(fi.eps) / 2
+    if eqn.primitive.name in PRODUCTS:
+        return Band(eqn.primitive.name, n, max(n - 1, 1) * u * magnitude.astype(np.float64),
+                    _order_dependent(np.abs(tap.ins[0]), eqn.params["axes"], float(fi.max), float(fi.tiny)))
     return Band(eqn.primitive.name, n, depth(n) * u * magnitude.astype(np.float64))
 
 
+def _order_dependent(mag: np.ndarray, axes: tuple[int, ...], top: float, tiny: float) -> np.ndarray:
+    """Per output element of a product: some order's partial product overflows the dtype (the
+    factors above 1 multiply past its largest value) and another's underflows it (those below
+    1 multiply under its smallest normal, or a factor is zero)."""
+    with np.errstate(all="ignore"):
+        logs = np.log2(np.where(mag == 0, 1.0, mag.astype(np.float64)))
+        up = np.sum(np.where(logs > 0, logs, 0.0), axis=tuple(axes))
+        down = np.sum(np.where(logs < 0, logs, 0.0), axis=tuple(axes))
+        zero = np.any(mag == 0, axis=tuple(axes))
+    return (up > math.log2(top)) & ((down < math.log2(tiny)) | zero)
+
+
 def within(got: np.ndarray, ref: np.ndarray, b: Band) -> np.ndarray:
-    """The elements of ``got`` that the band accepts (finite on both sides)."""
+    """The elements of ``got`` that the band accepts: finite on both sides and within it, or,
+    where a product's value depends on its order, what an overflow or underflow on the way
+    makes of it (±inf, ±0, NaN)."""
     g = np.asarray(got).astype(np.complex128 if np.iscomplexobj(got) else np.float64)
     r = np.asarray(ref).astype(g.dtype)
     with np.errstate(all="ignore"):
-        return np.isfinite(g) & np.isfinite(r) & (np.abs(g - r) <= b.band)
+        ok = np.isfinite(g) & np.isfinite(r) & (np.abs(g - r) <= b.band)
+        if b.order_dependent is not None:
+            ok |= b.order_dependent & (np.isnan(g) | np.isinf(g) | (g == 0))
+    return ok

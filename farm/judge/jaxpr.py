@@ -104,7 +104,7 @@ def _evaluate(closed_jaxpr: Any, dyn: list[Any], p: Plan, outputs: list[Any]) ->
     t0 = time.perf_counter()
     prims = primitives(closed_jaxpr.jaxpr)
     solves = _eqns(closed_jaxpr.jaxpr, CONDITIONED) if prims & CONDITIONED else frozenset()
-    sums = accumulation.producers(closed_jaxpr.jaxpr) if prims & accumulation.SUMS else {}
+    sums = accumulation.producers(closed_jaxpr.jaxpr) if prims & accumulation.ACCUMULATING else {}
     with tapping(p.taps | solves | {id(e) for e in sums.values()}) as taps:
         ref = call_jaxpr(closed_jaxpr, list(dyn))
     masks = _unspecified_masks(closed_jaxpr, dyn, ref) if prims & PARTLY_UNSPECIFIED else None
