@@ -3,7 +3,8 @@
 Every page is one module under ``views/`` with a template of the same name; the
 same context renders as HTML or, at the page's ``.json`` twin, as JSON. A
 ``FarmError`` becomes its ``http_status`` with an error page (or a JSON body on
-``.json`` and API routes).
+``.json`` and API routes); a database server that is down or restarting (or a SQLite
+file locked past its busy timeout) is a 503 with one line and ``Retry-After``.
 """
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ import os
 from typing import Any
 
 from flask import Flask, jsonify, render_template, request
+from sqlalchemy.exc import DBAPIError
 from werkzeug.exceptions import HTTPException
 
 from dashboards.cache import PageCache
 from farm.errors import FarmError
-from farm.store import open_store
+from farm.store import failures, open_store
 
 #: The page modules (``dashboards.views.<page>``), in navigation order: each registers its routes.
 PAGES = ("overview", "runs", "trends", "compare", "failures", "harness", "search", "coverage", "boundary", "crosshost",
@@ -62,5 +64,19 @@ def create_app(db_url: str | None = None, token: str | None = None) -> Flask:
     @app.errorhandler(HTTPException)
     def _http_error(e: HTTPException) -> Any:
         return _error(e.code or 500, e.name, e.description or e.name)
+
+    @app.errorhandler(DBAPIError)
+    def _database_unavailable(e: DBAPIError) -> Any:
+        k = failures.kind(e)
+        if k not in ("lost", "locked"):
+            raise e  # a real bug: Flask's 500
+        db = app.config["STORE"].engine.url.render_as_string(hide_password=True)
+        what = ("cannot reach the database server" if k == "lost"
+                else "the SQLite database is locked by another process")
+        body, status = _error(503, "Service Unavailable", f"{what} ({db}); the page is shown again once it is back: "
+                                                          "try again in a few seconds")
+        resp = app.make_response((body, status))
+        resp.headers["Retry-After"] = "5"
+        return resp
 
     return app

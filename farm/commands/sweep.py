@@ -177,7 +177,7 @@ def _config_env() -> dict[str, str]:
 
 def _sweep_configs(args: argparse.Namespace) -> int:
     """One sweep per configuration, each a fresh process (JAX reads these settings at start)."""
-    from datetime import datetime  # noqa: PLC0415
+    from farm.store.writes import generated_name  # deferred: farm.store (~0.3 s, sqlalchemy); not needed by farm --help
 
     from farm.run import configs  # noqa: PLC0415  (only here)
 
@@ -191,7 +191,7 @@ def _sweep_configs(args: argparse.Namespace) -> int:
     platforms = parse_targets(args.platforms, LOWERING_PLATFORMS, "platform")
     run_on = parse_targets(args.run_on, DEVICE_KINDS, "device kind (--run-on)")
     platforms += tuple(k for k in run_on if k not in DEVICE_KINDS and k not in platforms)
-    base = args.run_name or f"config-{datetime.now():%Y%m%d-%H%M%S}"
+    base = args.run_name or generated_name("config")  # two started in the same second differ
     each = SweepRequest.from_namespace(args).replace(name=None, resume=None, config=(), jax=None, submit=False,
                                                      dashboard=None, series=base)
     rc, done = configs.sweep_each(todo, each.to_argv()[1:], base, db=getattr(args, "db", None),
@@ -204,7 +204,7 @@ def _sweep_configs(args: argparse.Namespace) -> int:
 
 def _sweep_versions(args: argparse.Namespace) -> int:
     """One standalone run per jax version (each in its own venv), then the cross-version pairs."""
-    from datetime import datetime  # noqa: PLC0415
+    from farm.store.writes import generated_name  # deferred: farm.store (~0.3 s, sqlalchemy); not needed by farm --help
 
     from farm import catalog  # deferred: farm.catalog; not needed by farm --help
     from farm.run.versions import matrix, venvs  # deferred: farm.run; not needed by farm --help
@@ -221,7 +221,7 @@ def _sweep_versions(args: argparse.Namespace) -> int:
     platforms = parse_targets(args.platforms, LOWERING_PLATFORMS, "platform")
     opts = Options(platforms=platforms, run_on=("cpu",), repeats=args.repeats, crossexec=not args.no_crossexec)
     store = store_from(args, create=True)
-    base = args.run_name or f"versions-{datetime.now():%Y%m%d-%H%M%S}"
+    base = args.run_name or generated_name("versions")  # two started in the same second differ
     done = matrix.sweep(store, todo, base, filters.to_dict(), opts.to_dict(), workers=args.workers or os.cpu_count() or 1,
                           timeout_s=args.timeout, cross=not args.no_cross,
                           dims=RunDims(schedule=args.schedule, slot=args.slot))

@@ -159,14 +159,22 @@ def _execute(store: Any, plan: _Plan, *, options: Options, catalog: str, config:
     writer_session = store.sessions()
     writer = writes.Writer(writer_session, writer_session.merge(plan.run), plan.hids)
 
+    # the database as the progress lines name it while a write waits (no password)
+    db = store.engine.url.render_as_string(hide_password=True)
+
+    def progress_line(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
     def sink(outcomes: list[Outcome], worker: str) -> None:
-        # A lost connection (the server restarted) or a lock held by another writer is
-        # retried for about a minute: the batch is idempotent, so a retry never duplicates.
+        # A lost connection (the server restarted or is down) or a lock held by another writer
+        # is retried for about two minutes, one progress line per wait: the batch is idempotent,
+        # so a retry never duplicates. Meanwhile the workers go on; their outcomes wait in Ray.
         def undo() -> None:
             writer_session.rollback()
             writer.known_artifacts.clear()  # rolled back with the batch
 
-        failures.retry(lambda: (writer.write(outcomes, worker), writer_session.commit()), undo)
+        failures.retry(lambda: (writer.write(outcomes, worker), writer_session.commit()), undo, what=db,
+                       log=progress_line)
 
     sw = Sweep(plan.todo, options, catalog, config, sink, options_digest=plan.options_digest, reuse=plan.reuse)
     status = "finished"
@@ -184,7 +192,7 @@ def _execute(store: Any, plan: _Plan, *, options: Options, catalog: str, config:
         raise
     finally:
         try:
-            failures.retry(lambda: _finish_run(store, plan, status, sw.stats))
+            failures.retry(lambda: _finish_run(store, plan, status, sw.stats), what=db, log=progress_line)
         except Exception as e:  # the store itself failed (disk full, server gone): the run stays resumable
             if failures.kind(e) is None:
                 raise

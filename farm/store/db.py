@@ -96,18 +96,28 @@ class Store:
 
     @contextmanager
     def _migration_lock(self) -> Iterator[None]:
-        """One migrating process at a time: flock on the SQLite file (independent of SQLite's own
-        fcntl locks), an advisory lock on PostgreSQL."""
+        """One migrating process at a time: flock on the SQLite file's directory, an advisory
+        lock on PostgreSQL.
+
+        Never a descriptor of the database file itself: closing any descriptor of a file drops
+        every POSIX (fcntl) lock this process holds on it, SQLite's own included. A process that
+        migrated a new file that way lost its WAL lock: the next process to close the database
+        took it for the last user, checkpointed and deleted the WAL, and every later commit of
+        the first process went into the deleted file (a sweep's batches and its ``finished``
+        status lost, with no error). ``tests/test_store_sqlite_locks.py``."""
         path = sqlite_file(self.url)
-        if path is not None and path.exists():
+        if path is not None:
             import fcntl  # deferred: POSIX only, and only when migrating
 
-            with open(path, "rb") as f:
-                fcntl.flock(f, fcntl.LOCK_EX)
+            fd = os.open(path.expanduser().resolve().parent, os.O_RDONLY)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
                 try:
                     yield
                 finally:
-                    fcntl.flock(f, fcntl.LOCK_UN)
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
             return
         if self.dialect == "postgresql":
             with self.engine.connect() as conn:

@@ -15,7 +15,10 @@ _FULL = ("database or disk is full", "no space left on device", "could not exten
 _LOCKED = ("database is locked", "database table is locked")
 _LOST = ("server closed the connection", "terminating connection", "connection is closed", "connection refused",
          "consuming input failed", "connection to server", "the connection is lost", "connection already closed",
-         "ssl connection has been closed", "could not receive data from server", "administrator command")
+         "ssl connection has been closed", "could not receive data from server", "administrator command",
+         # a server restarting: what a new connection hears while it shuts down or starts up
+         "the database system is shutting down", "the database system is starting up",
+         "the database system is not yet accepting connections", "the database system is in recovery mode")
 
 
 def _chain(e: BaseException) -> list[BaseException]:
@@ -52,22 +55,57 @@ def transient(e: BaseException) -> bool:
     return kind(e) in ("locked", "lost")
 
 
-#: waits between retries of a write that lost its connection or found the database locked (~1 min)
-RETRY_WAITS_S = (0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
+#: waits between tries of a write that lost its server or found the database locked: doubling
+#: from 0.5 s, then every 10 s (a server that is back is noticed within 10 s), 115.5 s in all.
+#: A server restarted, or stopped for a minute, is waited out; past that the sweep stops
+#: resumably, with one line
+RETRY_WAITS_S = (0.5, 1.0, 2.0, 4.0, 8.0) + (10.0,) * 10
+
+
+def _first_line(e: BaseException) -> str:
+    for x in reversed(_chain(e)):  # the driver's own words, not SQLAlchemy's wrapping
+        text = str(x).strip()
+        if text:
+            return text.splitlines()[0][:200]
+    return type(e).__name__
 
 
 def retry(write: Callable[[], T], undo: Callable[[], None] = lambda: None,
-          waits: tuple[float, ...] = RETRY_WAITS_S) -> T:
+          waits: tuple[float, ...] = RETRY_WAITS_S, *, what: str = "the database",
+          log: Callable[[str], None] | None = None) -> T:
     """``write()``, again after each wait while it fails transiently (``undo()`` after each failure);
-    an idempotent write only."""
+    an idempotent write only.
+
+    Args:
+        what: the database, as the progress lines name it (a URL without its password).
+        log: gets one line per wait (``farm: lost the connection to the database server
+            postgresql://...; retrying in 4 s (waited 3.5 s of up to 120 s): ...``) and one
+            when a write that waited gets through (``farm: the database ... is back after 31.2 s``).
+
+    Raises:
+        the last failure: one that is not transient, or the last try's once ``waits`` are spent.
+    """
+    t0 = time.monotonic()
+    budget = sum(waits)
+    tries = 0
     for wait in (*waits, None):
         try:
-            return write()
+            out = write()
         except Exception as e:
             undo()
             if wait is None or not transient(e):
                 raise
+            tries += 1
+            if log is not None:
+                why = {"locked": "the SQLite database is locked by another process:",
+                       "lost": "lost the connection to the database server:"}[kind(e) or "lost"]
+                log(f"farm: {why} {what}; retrying in {wait:g} s (waited {time.monotonic() - t0:.1f} s "
+                    f"of up to {budget:.0f} s): {_first_line(e)}")
             time.sleep(wait)
+        else:
+            if tries and log is not None:
+                log(f"farm: {what} is back after {time.monotonic() - t0:.1f} s ({tries} tries); continuing")
+            return out
     raise AssertionError("unreachable")
 
 

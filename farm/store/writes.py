@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import secrets
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
@@ -39,6 +40,7 @@ def _insert_select(session: Session, model: type, cols: list[str], query: Any, k
 
 
 def unique_name(session: Session, base: str) -> str:
+    """``base``, or ``base-2``, ``base-3`` ... : the first no run of this database has."""
     taken = set(session.scalars(select(Run.name).where(Run.name.like(f"{base}%"))))
     if base not in taken:
         return base
@@ -46,6 +48,15 @@ def unique_name(session: Session, base: str) -> str:
     while f"{base}-{n}" in taken:
         n += 1
     return f"{base}-{n}"
+
+
+def generated_name(kind: str) -> str:
+    """A run's name when none is given: kind, local time to the second, six random hex digits
+    (``sweep-20261127-030243-4be1f0``). The time keeps it readable; the digits keep two runs
+    created in the same second apart, in two processes or on two hosts, where neither can see
+    the other's uncommitted row (before them both took ``sweep-20261127-030243`` and the second
+    failed on the unique name). Two such runs collide once in 16.7 million."""
+    return f"{kind}-{datetime.now():%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
 
 
 def create_run(session: Session, *, env: dict[str, Any], name: str | None = None, kind: str = "sweep",
@@ -58,7 +69,7 @@ def create_run(session: Session, *, env: dict[str, Any], name: str | None = None
     if name and session.scalar(select(Run.id).where(Run.name == name)) is not None:
 
         raise ConfigError(f"a run named {name!r} already exists; use --resume {name} to continue it")
-    run = Run(name=name or unique_name(session, f"{kind}-{datetime.now():%Y%m%d-%H%M%S}"), kind=kind,
+    run = Run(name=name or unique_name(session, generated_name(kind)), kind=kind,
               catalog=catalog, filters=filters or {}, platforms=list(platforms), run_on=list(run_on),
               total=total, environment_id=env_row.id, status="running", **(dims or RunDims()).to_dict())
     session.add(run)
