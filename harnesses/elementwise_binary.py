@@ -122,3 +122,16 @@ define(FAMILY, "div", lax.div, [CustomArg("numerators:float16:4x16", lambda rng:
                                 CustomArg("small_divisors:float16:4x16", lambda rng: np.broadcast_to(_DEN, _NUM.shape).copy(),
                                           _NUM.shape, "float16")],
        dtype="float16", group="xla_cpu_findings", params={"divisor": "same_shape"})
+
+#: The same rewrite in float32 with huge divisors: 1 / 1.7e38 is subnormal, flushed to zero, so
+#: -3.4e38 / broadcast(1.7e38) is -0 (IEEE -2).
+DIV_BROADCAST_RECIPROCAL_HUGE = Limitation("XLA CPU float32 x / broadcast(y) is x * (1/y): 1/y flushed to zero for "
+                                           "|y| > 2^126", platforms=("cpu",), dtypes=("float32",), stage="compare",
+                                           error="elements differ from the float64 reference")
+_NUM32 = np.array([-3.4028235e38, -4.8611764e37, 1.0, 3.75], np.float32)[None, :].repeat(4, 0)
+_DEN32 = np.array([[1.7014117e38], [-1e38], [2.0], [1.0]], np.float32)
+define(FAMILY, "div", lambda x, y: lax.div(x, lax.broadcast_in_dim(y, x.shape, (0, 1))),
+       [CustomArg("numerators:float32:4x4", lambda rng: _NUM32.copy(), _NUM32.shape, "float32"),
+        CustomArg("huge_divisors:float32:4x1", lambda rng: _DEN32.copy(), _DEN32.shape, "float32")],
+       dtype="float32", group="xla_cpu_findings", params={"divisor": "broadcast"},
+       limitations=[DIV_BROADCAST_RECIPROCAL_HUGE])
