@@ -2,7 +2,7 @@
 import numpy as np
 from jax import lax
 
-from farm.catalog import FLOAT, INEXACT, INTEGER, NUMERIC, SIGNED, CustomArg, Limitation, RandArg, chlo_leak, define, special, ulps
+from farm.catalog import FLOAT, INEXACT, INTEGER, NUMERIC, SIGNED, Limitation, RandArg, chlo_leak, define, special, ulps
 
 FAMILY = "elementwise_binary"
 SHAPE = (3, 4)
@@ -92,46 +92,3 @@ for prim, fn in SPECIAL_FLOAT.items():
 for prim, fn in SPECIAL_INT.items():
     for dt in ("int8", "int32", "int64", "uint8", "uint32"):
         define(FAMILY, prim, fn, list(special.pair_args(dt)), dtype=dt, group="special_values")
-
-#: Found by farm fuzz (docs/findings.md): XLA's CPU float32 pow of a subnormal base takes
-#: its log as ln 2^-150 at any length (pow(1e-45, -0.5) = 3.78e22; IEEE 2.67e22, flushed inf).
-POW_SUBNORMAL = Limitation("XLA CPU float32 pow of a subnormal base uses ln 2^-150 for its log", platforms=("cpu",),
-                           dtypes=("float32",), stage="compare", error="elements differ from the float64 reference")
-_BASES = np.repeat(np.geomspace(1.4e-45, 1.1e-38, 16).astype(np.float32), 4)
-_EXPONENTS = np.tile(np.array([-0.5, -0.0831, 0.25, 1.0], np.float32), 16)
-define(FAMILY, "pow", lax.pow, [CustomArg("subnormal_bases:float32:64", lambda rng: _BASES.copy(), _BASES.shape, "float32"),
-                                CustomArg("exponents:float32:64", lambda rng: _EXPONENTS.copy(), _EXPONENTS.shape,
-                                          "float32")],
-       dtype="float32", group="xla_cpu_findings", limitations=[POW_SUBNORMAL])
-
-#: Found by farm fuzz (docs/findings.md): XLA's CPU algebraic simplifier turns x / broadcast(y)
-#: into x * broadcast(1 / y), and in float16 the reciprocal of a subnormal y overflows to inf,
-#: so a subnormal x over a subnormal y is ±inf: IEEE gives a finite quotient (6e-08 / 6e-08 = 1),
-#: flushing both to zero gives NaN. The same division without the broadcast is right.
-DIV_BROADCAST_RECIPROCAL = Limitation("XLA CPU float16 x / broadcast(y) is x * (1/y): a subnormal over a subnormal "
-                                      "is inf", platforms=("cpu",), dtypes=("float16",), stage="compare",
-                                      error="elements differ from the float64 reference")
-_NUM = np.where(np.arange(16) % 2 == 0, 6e-08, -0.7485)[None, :].repeat(4, 0).astype(np.float16)
-_DEN = np.array([[-1.526e-05], [6e-08], [2e-05], [1.0]], np.float16)
-define(FAMILY, "div", lambda x, y: lax.div(x, lax.broadcast_in_dim(y, x.shape, (0, 1))),
-       [CustomArg("numerators:float16:4x16", lambda rng: _NUM.copy(), _NUM.shape, "float16"),
-        CustomArg("small_divisors:float16:4x1", lambda rng: _DEN.copy(), _DEN.shape, "float16")],
-       dtype="float16", group="xla_cpu_findings", params={"divisor": "broadcast"},
-       limitations=[DIV_BROADCAST_RECIPROCAL])
-define(FAMILY, "div", lax.div, [CustomArg("numerators:float16:4x16", lambda rng: _NUM.copy(), _NUM.shape, "float16"),
-                                CustomArg("small_divisors:float16:4x16", lambda rng: np.broadcast_to(_DEN, _NUM.shape).copy(),
-                                          _NUM.shape, "float16")],
-       dtype="float16", group="xla_cpu_findings", params={"divisor": "same_shape"})
-
-#: The same rewrite in float32 with huge divisors: 1 / 1.7e38 is subnormal, flushed to zero, so
-#: -3.4e38 / broadcast(1.7e38) is -0 (IEEE -2).
-DIV_BROADCAST_RECIPROCAL_HUGE = Limitation("XLA CPU float32 x / broadcast(y) is x * (1/y): 1/y flushed to zero for "
-                                           "|y| > 2^126", platforms=("cpu",), dtypes=("float32",), stage="compare",
-                                           error="elements differ from the float64 reference")
-_NUM32 = np.array([-3.4028235e38, -4.8611764e37, 1.0, 3.75], np.float32)[None, :].repeat(4, 0)
-_DEN32 = np.array([[1.7014117e38], [-1e38], [2.0], [1.0]], np.float32)
-define(FAMILY, "div", lambda x, y: lax.div(x, lax.broadcast_in_dim(y, x.shape, (0, 1))),
-       [CustomArg("numerators:float32:4x4", lambda rng: _NUM32.copy(), _NUM32.shape, "float32"),
-        CustomArg("huge_divisors:float32:4x1", lambda rng: _DEN32.copy(), _DEN32.shape, "float32")],
-       dtype="float32", group="xla_cpu_findings", params={"divisor": "broadcast"},
-       limitations=[DIV_BROADCAST_RECIPROCAL_HUGE])

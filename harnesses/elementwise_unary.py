@@ -3,7 +3,7 @@ import numpy as np
 import scipy.special as sp
 from jax import lax
 
-from farm.catalog import COMPLEX, FLOAT, INEXACT, INTEGER, SIGNED, CustomArg, Limitation, RandArg, chlo_leak, define, special, ulps
+from farm.catalog import COMPLEX, FLOAT, INEXACT, INTEGER, SIGNED, Limitation, RandArg, chlo_leak, define, special, ulps
 
 FAMILY = "elementwise_unary"
 SHAPES = ((3, 4),)
@@ -97,16 +97,3 @@ SPECIAL = {"neg": lax.neg, "abs": lax.abs, "sign": lax.sign, "floor": lax.floor,
 for prim, fn in SPECIAL.items():
     for dt in FLOAT:
         define(FAMILY, prim, fn, [special.arg(dt)], dtype=dt, group="special_values")
-
-#: Found by farm fuzz (docs/findings.md): XLA's CPU float32 log of a subnormal is ln 2^-150
-#: (-103.972) whatever the subnormal in an array of fewer than 8 elements, and -inf (the
-#: subnormal flushed, which the reference accepts) from 8 on. Both lengths, spread over the
-#: subnormal range, so a fix (or the short path changing) shows as an unexpected pass.
-LOG_SUBNORMAL_SHORT = Limitation("XLA CPU float32 log of a subnormal in an array of fewer than 8 elements is "
-                                 "ln 2^-150 whatever the subnormal", platforms=("cpu",), dtypes=("float32",),
-                                 stage="compare", error="elements differ from the float64 reference")
-for n in (3, 8):
-    subs = np.geomspace(1.4e-45, 1.1e-38, n).astype(np.float32)
-    define(FAMILY, "log", lax.log, [CustomArg(f"subnormals:float32:{n}", lambda rng, v=subs: v.copy(),
-                                              subs.shape, "float32")],
-           dtype="float32", group="xla_cpu_findings", limitations=[LOG_SUBNORMAL_SHORT] if n < 8 else [])

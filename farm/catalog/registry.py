@@ -22,7 +22,7 @@ _LOADED: set[str] = set()
 FARM_FAMILIES: tuple[str, ...] = (
     "elementwise_unary", "elementwise_binary", "comparison", "bitwise", "conversion",
     "reduction", "cumulative", "dot_conv", "shape", "indexing", "sort", "control_flow",
-    "linalg", "random", "fft", "special", "collective", "sharding", "found",
+    "linalg", "random", "fft", "special", "collective", "sharding", "found", "xla_cpu_findings",
 )
 
 
