@@ -158,13 +158,15 @@ def serialize(rec: SymbolicExported) -> Record:
         return failure(Record, "symbolic_serialize", rec.platform, e, timer.seconds)
 
 
-def call(exported: Any, platform: str, v: Variant, sizes: tuple[int, ...] = SIZES) -> SymbolicCall:
+def call(exported: Any, platform: str, v: Variant, sizes: tuple[int, ...] = SIZES, *,
+         native: bool = False) -> SymbolicCall:
     """``exported`` (a symbolic artifact) called at each size on the CPU backend; a module
     for another platform is relabelled for the CPU first, so jax refines its symbolic
-    shapes to the call's and the CPU backend compiles it. ``handle``: {size: outputs}."""
+    shapes to the call's and the CPU backend compiles it (``native``: called as it is, on
+    this host's device for its platform). ``handle``: {size: outputs}."""
     import jax
 
-    here = exported if "cpu" in exported.platforms else dataclasses.replace(exported, platforms=("cpu",))
+    here = exported if native or "cpu" in exported.platforms else dataclasses.replace(exported, platforms=("cpu",))
     timer = Timer()
     outs: dict[int, list[np.ndarray]] = {}
     try:
