@@ -125,3 +125,15 @@ def test_shapes_is_checked_and_kept_out_of_static_options() -> None:
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert res.returncode == 2 and res.stderr.strip().splitlines() == [
         "farm: error: unknown shape kind (--shapes) 'weird' (valid: static, symbolic)"]
+
+
+def test_a_convolution_maps_its_inputs_under_one_kernel() -> None:
+    """A batched kernel would make the feature-group count symbolic, which jax.export refuses;
+    the variant maps the inputs only, and it exports and agrees on every platform."""
+    h = _one(primitive="conv_general_dilated", dtype="float32", name="*variant=grouped")
+    v = symbolic.variant(h)
+    assert v.specs == ("b, 1, 4, 5, 5", "6, 2, 3, 3") and v.mapped == (True, False)
+    assert [r.shape for r in v.rows(3)] == [(3, 1, 4, 5, 5), (6, 2, 3, 3)]
+    by = {(r.stage, r.platform): r.status for r in run_symbolic(h)}
+    assert by[("symbolic_export", "export")] == "ok"
+    assert all(by[("symbolic_call", p)] == "ok" for p in ("cpu", "cuda", "rocm", "tpu")), by

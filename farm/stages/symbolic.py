@@ -35,6 +35,10 @@ from farm.stages.record import Timer, failure
 #: The sizes of the symbolic dimension every variant is called at: 1, a prime, and a size
 #: that is not a power of two.
 SIZES = (1, 3, 7)
+#: Primitives whose variant maps only their first argument: a convolution's batched kernel
+#: makes its feature-group count symbolic, which jax.export refuses ("Convolutions with
+#: non-static ... feature_group_count"); a batch of inputs under one kernel is what is exported.
+FIRST_ONLY = frozenset({"conv_general_dilated"})
 #: What a symbolic module carries that a static one does not.
 DYNAMIC_OPS = re.compile(r"stablehlo\.(dynamic_\w+|real_dynamic_slice)|@shape_assertion")
 
@@ -56,15 +60,19 @@ class Variant:
 
     harness: Harness
     fun: Callable[..., Any]  # over the dynamic arguments, mapped over the leading axis
-    specs: tuple[str, ...]  # per dynamic argument, e.g. "b, 3, 4"
+    specs: tuple[str, ...]  # per dynamic argument, e.g. "b, 3, 4" (mapped) or "3, 4"
     dtypes: tuple[str, ...]
     static: dict[int, Any]  # argument index -> value
+    mapped: tuple[bool, ...] = ()  # per dynamic argument: over the leading b (default: all)
 
     def rows(self, size: int) -> list[np.ndarray]:
-        """The dynamic arguments at ``b = size``: ``size`` independent draws stacked."""
+        """The dynamic arguments at ``b = size``: ``size`` independent draws stacked (the
+        first draw where an argument is not mapped)."""
         draws = [_draw(self.harness, i) for i in range(size)]
         dyn = [i for i in range(len(draws[0])) if i not in self.static]
-        return [np.stack([np.asarray(d[i]) for d in draws]) for i in dyn]
+        mapped = self.mapped or (True,) * len(dyn)
+        return [np.stack([np.asarray(d[i]) for d in draws]) if m else np.asarray(draws[0][i])
+                for i, m in zip(dyn, mapped)]
 
 
 def _draw(h: Harness, i: int) -> list[Any]:
@@ -96,8 +104,10 @@ def variant(h: Harness) -> Variant | str:
             full[i] = v
         return h.fun(*full)
 
-    specs = tuple(", ".join(["b", *map(str, a.shape)]) for a in arrays)
-    return Variant(h, jax.vmap(one), specs, tuple(str(a.dtype) for a in arrays), static)
+    mapped = tuple(k == 0 or h.primitive not in FIRST_ONLY for k in range(len(arrays)))
+    specs = tuple(", ".join(["b"] * m + [str(d) for d in a.shape]) for a, m in zip(arrays, mapped))
+    fun = jax.vmap(one, in_axes=tuple(0 if m else None for m in mapped))
+    return Variant(h, fun, specs, tuple(str(a.dtype) for a in arrays), static, mapped)
 
 
 def _structs(v: Variant) -> list[Any]:
