@@ -137,3 +137,23 @@ def test_a_convolution_maps_its_inputs_under_one_kernel() -> None:
     by = {(r.stage, r.platform): r.status for r in run_symbolic(h)}
     assert by[("symbolic_export", "export")] == "ok"
     assert all(by[("symbolic_call", p)] == "ok" for p in ("cpu", "cuda", "rocm", "tpu")), by
+
+
+def test_a_sweep_on_ray_workers_stores_the_symbolic_stages(ray_local, sqlite_url) -> None:  # noqa: ANN001
+    """--shapes reaches the Ray workers (a hand-written copy of the options once dropped it)."""
+    from farm.results import Options
+    from farm.run.sweep import SweepConfig, sweep
+    from farm.store import open_store, queries
+
+    store = open_store(sqlite_url)
+    hs = catalog.select(catalog.Filters.parse(primitive="sin,cumsum", dtype="float32"))
+    run, stats = sweep(store, hs, options=Options(shapes=("static", "symbolic")), catalog="farm", filters={},
+                       config=SweepConfig(workers=2))
+    assert stats.done == len(hs)
+    with store.session() as s:
+        rows = queries.results(s, run.id)
+    got = {(x["harness"], x["stage"], x["platform"]): x["status"] for x in rows}
+    for h in hs:
+        assert got[(h.name, "compare", "cpu")] == "ok"  # the static stages too
+        assert got[(h.name, "symbolic_export", "export")] == "ok"
+        assert all(got[(h.name, "symbolic_call", p)] == "ok" for p in ("cpu", "cuda", "rocm", "tpu"))

@@ -123,10 +123,8 @@ class Sweep:
         self.pace.chunk(slot.kind, n, now - slot.since, fresh=slot.fresh)
 
     def _new_worker(self, kind: str) -> Worker:
-        opts = {"platforms": list(self.options.platforms), "run_on": [kind], "warmup": self.options.warmup,
-                "repeats": self.options.repeats, "crossexec": self.options.crossexec,
-                "roundtrip": self.options.roundtrip, "keep_modules": self.options.keep_modules,
-                "options_digest": self.options_digest}
+        # every option travels (a hand-written copy of the fields once dropped --shapes on the way)
+        opts = {**self.options.to_dict(), "run_on": [kind], "options_digest": self.options_digest}
         return Worker.start(kind, self.catalog, list(self.config.modules), opts, self.config.env,
                             self.config.gpu_fraction, self.config.gpu_backend)
 
