@@ -40,7 +40,7 @@ UPSTREAM_STAGES = ("trace", "lower", "census", "sharding", "export", "serialize"
 #: part of the multi-platform export JAX refuses; ``serialize`` is the artifact's round
 #: trip; ``run`` is "does not work on this device" without saying where (see RUN_STAGES).
 LIMITATION_STAGES = ("trace", "lower", "census", "sharding", "export", "serialize", "compile", "execute",
-                     "compare", "crossexec", "run")
+                     "compare", "crossexec", "run", *SYMBOLIC_STAGES)
 #: ``stage="run"``: any of these native stages failing on the platform is the expected
 #: failure; all of them passing where the platform ran natively makes it stale.
 RUN_STAGES = ("lower", "compile", "execute", "compare", "xhost")

@@ -7,7 +7,7 @@ out-of-range values are implementation-defined), so NumPy's ``astype`` is the re
 import numpy as np
 from jax import lax
 
-from farm.catalog import ALL, INTEGER, UNSIGNED, CustomArg, DtypeArg, RandArg, define, np_dtype, special
+from farm.catalog import ALL, INTEGER, UNSIGNED, CustomArg, DtypeArg, Limitation, RandArg, define, np_dtype, special
 
 FAMILY = "conversion"
 SHAPE = (3, 4)
@@ -86,10 +86,17 @@ def _src_arg(src: str, dst: str, shape: tuple[int, ...]):
 
 BITCASTS = [(s, d, SHAPE) for s, d in SAME_WIDTH if s != d] + [(s, d, SHAPE) for s, d in WIDER]
 BITCASTS += [(s, d, SHAPE + (np_dtype(d).itemsize // np_dtype(s).itemsize,)) for s, d in NARROWER]
+#: Found by `farm sweep --shapes symbolic` (docs/findings.md): a bitcast between widths exports
+#: with a symbolic dimension, but shape refinement leaves its result dynamic ("'stablehlo.
+#: bitcast_convert' op has dynamic shapes"), so the artifact cannot be called at any shape.
+SYMBOLIC_BITCAST = Limitation("a width-changing bitcast_convert_type with a symbolic dimension cannot be called: shape "
+                              "refinement leaves stablehlo.bitcast_convert dynamic", stage="symbolic_call",
+                              error="Error refining shapes")
 for src, dst, shape in BITCASTS:
     define(FAMILY, "bitcast_convert_type", lambda x, to: lax.bitcast_convert_type(x, np_dtype(to)),
            [_src_arg(src, dst, shape), DtypeArg(dst)], dtype=src, params={"to": dst},
-           reference=lambda x, to, ref=_bitcast_ref(src, dst): ref(x), compare="exact")
+           reference=lambda x, to, ref=_bitcast_ref(src, dst): ref(x), compare="exact",
+           limitations=[SYMBOLIC_BITCAST] if np_dtype(src).itemsize != np_dtype(dst).itemsize else [])
 
 # ---------------------------------------------------------- reduce_precision
 FORMATS = {"bf16": (8, 7), "f16": (5, 10), "e4m3": (4, 3)}

@@ -157,3 +157,20 @@ def test_a_sweep_on_ray_workers_stores_the_symbolic_stages(ray_local, sqlite_url
         assert got[(h.name, "compare", "cpu")] == "ok"  # the static stages too
         assert got[(h.name, "symbolic_export", "export")] == "ok"
         assert all(got[(h.name, "symbolic_call", p)] == "ok" for p in ("cpu", "cuda", "rocm", "tpu"))
+
+
+def test_a_width_changing_bitcast_is_a_declared_symbolic_limitation() -> None:
+    """A finding as data: the artifact of a width-changing bitcast with a symbolic dimension
+    cannot be called (shape refinement leaves stablehlo.bitcast_convert dynamic); a
+    same-width bitcast is fine, and a multi-device harness says why it has no variant."""
+    from farm.pipeline import run_harness
+    from farm.results import Options
+
+    opts = Options(shapes=("symbolic",))
+    wide = _one(primitive="bitcast_convert_type", dtype="float32", name="*to=int16")
+    same = _one(primitive="bitcast_convert_type", dtype="float32", name="*to=int32")
+    calls = lambda h: {r.platform: r.status for r in run_harness(h, opts).records if r.stage == "symbolic_call"}  # noqa: E731
+    assert calls(wide) == {p: "expected_fail" for p in ("cpu", "cuda", "rocm", "tpu")}
+    assert calls(same) == {p: "ok" for p in ("cpu", "cuda", "rocm", "tpu")}
+    multi = [h for h in catalog.select(catalog.Filters.parse(family="collective")) if h.devices > 1 and not h.mesh]
+    assert multi and "device" in symbolic.variant(multi[0])

@@ -89,6 +89,8 @@ def variant(h: Harness) -> Variant | str:
 
     if h.mesh:
         return "a sharded harness: its mesh fixes the shapes"
+    if h.devices > 1:
+        return f"a {h.devices}-device harness: called on one device, its export would need device-count polymorphism"
     args = _draw(h, 0)
     static = {i: args[i] for i in h.static_argnums()}
     dyn = [i for i in range(len(args)) if i not in static]
