@@ -174,3 +174,16 @@ def test_a_width_changing_bitcast_is_a_declared_symbolic_limitation() -> None:
     assert calls(same) == {p: "ok" for p in ("cpu", "cuda", "rocm", "tpu")}
     multi = [h for h in catalog.select(catalog.Filters.parse(family="collective")) if h.devices > 1 and not h.mesh]
     assert multi and "device" in symbolic.variant(multi[0])
+
+
+def test_a_static_lowering_that_raises_while_judging_is_an_error_record_not_a_lost_outcome() -> None:
+    """bfloat16 eigh exports with a symbolic dimension, but its static lowering raises
+    ("Unsupported dtype"): the call is an error record, and the static records stand."""
+    from farm.pipeline import run_harness
+    from farm.results import Options
+
+    h = _one(primitive="eigh", dtype="bfloat16")
+    recs = run_harness(h, Options(shapes=("static", "symbolic"))).records
+    stages = {r.stage for r in recs}
+    assert "trace" in stages and "symbolic_export" in stages  # the outcome is whole
+    assert not any((r.error or "").startswith("farm error") for r in recs)

@@ -13,6 +13,7 @@ from farm.judge.jaxpr import judge_jaxpr
 from farm.judge.outputs import compare_outputs
 from farm.judge.tolerance import declared, harness_tolerance
 from farm.results import SEVERITY, Record
+from farm.stages.record import failure
 from farm.stages.symbolic import SymbolicCall, Variant
 
 
@@ -29,6 +30,16 @@ def calls(rec: SymbolicCall, v: Variant) -> SymbolicCall:
 
     if rec.status != "ok":
         return rec
+    try:
+        return _calls(rec, v)
+    except Exception as e:  # the static lowering or the reference at a size raised: say so, never lose the outcome
+        return failure(SymbolicCall, "symbolic_call", rec.platform, e, rec.seconds,
+                       facts={**rec.facts, "raised_while": "judging against the static lowering and the reference"})
+
+
+def _calls(rec: SymbolicCall, v: Variant) -> SymbolicCall:
+    import jax
+
     h, platform = v.harness, rec.platform
     worst, first, per_size = "ok", None, {}
     for n, outs in sorted(rec.handle.items()):

@@ -16,7 +16,14 @@ from farm.stages.record import failure
 def run_symbolic(h: Harness, platforms: tuple[str, ...] = LOWERING_PLATFORMS,
                  sizes: tuple[int, ...] = symbolic.SIZES) -> list[Record]:
     """Every record of ``h``'s symbolic variant, judged; one ``skipped`` record (with the
-    reason) where it has none."""
+    reason) where it has none. Never raises: the harness's static records must survive."""
+    try:
+        return _run(h, platforms, sizes)
+    except Exception as e:
+        return [failure(Record, "symbolic_export", "export", e, 0.0)]
+
+
+def _run(h: Harness, platforms: tuple[str, ...], sizes: tuple[int, ...]) -> list[Record]:
     with compat.enable_x64(h.needs_x64):
         try:
             v = symbolic.variant(h)
