@@ -71,7 +71,8 @@ class LocalCluster:
                     "RAY_health_check_period_ms": "1000", "RAY_health_check_timeout_ms": "1000",
                     "RAY_health_check_failure_threshold": "3"}
 
-    def start_node(self, name: str, resources: str, head: bool = False, extra: tuple[str, ...] = ()) -> None:
+    def start_node(self, name: str, resources: str, head: bool = False, extra: tuple[str, ...] = (),
+                   attempt: int = 1) -> None:
         cmd = [str(BIN / "ray"), "start", "--block", "--disable-usage-stats", f"--temp-dir={self.base / name}",
                "--node-ip-address=127.0.0.1", "--num-cpus=1", "--object-store-memory=100000000",
                "--memory=2000000000", f"--resources={resources}",
@@ -84,9 +85,17 @@ class LocalCluster:
                     f"--ray-client-server-port={free_port()}"]
         else:
             cmd += [f"--address={self.address}"]
-        log = open(self.base / f"{name}.log", "w")
+        log = open(self.base / f"{name}.log", "a")
         self.procs[name] = subprocess.Popen(cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT,
                                             start_new_session=True, cwd=str(ROOT))
+        # a port free_port() chose may be taken before the node binds it (a private PostgreSQL or another
+        # test's cluster on the other xdist worker): a node that exits at once is started again on new ports
+        try:
+            self.procs[name].wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            return  # up (``ray start --block`` runs until stopped)
+        if attempt < 3:
+            self.start_node(name, resources, head, extra, attempt + 1)
 
     def wait_for(self, slots: int, timeout_s: float = 120.0, resource: str = "cpu_slot") -> None:
         """Wait until the cluster offers ``slots`` ``resource`` (a client in a child process)."""
