@@ -223,22 +223,19 @@ def bad_elements(ref: np.ndarray, got: np.ndarray, dtype: Any, kind: str = "elem
     return np.asarray(bad)
 
 
-def harness_tolerance(h: Harness, platform: str, dtype: str | None = None) -> tuple[float, float]:
-    """(rtol, atol) for a harness's outputs of ``dtype`` (its own dtype if None) on ``platform``."""
-    for lim in h.limitations:
-        if lim.tol is not None and lim.applies(platform, h.dtype):
-            return lim.tol
-    if h.tol is not None:
-        return h.tol
-    return DEFAULT_TOL.get(dtype or h.dtype, (0.0, 0.0))
-
-
 def declared(h: Harness, platform: str) -> tuple[float, float] | None:
-    """A tolerance the harness declares for this platform (a limitation's ``tol``), if any."""
+    """A tolerance the harness declares for this platform (a limitation's ``tol``, else its
+    own), if any."""
     for lim in h.limitations:
         if lim.tol is not None and lim.applies(platform, h.dtype):
             return lim.tol
     return h.tol
+
+
+def harness_tolerance(h: Harness, platform: str, dtype: str | None = None) -> tuple[float, float]:
+    """(rtol, atol) for a harness's outputs of ``dtype`` (its own dtype if None) on ``platform``:
+    what it declares, else the dtype's default."""
+    return declared(h, platform) or DEFAULT_TOL.get(dtype or h.dtype, (0.0, 0.0))
 
 
 def stored_tolerance(expected: list[np.ndarray], h: Harness | None, platform: str,
