@@ -124,6 +124,22 @@ SVD_TPU_TOL = Limitation("tpu svd is QDWH + eigh, whose Jacobi has a fixed toler
 #: The TPU SVD lowering of complex inputs emits chlo.conj (census, JAX #15608).
 SVD_TPU_CONJ = Limitation("tpu svd of complex lowers to chlo.conj, which crosses the plugin boundary (JAX #15608)",
                           platforms=("tpu",), dtypes=COMPLEX, stage="census")
+#: Symbolic matrix dimensions (``--shapes symbolic``): the tpu lowerings refuse them, which
+#: sinks the four-platform export (cpu, cuda and rocm export; jax-notes: 20 of JAX's own
+#: shape_poly harnesses fail this way). Not for bf16/f16: the cpu cannot lower those (LAPACK),
+#: so their variant keeps concrete matrix dimensions, which tpu takes.
+CPU_LOWERS = tuple(d for d in DTYPES if d not in ("bfloat16", "float16"))
+EIGH_TPU_SYMBOLIC = Limitation("the tpu eigh lowering takes symbolic batch dimensions only ('Shape polymorphism for "
+                               "native lowering for eigh is implemented only for the batch dimensions')",
+                               platforms=("tpu",), dtypes=CPU_LOWERS, stage="symbolic_export", status="error",
+                               error="implemented only for the batch dimensions")
+SVD_TPU_SYMBOLIC = Limitation("the tpu svd lowering (QDWH) needs concrete matrix dimensions: 'Abstract tracer value "
+                              "encountered where concrete value is expected'", platforms=("tpu",), dtypes=CPU_LOWERS,
+                              stage="symbolic_export", status="error", error="concrete value is expected")
+GTSV_TPU_SYMBOLIC = Limitation("the tpu tridiagonal_solve lowering blocks the system by 32: with a symbolic n its "
+                               "slice of a floordiv(n - 1, 32) block array is refused", platforms=("tpu",), dtypes=CPU_LOWERS,
+                               stage="symbolic_export", status="error",
+                               error="slice_sizes must be less than or equal to operand shape")
 
 
 for dt in DTYPES:
@@ -134,9 +150,9 @@ for dt in DTYPES:
     define(FAMILY, "qr", lambda a: linalg.qr(a, full_matrices=False), [_matrix(dt, (N + 2, N))], dtype=dt,
            invariant=_qr_invariant, limitations=lims, tol=tol)
     define(FAMILY, "svd", lambda a: linalg.svd(a, full_matrices=False), [_matrix(dt, (N + 1, N))], dtype=dt,
-           invariant=_svd_invariant, limitations=lims + [SVD_TPU_CONJ, SVD_TPU_TOL], tol=tol)
+           invariant=_svd_invariant, limitations=lims + [SVD_TPU_CONJ, SVD_TPU_TOL, SVD_TPU_SYMBOLIC], tol=tol)
     define(FAMILY, "eigh", lambda a: linalg.eigh(a), [_matrix(dt, (N, N), "hermitian")], dtype=dt,
-           invariant=_eigh_invariant, limitations=lims + [EIGH_TPU_TOL], tol=tol)
+           invariant=_eigh_invariant, limitations=lims + [EIGH_TPU_TOL, EIGH_TPU_SYMBOLIC], tol=tol)
     define(FAMILY, "eig", lambda a: linalg.eig(a), [_matrix(dt, (N, N))], dtype=dt,
            invariant=_eig_invariant, limitations=lims + [EIG_TPU, EIG_HALF_GPU, EIG_GPU_EXPORT], tol=tol)
     define(FAMILY, "lu", lambda a: linalg.lu(a), [_matrix(dt, (N, N))], dtype=dt, invariant=_lu_invariant,
@@ -147,4 +163,4 @@ for dt in DTYPES:
            reference=lambda a, b: np.linalg.solve(a, b), tol=tol)
     define(FAMILY, "tridiagonal_solve", lambda dl, d, du, b: linalg.tridiagonal_solve(dl, d, du, b),
            [_tridiagonal(dt, "dl"), _tridiagonal(dt, "d"), _tridiagonal(dt, "du"), _matrix(dt, (2, N, 1))],
-           dtype=dt, reference=_tridiagonal_ref, limitations=lims + [GTSV2_ROCM_EXPORT], tol=tol)
+           dtype=dt, reference=_tridiagonal_ref, limitations=lims + [GTSV2_ROCM_EXPORT, GTSV_TPU_SYMBOLIC], tol=tol)

@@ -57,7 +57,9 @@ def test_clean_harnesses_export_round_trip_and_agree_at_every_size(spec: dict[st
     for p in ("cpu", "cuda", "rocm", "tpu"):
         call = by[("symbolic_call", p)]
         assert call.status == "ok", (p, call.error)
-        assert call.facts["sizes"] == [1, 3, 7] and set(call.facts["verdicts"]) == {"1", "3", "7"}
+        sizes = call.facts["sizes"]
+        assert len(sizes) == 3 and set(call.facts["verdicts"]) == set(sizes)
+        assert sizes[0].startswith("b=1,") and sizes[2].startswith("b=7,")  # a 1 and a size that is not a power of two
 
 
 def _planted(plant: str) -> dict[str, str]:
@@ -88,7 +90,7 @@ def test_a_platform_custom_call_without_a_cpu_handler_is_not_runnable_here() -> 
     by = {(r.stage, r.platform): r for r in run_symbolic(_one(primitive="eigh", dtype="float32"))}
     assert by[("symbolic_call", "cuda")].status == "not_runnable_here"
     assert by[("symbolic_call", "cpu")].status == "ok"  # eigenvectors judged by their invariants, not the static signs
-    assert by[("symbolic_call", "tpu")].status == "ok"
+    assert by[("symbolic_export", "export")].facts["sunk_by"] == ["tpu"]  # symbolic matrix dimensions
 
 
 def test_reused_compile_execute_compare_never_hide_a_symbolic_change() -> None:
@@ -187,3 +189,91 @@ def test_a_static_lowering_that_raises_while_judging_is_an_error_record_not_a_lo
     stages = {r.stage for r in recs}
     assert "trace" in stages and "symbolic_export" in stages  # the outcome is whole
     assert not any((r.error or "").startswith("farm error") for r in recs)
+
+
+def test_inner_dimensions_are_symbolic_where_the_shape_rule_allows_with_the_constraints_it_needs() -> None:
+    """"b, 3, 6" -> "b, d3, d6"; top_k's k <= n is undecidable for a symbolic n, so the
+    constraint that holds at the harness's own size is added; equal sizes share a variable
+    (a contraction still matches); a custom argument maker keeps its own sizes."""
+    top_k = symbolic.widened(symbolic.variant(_one(primitive="top_k", dtype="float32")))
+    assert top_k.kind == "dims" and top_k.specs == ("b, d3, d6",) and top_k.constraints == ("d6 >= 3",)
+    assert all(dict(p)["d6"] == 6 for p in top_k.points)  # a CustomArg draws one shape
+    dot = symbolic.widened(symbolic.variant(_one(primitive="dot_general", dtype="float32", name="*variant=matmul")))
+    assert dot.specs == ("b, d3, d4", "b, d4, d5")
+    assert dict(dot.points[-1]) == {"b": 7, "d3": 4, "d4": 5, "d5": 6}  # regenerated at other sizes
+    assert [r.shape for r in dot.rows(dot.points[-1])] == [(7, 4, 5), (7, 5, 6)]
+    recs = {(r.stage, r.platform): r for r in run_symbolic(_one(primitive="dot_general", dtype="float32",
+                                                                name="*variant=matmul"))}
+    assert all(recs[("symbolic_call", p)].status == "ok" for p in ("cpu", "cuda", "rocm", "tpu"))
+
+
+def test_a_size_where_the_computation_is_undefined_is_not_a_failure_of_the_artifact() -> None:
+    """lax.reshape to fixed sizes exports with symbolic inner dimensions (its size check is
+    disabled in jax: 'TODO(necula): re-enable this check'); at the larger point neither the
+    static lowering nor the artifact can run it: recorded, not flagged."""
+    by = {(r.stage, r.platform): r for r in run_symbolic(_one(primitive="reshape", dtype="float32"))}
+    cpu = by[("symbolic_call", "cpu")]
+    assert cpu.status == "ok" and cpu.facts["raised"]
+    (at,) = cpu.facts["raised"]
+    assert cpu.facts["verdicts"][at]["static"].startswith("undefined")
+
+
+def _declared(case: str) -> catalog.Harness:
+    return _one(family="symbolic", name=f"*case={case}")
+
+
+def test_a_call_that_breaks_a_constraint_must_raise_the_shape_assertion() -> None:
+    """dynamic_slice of width 2 needs n >= 2: the call at n = 1 raises JAX's shape-assertion
+    error on every platform's module; a call that returned there would be a fail."""
+    from farm.judge import symbolic as judge
+    from farm.stages.variants import label
+
+    h = _declared("dynamic_slice")
+    by = {(r.stage, r.platform): r for r in run_symbolic(h)}
+    for p in ("cuda", "rocm", "tpu"):  # the modules themselves (not round-tripped)
+        rec = by[("symbolic_call", p)]
+        assert rec.status == "ok" and "Input shapes do not match" in rec.facts["violations"]["m=3,n=1"]
+    # the deserialized artifact: JAX's serialization drops the constraints (a known gap, as data)
+    cpu = by[("symbolic_call", "cpu")]
+    assert cpu.status == "expected_fail" and "drops the symbolic constraints" in cpu.facts["limitation"]
+    # a call that returns where the constraint is broken
+    v = symbolic.variant(h)
+    exp = symbolic.export_one(v, ("cpu",), "cpu").handle
+    ok = symbolic.call(exp, "cpu", v)
+    returned = ok.with_status("ok", facts={**ok.facts, "violations": {label(v.violations[0]): None}})
+    assert judge.calls(ok, v).status == "ok"
+    bad = judge.calls(returned, v)
+    assert bad.status == "fail" and "but the call returned" in bad.error
+
+
+def test_the_tpu_lowering_of_eigh_sinks_the_four_platform_export_and_says_so() -> None:
+    """Symbolic matrix dimensions: tpu refuses them, so the four-platform export fails; the
+    per-platform exports say tpu sinks it, and the cpu module still runs and agrees."""
+    from farm.pipeline import run_harness
+    from farm.results import Options
+
+    recs = run_harness(_declared("eigvalsh_n"), Options(shapes=("symbolic",))).records
+    by = {(r.stage, r.platform): r for r in recs}
+    multi = by[("symbolic_export", "export")]
+    assert multi.status == "expected_fail" and multi.facts["sunk_by"] == ["tpu"]
+    assert by[("symbolic_export", "tpu")].status == "expected_fail"
+    assert all(by[("symbolic_export", p)].status == "ok" for p in ("cpu", "cuda", "rocm"))
+    assert by[("symbolic_call", "cpu")].status == "ok"
+
+
+def test_the_hand_written_family_is_clean_and_its_expected_errors_are_the_ones_declared() -> None:
+    """Every hand-written symbolic harness's symbolic stages are ok or the failure its
+    Limitation names (searchsorted with a symbolic sorted length is a jax 0.10.2 finding)."""
+    from farm.pipeline import run_harness
+    from farm.results import Options
+
+    hs = catalog.select(catalog.Filters.parse(family="symbolic"))
+    assert len(hs) >= 40 and all(h.poly is not None for h in hs)
+    seen = {}
+    for h in hs:
+        for r in run_harness(h, Options(shapes=("symbolic",))).records:
+            assert r.status in ("ok", "expected_fail", "not_runnable_here", "skipped"), (h.name, r.stage, r.platform,
+                                                                                        r.error)
+            seen.setdefault(h.key.params[0][1], set()).add(r.status)
+    assert "expected_fail" in seen["searchsorted"] and "expected_fail" in seen["uneven_minus_one"]
+    assert seen["take_rows"] == {"ok"}

@@ -22,7 +22,7 @@ from farm.catalog.args import Arg, CustomArg, DtypeArg, RandArg, StaticArg
 from farm.catalog.dtypes import (
     ALL, COMPLEX, DEFAULT_TOL, DTYPES, FLOAT, INEXACT, INTEGER, NUMERIC, SIGNED, UNSIGNED, X64_DTYPES, np_dtype,
 )
-from farm.catalog.harness import Harness, HarnessKey, Limitation, chlo_leak
+from farm.catalog.harness import Harness, HarnessKey, Limitation, Point, Poly, chlo_leak
 from farm.catalog.registry import CATALOGS, FARM_FAMILIES, Filters, by_fingerprint, check_platforms, define, load, select
 from farm.platforms import LOWERING_PLATFORMS
 from farm.results import LIMITATION_STAGES, RUN_STAGES
@@ -40,7 +40,7 @@ __all__ = [
     # argument descriptors
     "Arg", "CustomArg", "DtypeArg", "RandArg", "StaticArg",
     # harnesses and their known gaps
-    "Harness", "HarnessKey", "Limitation", "chlo_leak", "LIMITATION_STAGES", "RUN_STAGES", "LOWERING_PLATFORMS",
+    "Harness", "HarnessKey", "Limitation", "Point", "Poly", "chlo_leak", "LIMITATION_STAGES", "RUN_STAGES", "LOWERING_PLATFORMS",
     # the registry
     "CATALOGS", "FARM_FAMILIES", "Filters", "by_fingerprint", "check_platforms", "define", "load", "select",
 ]

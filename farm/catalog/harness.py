@@ -69,6 +69,32 @@ def chlo_leak(op: str) -> Limitation:
                       platforms=LOWERING_PLATFORMS, stage="census")
 
 
+#: A binding of dimension variables to sizes, e.g. (("b", 3), ("n", 5)).
+Point = tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Poly:
+    """A harness written with symbolic dimensions (``jax.export`` shape polymorphism).
+
+    ``specs``: per dynamic argument, its symbolic shape ("b, n", "4*b", "n + 1");
+    ``constraints``: JAX's symbolic constraints ("n >= 2"); ``points``: the sizes to call the
+    exported artifact at, the first being the static twin's shapes; ``violations``: sizes that
+    break a constraint, where a call must raise JAX's shape-assertion error; ``maker``: the
+    dynamic arguments at a point from a seeded generator, where a ``RandArg`` of the
+    evaluated shape is not enough (in-bounds indices, SPD matrices).
+    """
+
+    specs: tuple[str, ...]
+    points: tuple[Point, ...]
+    constraints: tuple[str, ...] = ()
+    violations: tuple[Point, ...] = ()
+    maker: Callable[[dict[str, int], np.random.Generator], list[Any]] | None = None
+
+    def describe(self) -> str:
+        return repr((self.specs, self.points, self.constraints, self.violations))
+
+
 @dataclass(frozen=True, slots=True)
 class HarnessKey:
     """What a harness is: primitive, group, dtype, argument shapes and params."""
@@ -159,6 +185,8 @@ class Harness:
     #: Shardings the module must carry as constraints (reshards), each (mesh, spec): the
     #: mesh may be another of the same size (a reshard between meshes).
     constraints: tuple[tuple[tuple[tuple[str, int], ...], tuple[Any, ...]], ...] = ()
+    #: Written with symbolic dimensions: its symbolic variant is this, not one derived by vmap.
+    poly: Poly | None = None
 
     @property
     def name(self) -> str:
@@ -191,6 +219,10 @@ class Harness:
             h.update(repr((self.catalog, self.key, self.seed, self.source, self.devices)).encode())
             h.update(repr(tuple(a.describe() for a in self.args)).encode())
             _code_digest(self.fun, h)
+            if self.poly is not None:
+                h.update(self.poly.describe().encode())
+                if self.poly.maker is not None:
+                    _code_digest(self.poly.maker, h)
             fp = h.hexdigest()[:20]
             object.__setattr__(self, "_fp", fp)
         return fp

@@ -11,7 +11,7 @@ from typing import Any
 
 from farm.catalog.args import Arg, _shape_of
 from farm.catalog.dtypes import DTYPES, INTEGER
-from farm.catalog.harness import Harness, HarnessKey, Limitation
+from farm.catalog.harness import Harness, HarnessKey, Limitation, Poly
 from farm.errors import ConfigError, UnknownName
 from farm.platforms import LOWERING_PLATFORMS
 
@@ -22,7 +22,7 @@ _LOADED: set[str] = set()
 FARM_FAMILIES: tuple[str, ...] = (
     "elementwise_unary", "elementwise_binary", "comparison", "bitwise", "conversion",
     "reduction", "cumulative", "dot_conv", "shape", "indexing", "sort", "control_flow",
-    "linalg", "random", "fft", "special", "collective", "sharding", "found", "xla_cpu_findings",
+    "linalg", "random", "fft", "special", "collective", "sharding", "found", "xla_cpu_findings", "symbolic",
 )
 
 
@@ -52,6 +52,7 @@ def define(
     partitioner: str = "",
     axis_types: str = "auto",
     constraints: Sequence[tuple[Sequence[tuple[str, int]], Sequence[Any]]] = (),
+    poly: Poly | None = None,
 ) -> Harness:
     """Declare one harness and append it to its catalog's registry."""
     if dtype not in DTYPES:
@@ -74,6 +75,7 @@ def define(
         mesh=tuple((str(n), int(k)) for n, k in mesh), in_specs=tuple(in_specs),
         collective_axes=tuple(collective_axes), partitioner=partitioner, axis_types=axis_types,
         constraints=tuple((tuple((str(n), int(k)) for n, k in m), tuple(sp)) for m, sp in constraints),
+        poly=poly,
     )
     _REGISTRY.setdefault(catalog, []).append(h)
     return h

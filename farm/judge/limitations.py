@@ -17,6 +17,19 @@ _LIMIT_STAGE = {"trace": "trace", "lower": "lower", "census": "census", "shardin
                 "crossexec": "crossexec", **{s: s for s in SYMBOLIC_STAGES}}
 
 
+#: A symbolic stage with no limitation of its own is judged by the static stage's on that
+#: platform (keyed by stage and "is it the cpu"): JAX refusing to lower eig for tpu refuses
+#: its symbolic variant too, and a module the CPU backend miscomputes for another platform
+#: (crossexec) is miscomputed when refined from a symbolic one.
+#: Each entry: (stage, platform), None for the record's own platform. Another platform's
+#: module is called on the CPU backend, so where the harness cannot be lowered for the cpu
+#: (LAPACK has no bf16), the CPU backend cannot run that module either.
+_CARRIED = {("symbolic_export", True): (("lower", None), ("export", None)),
+            ("symbolic_export", False): (("lower", None), ("export", None)),
+            ("symbolic_call", True): (("compare", None), ("execute", None), ("compile", None)),
+            ("symbolic_call", False): (("crossexec", None), ("lower", "cpu"))}
+
+
 def judge_record(h: Harness, rec: Record) -> Record:
     """Apply the harness's limitations: expected failures and stale limitations."""
     if rec.stage == "xhost":
@@ -28,12 +41,20 @@ def judge_record(h: Harness, rec: Record) -> Record:
     if rec.stage == "export" and rec.platform == "export" and rec.status == "ok":
         # the artifact holds these platforms: a limitation saying one cannot be exported is stale
         platforms += tuple(rec.facts.get("platforms", ()))
+    if rec.stage == "symbolic_export" and rec.platform == "export" and rec.status != "ok":
+        platforms += tuple(rec.facts.get("sunk_by", ()))  # a platform whose own export fails sinks it
     lim = None
     for platform in platforms:
         lim = h.limitation(platform, stage)
         if lim:
             break
-    if lim is None:
+    carried = lim is None
+    for platform in platforms if carried else ():
+        lim = next(filter(None, (h.limitation(on or platform, s)
+                                 for s, on in _CARRIED.get((rec.stage, platform == "cpu"), ()))), None)
+        if lim:
+            break
+    if lim is None or (carried and rec.status == "ok"):  # a carried limitation explains a failure, never flags a pass
         return rec
     facts = {**rec.facts, "limitation": lim.description}
     if rec.status in ("fail", "error", "not_runnable_here"):

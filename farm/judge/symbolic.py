@@ -12,9 +12,20 @@ import numpy as np
 from farm.judge.jaxpr import judge_jaxpr
 from farm.judge.outputs import compare_outputs
 from farm.judge.tolerance import declared, harness_tolerance
+from farm.catalog import Limitation
 from farm.results import SEVERITY, Record
 from farm.stages.record import failure
-from farm.stages.symbolic import SymbolicCall, Variant
+from farm.stages.variants import label
+from farm.stages.symbolic import SHAPE_ASSERTION, SymbolicCall, Variant
+
+
+#: JAX's own gaps in symbolic export, as data: the failure each one explains.
+KNOWN_GAPS = (
+    Limitation("jax.export serialization drops the symbolic constraints (jax/_src/export/serialization.py: "
+               "'TODO(necula): serialize the constraints'): a deserialized artifact called at sizes that break "
+               "one is not stopped by JAX's check of the arguments, and shape refinement fails first",
+               stage="symbolic_call", status="fail", error=r"breaks the constraints .*Error refining shapes"),
+)
 
 
 def serialize(rec: Record) -> Record:
@@ -42,8 +53,9 @@ def _calls(rec: SymbolicCall, v: Variant) -> SymbolicCall:
 
     h, platform = v.harness, rec.platform
     worst, first, per_size = "ok", None, {}
-    for n, outs in sorted(rec.handle.items()):
-        rows = v.rows(n)
+    points = {label(p): p for p in v.points}
+    for n, outs in rec.handle.items():
+        rows = v.rows(points[n])
         static = [np.asarray(o) for o in jax.tree.leaves(jax.jit(v.fun)(*rows))]
         verdicts = {}
         ref = judge_jaxpr(jax.make_jaxpr(v.fun)(*rows), rows, outs, floor=declared(h, platform))
@@ -55,10 +67,29 @@ def _calls(rec: SymbolicCall, v: Variant) -> SymbolicCall:
                                          [{"dtype": str(s.dtype), "shape": list(s.shape)} for s in static])
             verdicts["static"] = (st, err)
         per_size[str(n)] = {k: s for k, (s, _) in verdicts.items()}
-        for label, (s, e) in verdicts.items():
+        for against, (s, e) in verdicts.items():
             if SEVERITY[s] > SEVERITY[worst]:
-                worst, first = s, f"b={n}, vs the {label}: {e}"
+                worst, first = s, f"{n}, vs the {against}: {e}"
+    for n, err in rec.facts.get("raised", {}).items():
+        try:
+            jax.jit(v.fun).lower(*v.rows(points[n]))
+        except Exception as e:  # the computation itself is not defined at that size: raising is right
+            per_size[n] = {"static": f"undefined: {type(e).__name__}"}
+            continue
+        if SEVERITY["error"] > SEVERITY[worst]:
+            worst, first = "error", f"{n}: the call raised where the static lowering runs: {err}"
     facts = {**rec.facts, "verdicts": per_size}
+    for n, err in rec.facts.get("violations", {}).items():
+        if err is None or not SHAPE_ASSERTION.search(err):
+            why = f"{n} breaks the constraints {', '.join(v.constraints)}, but the call " + (
+                "returned" if err is None else f"raised something other than a shape assertion: {err}")
+            gap = next((g for g in KNOWN_GAPS if rec.facts.get("artifact") == "deserialized"
+                        and g.expects("fail", "Mismatch", why)), None)
+            if worst == "ok" and gap is not None:  # only the known gap: a wrong value still fails
+                return rec.with_status("expected_fail", error=why[:1000], error_type="Mismatch",
+                                       facts={**facts, "limitation": gap.description}, handle=None)
+            worst, first = "fail", why
+            break
     if worst == "ok":
         return rec.with_status("ok", facts=facts, handle=None)
     return rec.with_status(worst, error=(first or "")[:1000], error_type="Mismatch", facts=facts, handle=None)

@@ -13,17 +13,16 @@ from farm.stages import compat, symbolic
 from farm.stages.record import failure
 
 
-def run_symbolic(h: Harness, platforms: tuple[str, ...] = LOWERING_PLATFORMS,
-                 sizes: tuple[int, ...] = symbolic.SIZES) -> list[Record]:
+def run_symbolic(h: Harness, platforms: tuple[str, ...] = LOWERING_PLATFORMS) -> list[Record]:
     """Every record of ``h``'s symbolic variant, judged; one ``skipped`` record (with the
     reason) where it has none. Never raises: the harness's static records must survive."""
     try:
-        return _run(h, platforms, sizes)
+        return _run(h, platforms)
     except Exception as e:
         return [failure(Record, "symbolic_export", "export", e, 0.0)]
 
 
-def _run(h: Harness, platforms: tuple[str, ...], sizes: tuple[int, ...]) -> list[Record]:
+def _run(h: Harness, platforms: tuple[str, ...]) -> list[Record]:
     with compat.enable_x64(h.needs_x64):
         try:
             v = symbolic.variant(h)
@@ -32,20 +31,22 @@ def _run(h: Harness, platforms: tuple[str, ...], sizes: tuple[int, ...]) -> list
         if isinstance(v, str):
             return [Record("symbolic_export", "export", "skipped", error=f"no symbolic variant: {v}",
                            facts={"reason": v})]
+        if "cpu" in platforms:
+            v = symbolic.widened(v, platforms)
         exported = symbolic.export_all(v, platforms)
         multi = exported[0]
         ser = judge.serialize(symbolic.serialize(multi))
         recs: list[Record] = [*exported, ser]
-        if ser.status == "ok" and "cpu" in platforms:
-            recs.append(judge.calls(symbolic.call(ser.handle, "cpu", v, sizes), v))
         own = {r.platform: r for r in exported[1:]}
+        if ser.status == "ok" and "cpu" in platforms:
+            recs.append(judge.calls(symbolic.call(ser.handle, "cpu", v, artifact="deserialized"), v))
         for p in platforms:
-            if p == "cpu":
+            if p == "cpu" and ser.status == "ok":
                 continue
             one = own.get(p) or symbolic.export_one(v, (p,), p)  # the platform's own module
             if one.status != "ok":
                 if p not in own:
                     recs.append(one)
                 continue
-            recs.append(judge.calls(symbolic.call(one.handle, p, v, sizes), v))
+            recs.append(judge.calls(symbolic.call(one.handle, p, v), v))
     return [r.with_status(r.status, handle=None) for r in recs]

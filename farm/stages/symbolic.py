@@ -1,9 +1,6 @@
-"""symbolic: a harness exported with a symbolic leading dimension (shape polymorphism) for
-every platform, serialized, and called at several concrete sizes of that dimension.
-
-The variant is JAX's own ``vmap_*`` construction (``tests/shape_poly_test.py``): the
-harness's function mapped over a new leading axis ``b`` of every dynamic argument, the
-argument specs ``"b, d1, d2..."`` built in one symbolic scope. A symbolic module is where
+"""symbolic: a harness's symbolic variant (``farm.stages.variants``: its own declared specs,
+or a leading ``b`` and symbolic inner dimensions) exported for every platform, serialized,
+and called at several concrete sizes. A symbolic module is where
 export bugs cluster: ``shape_assertion`` custom calls, ``stablehlo.dynamic_*`` ops, shape
 refinement at call time.
 
@@ -11,7 +8,8 @@ refinement at call time.
   say which platform sinks it (the tpu lowering of eigh with symbolic matrix dimensions
   sinks the whole four-platform export although cpu and cuda lower);
 - ``serialize``: the round trip, and what the symbolic module carries (``census``);
-- ``calls``: the deserialized artifact called at each size on the CPU backend, and each
+- ``calls``: the deserialized artifact called at each point on the CPU backend (and at each
+  point that breaks a constraint, where it must raise), and each
   other platform's own symbolic module, refined to the same size and run by the CPU
   backend (as crossexec runs static modules). Whether the outputs are right is the
   judge's (``farm.judge.symbolic``).
@@ -26,19 +24,17 @@ from typing import Any
 
 import numpy as np
 
-from farm.catalog import Harness
-from farm.catalog.args import StaticArg
 from farm.results import LOWERING_PLATFORMS, Record
 from farm.stages.compile import not_runnable
 from farm.stages.record import Timer, failure
+from farm.stages.variants import FIRST_ONLY, SIZES, Variant, label, variant, widen
 
-#: The sizes of the symbolic dimension every variant is called at: 1, a prime, and a size
-#: that is not a power of two.
-SIZES = (1, 3, 7)
-#: Primitives whose variant maps only their first argument: a convolution's batched kernel
-#: makes its feature-group count symbolic, which jax.export refuses ("Convolutions with
-#: non-static ... feature_group_count"); a batch of inputs under one kernel is what is exported.
-FIRST_ONLY = frozenset({"conv_general_dilated"})
+__all__ = ["FIRST_ONLY", "SIZES", "SymbolicCall", "SymbolicExported", "Variant", "call", "export_all",
+           "export_one", "serialize", "variant", "widen", "widened"]
+#: What a call that breaks a constraint must raise: JAX's check of the arguments' shapes
+#: against the specification, or the module's own shape assertion.
+SHAPE_ASSERTION = re.compile(r"Input shapes do not match|shape assertion|shape_assertion")
+
 #: What a symbolic module carries that a static one does not.
 DYNAMIC_OPS = re.compile(r"stablehlo\.(dynamic_\w+|real_dynamic_slice)|@shape_assertion")
 
@@ -54,69 +50,11 @@ class SymbolicCall(Record):
     """stage ``symbolic_call`` for one platform's module; ``handle``: {size: outputs}."""
 
 
-@dataclass(frozen=True)
-class Variant:
-    """A harness with a symbolic leading dimension ``b`` over its dynamic arguments."""
-
-    harness: Harness
-    fun: Callable[..., Any]  # over the dynamic arguments, mapped over the leading axis
-    specs: tuple[str, ...]  # per dynamic argument, e.g. "b, 3, 4" (mapped) or "3, 4"
-    dtypes: tuple[str, ...]
-    static: dict[int, Any]  # argument index -> value
-    mapped: tuple[bool, ...] = ()  # per dynamic argument: over the leading b (default: all)
-
-    def rows(self, size: int) -> list[np.ndarray]:
-        """The dynamic arguments at ``b = size``: ``size`` independent draws stacked (the
-        first draw where an argument is not mapped)."""
-        draws = [_draw(self.harness, i) for i in range(size)]
-        dyn = [i for i in range(len(draws[0])) if i not in self.static]
-        mapped = self.mapped or (True,) * len(dyn)
-        return [np.stack([np.asarray(d[i]) for d in draws]) if m else np.asarray(draws[0][i])
-                for i, m in zip(dyn, mapped)]
-
-
-def _draw(h: Harness, i: int) -> list[Any]:
-    """The harness's arguments, drawn with the i-th generator of its own seed."""
-    if h.arg_maker is not None:
-        return h.arg_maker(int(h.fingerprint[:8], 16) + i)
-    rng = np.random.default_rng([int(h.fingerprint[:16], 16) ^ h.seed, i])
-    return [a.value if isinstance(a, StaticArg) else a.make(rng) for a in h.args]
-
-
-def variant(h: Harness) -> Variant | str:
-    """The symbolic variant of ``h``, or the reason it has none."""
-    import jax
-
-    if h.mesh:
-        return "a sharded harness: its mesh fixes the shapes"
-    if h.devices > 1:
-        return f"a {h.devices}-device harness: called on one device, its export would need device-count polymorphism"
-    args = _draw(h, 0)
-    static = {i: args[i] for i in h.static_argnums()}
-    dyn = [i for i in range(len(args)) if i not in static]
-    if not dyn:
-        return "no dynamic argument to map over"
-    arrays = [np.asarray(args[i]) for i in dyn]
-    if any(a.dtype == object or not hasattr(args[i], "dtype") for i, a in zip(dyn, arrays)):
-        return "an argument that is not an array (a PRNG key, a pytree)"
-
-    def one(*row: Any) -> Any:
-        full = list(args)
-        for i, v in zip(dyn, row):
-            full[i] = v
-        return h.fun(*full)
-
-    mapped = tuple(k == 0 or h.primitive not in FIRST_ONLY for k in range(len(arrays)))
-    specs = tuple(", ".join(["b"] * m + [str(d) for d in a.shape]) for a, m in zip(arrays, mapped))
-    fun = jax.vmap(one, in_axes=tuple(0 if m else None for m in mapped))
-    return Variant(h, fun, specs, tuple(str(a.dtype) for a in arrays), static, mapped)
-
-
 def _structs(v: Variant) -> list[Any]:
     import jax
     from jax import export
 
-    scope = export.SymbolicScope()
+    scope = export.SymbolicScope(v.constraints)
     return [jax.ShapeDtypeStruct(export.symbolic_shape(s, scope=scope), np.dtype(d)) for s, d in zip(v.specs, v.dtypes)]
 
 
@@ -126,7 +64,9 @@ def export_all(v: Variant, platforms: tuple[str, ...] = LOWERING_PLATFORMS) -> l
     rec = export_one(v, platforms, "export")
     if rec.status == "ok" or len(platforms) == 1:
         return [rec]
-    return [rec] + [export_one(v, (p,), p) for p in platforms]
+    own = [export_one(v, (p,), p) for p in platforms]
+    sunk = [r.platform for r in own if r.status != "ok"]
+    return [rec.with_status(rec.status, facts={**rec.facts, "sunk_by": sunk})] + own
 
 
 def export_one(v: Variant, platforms: tuple[str, ...], label: str) -> SymbolicExported:
@@ -134,7 +74,9 @@ def export_one(v: Variant, platforms: tuple[str, ...], label: str) -> SymbolicEx
     from jax import export
 
     timer = Timer()
-    facts = {"specs": list(v.specs), "platforms": list(platforms)}
+    facts = {"specs": list(v.specs), "platforms": list(platforms), "kind": v.kind, **v.facts}
+    if v.constraints:
+        facts["constraints"] = list(v.constraints)
     try:
         with timer():
             exp = export.export(jax.jit(v.fun), platforms=platforms)(*_structs(v))
@@ -170,24 +112,64 @@ def serialize(rec: SymbolicExported) -> Record:
         return failure(Record, "symbolic_serialize", rec.platform, e, timer.seconds)
 
 
-def call(exported: Any, platform: str, v: Variant, sizes: tuple[int, ...] = SIZES, *,
-         native: bool = False) -> SymbolicCall:
-    """``exported`` (a symbolic artifact) called at each size on the CPU backend; a module
-    for another platform is relabelled for the CPU first, so jax refines its symbolic
-    shapes to the call's and the CPU backend compiles it (``native``: called as it is, on
-    this host's device for its platform). ``handle``: {size: outputs}."""
+def widened(v: Variant, platforms: tuple[str, ...] = LOWERING_PLATFORMS) -> Variant:
+    """``v`` with its inner dimensions symbolic where the exports accept them (``widen``)."""
+    def attempt(cand: Variant, everywhere: bool) -> Exception | None:
+        import jax
+        from jax import export
+
+        try:
+            export.export(jax.jit(cand.fun), platforms=platforms if everywhere else ("cpu",))(*_structs(cand))
+            return None
+        except Exception as e:
+            return e
+
+    return widen(v, attempt)
+
+
+def call(exported: Any, platform: str, v: Variant, points: tuple[Any, ...] | None = None, *,
+         native: bool = False, artifact: str = "exported") -> SymbolicCall:
+    """``exported`` (a symbolic artifact) called at each point on the CPU backend, and at each
+    point that breaks a constraint (it must raise); a module for another platform is
+    relabelled for the CPU first, so jax refines its symbolic shapes to the call's and the
+    CPU backend compiles it (``native``: called as it is, on this host's device for its
+    platform; ``artifact``: "deserialized" where it went through a round trip). ``handle``:
+    {point label: outputs}; ``facts.violations``: {label: the error
+    raised, or None where the call returned}."""
     import jax
 
     here = exported if native or "cpu" in exported.platforms else dataclasses.replace(exported, platforms=("cpu",))
+    points = v.points if points is None else points
     timer = Timer()
-    outs: dict[int, list[np.ndarray]] = {}
+    outs: dict[str, list[np.ndarray]] = {}
+    facts: dict[str, Any] = {"sizes": [label(p) for p in points],
+                             "artifact": artifact}
+    raised: dict[str, str] = {}
     try:
         with timer():
-            for n in sizes:
-                res = here.call(*v.rows(n))
-                outs[n] = [np.asarray(o) for o in jax.tree.leaves(res)]
-        return SymbolicCall("symbolic_call", platform, "ok", timer.seconds, facts={"sizes": list(sizes)}, handle=outs)
+            for k, pt in enumerate(points):
+                try:
+                    res = here.call(*v.rows(pt))
+                except Exception as e:
+                    if k == 0:  # at the harness's own sizes: the artifact does not run at all
+                        raise
+                    raised[label(pt)] = f"{type(e).__name__}: {str(e)[:300]}"  # the judge asks whether it should
+                    continue
+                outs[label(pt)] = [np.asarray(o) for o in jax.tree.leaves(res)]
+            if v.violations:
+                facts["violations"] = {label(pt): _violation(here, v, pt) for pt in v.violations}
+        if raised:
+            facts["raised"] = raised
+        return SymbolicCall("symbolic_call", platform, "ok", timer.seconds, facts=facts, handle=outs)
     except Exception as e:
-        rec = failure(SymbolicCall, "symbolic_call", platform, e, timer.seconds,
-                      facts={"sizes": list(sizes), "reached": sorted(outs)})
+        rec = failure(SymbolicCall, "symbolic_call", platform, e, timer.seconds, facts={**facts, "reached": sorted(outs)})
         return not_runnable(rec, str(e))  # a platform's custom call with no CPU handler
+
+
+def _violation(exported: Any, v: Variant, pt: Any) -> str | None:
+    """The error a call at a point that breaks a constraint raised (None: it returned)."""
+    try:
+        exported.call(*v.rows(pt))
+        return None
+    except Exception as e:
+        return f"{type(e).__name__}: {str(e)[:300]}"

@@ -1,5 +1,5 @@
 """One pytest case per harness of a family (FARM_FAMILY), through the same pipeline as
-a sweep. A case fails on any status that is not ok, expected_fail, skipped or
+a sweep, at the family's shape kinds (FARM_SHAPES). A case fails on any status that is not ok, expected_fail, skipped or
 not_runnable_here: wrong numbers, errors and stale limitations all show."""
 import os
 
@@ -13,12 +13,13 @@ from farm.platforms import LOWERING_PLATFORMS, parse_list
 FAMILY = os.environ.get("FARM_FAMILY", "elementwise_unary")
 PLATFORMS = parse_list(os.environ.get("FARM_PLATFORMS", ",".join(LOWERING_PLATFORMS)), LOWERING_PLATFORMS,
                        "platform")
+SHAPES = tuple(os.environ.get("FARM_SHAPES", "static").split(","))
 HARNESSES = catalog.select(catalog.Filters(catalog="farm", family=(FAMILY,)))
 ACCEPTED = {"ok", "expected_fail", "skipped", "not_runnable_here"}
 
 
 @pytest.mark.parametrize("h", HARNESSES, ids=[h.name for h in HARNESSES])
 def test_harness(h: catalog.Harness) -> None:
-    out = run_harness(h, Options(platforms=PLATFORMS, run_on=("cpu",), repeats=1))
+    out = run_harness(h, Options(platforms=PLATFORMS, run_on=("cpu",), repeats=1, shapes=SHAPES))
     bad = [f"{r.stage}/{r.platform}: {r.status}: {r.error}" for r in out.records if r.status not in ACCEPTED]
     assert not bad, "\n".join(bad)
