@@ -18,6 +18,7 @@ import numpy as np
 from jax import lax
 
 from farm.catalog import CustomArg, Limitation, Poly, RandArg, chlo_leak, define
+from farm.catalog.specs import shape
 
 FAMILY = "symbolic"
 GROUP = "symbolic"
@@ -29,8 +30,6 @@ def _pts(*points: dict[str, int]) -> tuple[tuple[tuple[str, int], ...], ...]:
 
 
 def _shape(spec: str, env: dict[str, int]) -> tuple[int, ...]:
-    from farm.stages.variants import shape
-
     return shape(spec, env)
 
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from farm.catalog.args import Arg, StaticArg, _arg_dtype
 from farm.catalog.dtypes import X64_DTYPES
+from farm.catalog.specs import Point, check
 from farm.platforms import LOWERING_PLATFORMS
 from farm.results import LIMITATION_STAGES
 
@@ -69,10 +70,6 @@ def chlo_leak(op: str) -> Limitation:
                       platforms=LOWERING_PLATFORMS, stage="census")
 
 
-#: A binding of dimension variables to sizes, e.g. (("b", 3), ("n", 5)).
-Point = tuple[tuple[str, int], ...]
-
-
 @dataclass(frozen=True, slots=True)
 class Poly:
     """A harness written with symbolic dimensions (``jax.export`` shape polymorphism).
@@ -90,6 +87,10 @@ class Poly:
     constraints: tuple[str, ...] = ()
     violations: tuple[Point, ...] = ()
     maker: Callable[[dict[str, int], np.random.Generator], list[Any]] | None = None
+
+    def __post_init__(self) -> None:
+        for spec in self.specs:
+            check(spec, self.points + self.violations)
 
     def describe(self) -> str:
         return repr((self.specs, self.points, self.constraints, self.violations))

@@ -27,6 +27,7 @@ import numpy as np
 
 from farm.catalog import Harness, Point
 from farm.catalog.args import RandArg, StaticArg
+from farm.catalog.specs import holds, label, shape
 
 #: The leading dimension's sizes: 1, a prime, and a size that is not a power of two.
 SIZES = (1, 3, 7)
@@ -37,28 +38,6 @@ FIRST_ONLY = frozenset({"conv_general_dilated"})
 #: How many undecidable comparisons ``widen`` turns into constraints before it gives up.
 MAX_CONSTRAINTS = 3
 _COMPARISON = re.compile(r"comparison '(.+?)' (>=|<=|>|<|==|!=) '(.+?)' is inconclusive")
-_NAMES = {"max": max, "min": min, "mod": lambda a, b: a % b, "floordiv": lambda a, b: a // b}
-
-
-def label(point: Point) -> str:
-    """``b=3,n=5``: how a point is named in records."""
-    return ",".join(f"{k}={v}" for k, v in point)
-
-
-def evaluate(expr: str, env: dict[str, int]) -> int:
-    """One dimension of a spec ("4*b", "n + 1", "3") at sizes ``env``."""
-    return int(eval(expr, {"__builtins__": {}, **_NAMES}, dict(env)))  # noqa: S307 - specs are ours or JAX's
-
-
-def holds(constraint: str, env: dict[str, int]) -> bool:
-    """Does a JAX symbolic constraint ("n >= 2", "a == 2*b") hold at ``env``?"""
-    return bool(eval(constraint, {"__builtins__": {}, **_NAMES}, dict(env)))  # noqa: S307
-
-
-def shape(spec: str, env: dict[str, int]) -> tuple[int, ...]:
-    return tuple(evaluate(d, env) for d in spec.split(",") if d.strip())
-
-
 @dataclass(frozen=True)
 class Variant:
     """A harness with symbolic dimensions over its dynamic arguments."""
