@@ -195,10 +195,11 @@ def test_inner_dimensions_are_symbolic_where_the_shape_rule_allows_with_the_cons
     """"b, 3, 6" -> "b, d3, d6"; top_k's k <= n is undecidable for a symbolic n, so the
     constraint that holds at the harness's own size is added; equal sizes share a variable
     (a contraction still matches); a custom argument maker keeps its own sizes."""
-    top_k = symbolic.widened(symbolic.variant(_one(primitive="top_k", dtype="float32")))
+    top_k, made = symbolic.widened(symbolic.variant(_one(primitive="top_k", dtype="float32")))
+    assert made is not None and made.status == "ok"  # the export made while widening is reused
     assert top_k.kind == "dims" and top_k.specs == ("b, d3, d6",) and top_k.constraints == ("d6 >= 3",)
     assert all(dict(p)["d6"] == 6 for p in top_k.points)  # a CustomArg draws one shape
-    dot = symbolic.widened(symbolic.variant(_one(primitive="dot_general", dtype="float32", name="*variant=matmul")))
+    dot, _ = symbolic.widened(symbolic.variant(_one(primitive="dot_general", dtype="float32", name="*variant=matmul")))
     assert dot.specs == ("b, d3, d4", "b, d4, d5")
     assert dict(dot.points[-1]) == {"b": 7, "d3": 4, "d4": 5, "d5": 6}  # regenerated at other sizes
     assert [r.shape for r in dot.rows(dot.points[-1])] == [(7, 4, 5), (7, 5, 6)]
@@ -277,3 +278,37 @@ def test_the_hand_written_family_is_clean_and_its_expected_errors_are_the_ones_d
             seen.setdefault(h.key.params[0][1], set()).add(r.status)
     assert "expected_fail" in seen["searchsorted"] and "expected_fail" in seen["uneven_minus_one"]
     assert seen["take_rows"] == {"ok"}
+
+
+def test_a_platform_whose_module_is_the_same_text_reuses_the_call_and_a_changed_one_does_not() -> None:
+    """sin lowers to the same module for cuda, rocm and tpu: one call, reused (same_module_as);
+    a lowering rule changed only for tpu makes its module differ, so it is called and caught
+    (test_a_rule_wrong_only_in_one_platforms_symbolic_lowering_is_caught_there)."""
+    by = {(r.stage, r.platform): r for r in run_symbolic(_one(primitive="sin", dtype="float32"))}
+    assert "same_module_as" not in by[("symbolic_call", "cuda")].facts
+    assert by[("symbolic_call", "rocm")].facts["same_module_as"] == "cuda"
+    assert by[("symbolic_call", "tpu")].facts["same_module_as"] == "cuda"
+    code = ("import json\nfrom farm.faults.planted import plant\nplant('symbolic_only:sin:tpu')\n"
+            "from farm import catalog\nfrom farm.pipeline.symbolic import run_symbolic\n"
+            "h = catalog.select(catalog.Filters.parse(primitive='sin', dtype='float32'))[0]\n"
+            "print(json.dumps({r.platform: [r.status, r.facts.get('same_module_as')] for r in run_symbolic(h)"
+            " if r.stage == 'symbolic_call'}))\n")
+    res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert res.returncode == 0, res.stderr[-2000:]
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert out["tpu"] == ["fail", None] and out["rocm"] == ["ok", "cuda"]
+
+
+def test_a_symbolic_spec_that_does_not_parse_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "badspec.py").write_text(
+        "from farm.catalog import Poly, RandArg, define\n"
+        "define('mine', 'sin', lambda x: x, [RandArg((2,), 'float32')], dtype='float32',\n"
+        "       poly=Poly(('n +',), ((('n', 2),),)))\n")
+    res = subprocess.run([sys.executable, "-m", "farm", "sweep", "--modules", "badspec", "--catalog", "farm",
+                          "--shapes", "symbolic", "--db", f"sqlite:///{tmp_path}/x.db"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120, env={**os.environ, "PYTHONPATH": f"{ROOT}:{tmp_path}"})
+    assert res.returncode == 2, res.stderr[-2000:]
+    assert res.stderr.strip().splitlines() == [
+        "farm: error: symbolic spec 'n +' does not parse at n=2: SyntaxError: invalid syntax (<string>, line 1)"]
+    assert not (tmp_path / "x.db").exists()

@@ -91,6 +91,9 @@ def run(args: argparse.Namespace) -> int:
     platforms += tuple(k for k in run_on if k not in DEVICE_KINDS and k not in platforms)
     filters = filters_from(args)  # checked before a database is created
     shapes = parse_list(args.shapes, SHAPE_KINDS, "shape kind (--shapes)") or ("static",)
+    # the catalog (and any --modules) is loaded before a database exists: a harness module that
+    # fails to load (a symbolic spec that does not parse) is one line, and nothing is stored
+    hs = None if args.resume else catalog.select(filters)
     store = store_from(args, create=True)
     if args.resume:
         from farm.store import queries  # deferred: farm.store.queries (sqlalchemy); not needed by farm --help
@@ -100,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
             filters = catalog.Filters.from_dict(r.filters)
             shapes = tuple((r.filters or {}).get("shapes") or ("static",))
             platforms, run_on = tuple(r.platforms), tuple(r.run_on)
-    hs = catalog.select(filters)
+        hs = catalog.select(filters)
     if not hs:
         print("farm: no harness matches these filters", file=sys.stderr)
         return 2

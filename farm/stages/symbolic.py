@@ -58,10 +58,11 @@ def _structs(v: Variant) -> list[Any]:
     return [jax.ShapeDtypeStruct(export.symbolic_shape(s, scope=scope), np.dtype(d)) for s, d in zip(v.specs, v.dtypes)]
 
 
-def export_all(v: Variant, platforms: tuple[str, ...] = LOWERING_PLATFORMS) -> list[SymbolicExported]:
-    """The multi-platform export (platform ``export``); where it fails, one export per
-    platform as well, each its own record."""
-    rec = export_one(v, platforms, "export")
+def export_all(v: Variant, platforms: tuple[str, ...] = LOWERING_PLATFORMS,
+               done: SymbolicExported | None = None) -> list[SymbolicExported]:
+    """The multi-platform export (platform ``export``; ``done``: that export, made already
+    while widening); where it fails, one export per platform as well, each its own record."""
+    rec = done if done is not None else export_one(v, platforms, "export")
     if rec.status == "ok" or len(platforms) == 1:
         return [rec]
     own = [export_one(v, (p,), p) for p in platforms]
@@ -82,7 +83,7 @@ def export_one(v: Variant, platforms: tuple[str, ...], label: str) -> SymbolicEx
             exp = export.export(jax.jit(v.fun), platforms=platforms)(*_structs(v))
         return SymbolicExported("symbolic_export", label, "ok", timer.seconds, facts=facts, handle=exp)
     except Exception as e:
-        return failure(SymbolicExported, "symbolic_export", label, e, timer.seconds, facts=facts)
+        return failure(SymbolicExported, "symbolic_export", label, e, timer.seconds, facts=facts, handle=e)
 
 
 def serialize(rec: SymbolicExported) -> Record:
@@ -112,19 +113,20 @@ def serialize(rec: SymbolicExported) -> Record:
         return failure(Record, "symbolic_serialize", rec.platform, e, timer.seconds)
 
 
-def widened(v: Variant, platforms: tuple[str, ...] = LOWERING_PLATFORMS) -> Variant:
-    """``v`` with its inner dimensions symbolic where the exports accept them (``widen``)."""
+def widened(v: Variant, platforms: tuple[str, ...] = LOWERING_PLATFORMS) -> tuple[Variant, SymbolicExported | None]:
+    """``v`` with its inner dimensions symbolic where the exports accept them (``widen``),
+    and its multi-platform export where the last attempt made it (``export_all`` reuses it)."""
+    made: list[tuple[Variant, SymbolicExported]] = []
+
     def attempt(cand: Variant, everywhere: bool) -> Exception | None:
-        import jax
-        from jax import export
+        rec = export_one(cand, platforms if everywhere else ("cpu",), "export" if everywhere else "cpu")
+        if rec.status == "ok" and everywhere:
+            made.append((cand, rec))
+        return None if rec.status == "ok" else rec.handle  # the exception
 
-        try:
-            export.export(jax.jit(cand.fun), platforms=platforms if everywhere else ("cpu",))(*_structs(cand))
-            return None
-        except Exception as e:
-            return e
-
-    return widen(v, attempt)
+    out = widen(v, attempt)
+    same = [rec for cand, rec in made if cand.specs == out.specs and cand.constraints == out.constraints]
+    return out, (same[-1] if same else None)
 
 
 def call(exported: Any, platform: str, v: Variant, points: tuple[Any, ...] | None = None, *,
@@ -164,6 +166,25 @@ def call(exported: Any, platform: str, v: Variant, points: tuple[Any, ...] | Non
     except Exception as e:
         rec = failure(SymbolicCall, "symbolic_call", platform, e, timer.seconds, facts={**facts, "reached": sorted(outs)})
         return not_runnable(rec, str(e))  # a platform's custom call with no CPU handler
+
+
+_LOCATIONS = re.compile(r"\bloc\([^)]*\)|#loc\d*( = .*)?")
+
+
+def module_digest(exported: Any) -> str:
+    """The digest of a platform's symbolic module without its source locations: two
+    platforms whose lowerings are the same text give the same outputs when the CPU backend
+    runs them, so the second reuses the first's call (``same_module_as``). Anything else
+    that differs (an op, an attribute, a constant) makes it called on its own."""
+    import hashlib
+
+    return hashlib.sha256(_LOCATIONS.sub("", exported.mlir_module()).encode()).hexdigest()
+
+
+def same_call(first: SymbolicCall, platform: str) -> SymbolicCall:
+    """``first``'s outputs, for a platform whose module is the same text."""
+    return dataclasses.replace(first, platform=platform, seconds=0.0,
+                               facts={**first.facts, "same_module_as": first.platform})
 
 
 def _violation(exported: Any, v: Variant, pt: Any) -> str | None:
