@@ -199,3 +199,31 @@ def test_kept_findings_are_catalog_harnesses_that_expect_their_failure() -> None
         again = entry(case, Signature.from_dict(d["signature"]), platforms=d["expect"]["platforms"], original=case,
                       campaign={}, jax_version="x", runs=0)
         assert Case.from_dict(again["case"]) == case and again["expect"]["stage"] == d["expect"]["stage"]
+
+
+@pytest.mark.slow
+def test_fuzzing_with_symbolic_shapes_draws_specs_from_the_cases_and_finds_a_symbolic_only_fault(
+        tmp_path, monkeypatch, capsys) -> None:  # noqa: ANN001
+    """--shapes symbolic: each drawn case is exported with its dimensions symbolic (specs
+    derived from its drawn shape) and called at several sizes; a lowering rule wrong only
+    for symbolic shapes is found, and the same cases without it are clean."""
+    from farm.store import open_store, queries
+
+    argv = ["fuzz", "--primitive", "sin", "--dtype", "float32", "--seed", "4", "--cases", "3", "--budget", "600s",
+            "--workers", "1", "--shapes", "symbolic", "--no-shrink", "--found", str(tmp_path / "found"),
+            "--format", "json"]
+    monkeypatch.setenv("FARM_PLANT", "symbolic_only:sin:all")
+    assert main(argv + ["--db", f"sqlite:///{tmp_path / 'p.db'}"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    drawn = draw(Plan.parse(None, "float32", "sin", seed=4, cases=3)).harnesses
+    nonempty = sum(all(np.prod(s) > 0 for s in h.key.shapes) for h in drawn)  # an empty array shows no wrong value
+    assert nonempty >= 1 and res["cases"] == 3 and res["bad"] == nonempty
+    assert set(res["per_stage"]) == {"symbolic_call"}
+    monkeypatch.delenv("FARM_PLANT")
+    assert main(argv + ["--db", f"sqlite:///{tmp_path / 'c.db'}"]) == 0
+    assert json.loads(capsys.readouterr().out)["bad"] == 0
+    store = open_store(f"sqlite:///{tmp_path / 'c.db'}")
+    with store.session() as s:
+        rows = [r for r in queries.results(s, 1) if r["stage"] == "symbolic_export"]
+    specs = {tuple(r["facts"]["specs"]) for r in rows}
+    assert len(specs) == 3 and all(sp[0].startswith("b") for sp in specs)  # one spec per drawn shape

@@ -6,7 +6,8 @@ import json
 import sys
 
 from farm.commands import add_db, number, store_from
-from farm.platforms import DEVICE_KINDS, LOWERING_PLATFORMS, parse_targets
+from farm.platforms import DEVICE_KINDS, LOWERING_PLATFORMS, parse_list, parse_targets
+from farm.results import SHAPE_KINDS
 
 
 def _seconds(text: str) -> float:
@@ -44,6 +45,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="candidates run per cause while shrinking")
     p.add_argument("--platforms", default="cpu,cuda,rocm,tpu", help="platforms to lower and export for")
     p.add_argument("--run-on", default="cpu", help="device kinds to compile and execute on")
+    p.add_argument("--shapes", default="static", metavar="KINDS",
+                   help="static, symbolic or static,symbolic: symbolic also exports each drawn case with its "
+                        "dimensions symbolic (specs derived from the drawn shape, constraints where JAX needs them) "
+                        "and calls it at several sizes")
     p.add_argument("--name", dest="run_name", help="name the run")
     p.add_argument("--format", choices=("table", "json"), default="table")
     add_db(p)
@@ -56,9 +61,10 @@ def run(args: argparse.Namespace) -> int:
 
     platforms = parse_targets(args.platforms, LOWERING_PLATFORMS, "platform")
     run_on = parse_targets(args.run_on, DEVICE_KINDS, "device kind (--run-on)")
+    shapes = parse_list(args.shapes, SHAPE_KINDS, "shape kind (--shapes)") or ("static",)
     plan = Plan.parse(args.family, args.dtype, args.primitive, seed=args.seed, budget_s=args.budget,
                       workers=args.workers, cases=args.cases, shrink_runs=args.shrink_runs, shrink_s=0.0 if args.no_shrink else args.shrink_budget,
-                      options=Options(platforms=platforms, run_on=run_on, repeats=1))
+                      options=Options(platforms=platforms, run_on=run_on, repeats=1, shapes=shapes))
     store = store_from(args, create=True)
     print(f"farm: fuzzing {','.join(plan.rounds_families())} in {','.join(plan.dtypes)} for {args.budget:.0f}s "
           f"(seed {plan.seed}, {plan.workers} workers)", file=sys.stderr)
