@@ -36,6 +36,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--history", action="store_true", help="bisect the runs stored in --db (no computing)")
     p.add_argument("--catalog", default="farm", choices=("farm", "upstream"), help="the harness's catalog")
     p.add_argument("--platforms", default="cpu", help="platforms to lower and export for at each step")
+    p.add_argument("--shapes", default="static", metavar="KINDS",
+                   help="static, symbolic or static,symbolic: what each step runs (symbolic: the harness's "
+                        "symbolic variant, for a failure seen only with symbolic dimensions)")
     p.add_argument("--timeout", type=number("--timeout", float, above=0), default=600.0,
                    help="seconds one step may take")
     p.add_argument("--no-cache", action="store_true", help="run every step even if its result is cached")
@@ -56,11 +59,15 @@ def run(args: argparse.Namespace) -> int:
 
         ans = bisect_history(store_from(args), args.target, names, args.good, args.bad, badness)
     else:
-        from farm.platforms import LOWERING_PLATFORMS, parse_targets
+        from farm.platforms import LOWERING_PLATFORMS, parse_list, parse_targets
+        from farm.results import SHAPE_KINDS
         from farm.run.bisect.driver import Target, bisect
 
         platforms = parse_targets(args.platforms, LOWERING_PLATFORMS, "platform")
         options = {"platforms": list(platforms), "run_on": ["cpu"], "crossexec": False, "keep_modules": False}
+        shapes = parse_list(args.shapes, SHAPE_KINDS, "shape kind (--shapes)") or ("static",)
+        if shapes != ("static",):
+            options["shapes"] = list(shapes)
         target = Target(args.target, names, args.catalog, options, primitives, badness)
         ans = bisect(target, args.good, args.bad, jax_repo=args.jax_repo, jaxlib=args.jaxlib,
                      index_url=args.index_url, timeout_s=args.timeout, use_cache=not args.no_cache).to_dict()
