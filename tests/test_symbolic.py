@@ -312,3 +312,15 @@ def test_a_symbolic_spec_that_does_not_parse_is_one_line_and_exit_2(tmp_path: Pa
     assert res.stderr.strip().splitlines() == [
         "farm: error: symbolic spec 'n +' does not parse at n=2: SyntaxError: invalid syntax (<string>, line 1)"]
     assert not (tmp_path / "x.db").exists()
+
+
+def test_coverage_counts_the_variants_the_hand_written_ones_and_why_the_others_have_none(capsys) -> None:  # noqa: ANN001
+    from farm.cli import main
+
+    assert main(["coverage", "--family", "symbolic,sharding,collective", "--no-verdicts", "--shapes",
+                 "static,symbolic", "--format", "json"]) == 0
+    c = json.loads(capsys.readouterr().out)["symbolic"]
+    hs = catalog.select(catalog.Filters.parse(family="symbolic,sharding,collective"))
+    assert c["harnesses"] == len(hs) and c["declared"] == sum(h.poly is not None for h in hs) >= 40
+    assert c["variants"] + sum(c["skipped"].values()) == c["harnesses"]  # nothing dropped silently
+    assert c["skipped"]["a sharded harness: its mesh fixes the shapes"] == sum(bool(h.mesh) for h in hs)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from farm.commands import add_filters, filters_from
 from farm.platforms import LOWERING_PLATFORMS, parse_list
+from farm.results import SHAPE_KINDS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -19,6 +20,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default=None, metavar="FILE", help="write here instead of stdout")
     p.add_argument("--no-verdicts", dest="verdicts", action="store_false",
                    help="skip the independent-verdict table (it traces every harness: ~2 ms each)")
+    p.add_argument("--shapes", default="static", metavar="KINDS",
+                   help="static,symbolic: also count the symbolic variants (farm sweep --shapes symbolic), the "
+                        "hand-written ones and why the others have none (draws every harness's arguments)")
     p.set_defaults(func=run)
 
 
@@ -30,16 +34,26 @@ def run(args: argparse.Namespace) -> int:
     harnesses = catalog.select(filters_from(args))
     cov = coverage(harnesses, platforms, catalog=args.catalog)
     verdicts = _verdicts(harnesses) if args.verdicts else None
+    shapes = parse_list(args.shapes, SHAPE_KINDS, "shape kind (--shapes)") or ("static",)
+    symbolic = None
+    if "symbolic" in shapes:
+        from farm.stages.variants import census  # noqa: PLC0415  (draws arguments: jax)
+
+        symbolic = census(harnesses)
     if args.format == "md":
         text = to_markdown(cov)
         if verdicts is not None:
             from farm.reference import coverage_markdown  # noqa: PLC0415  (with _verdicts: jax and the rules)
 
             text += "\n" + coverage_markdown(verdicts)
+        if symbolic is not None:
+            text += "\n" + _symbolic_markdown(symbolic)
     else:
         data = json.loads(to_json(cov))
         if verdicts is not None:
             data["verdicts"] = verdicts
+        if symbolic is not None:
+            data["symbolic"] = symbolic
         text = json.dumps(data, indent=1) + "\n"
     if args.out:
         Path(args.out).write_text(text)
@@ -49,6 +63,14 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(text, end="")
     return 0
+
+
+def _symbolic_markdown(c: dict) -> str:
+    lines = ["## Symbolic variants (`--shapes symbolic`)", "",
+             f"{c['variants']} of {c['harnesses']} harnesses have a symbolic variant ({c['declared']} hand-written); "
+             f"{c['harnesses'] - c['variants']} have none:", "", "| why none | harnesses |", "|---|---|"]
+    lines += [f"| {why} | {n} |" for why, n in c["skipped"].items()]
+    return "\n".join(lines) + "\n"
 
 
 def _verdicts(harnesses: list) -> dict:
