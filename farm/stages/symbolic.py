@@ -64,6 +64,7 @@ class Variant:
     dtypes: tuple[str, ...]
     static: dict[int, Any]  # argument index -> value
     mapped: tuple[bool, ...] = ()  # per dynamic argument: over the leading b (default: all)
+    one: Callable[..., Any] | None = None  # the function of one row, before the map (what a reproducer writes out)
 
     def rows(self, size: int) -> list[np.ndarray]:
         """The dynamic arguments at ``b = size``: ``size`` independent draws stacked (the
@@ -109,7 +110,7 @@ def variant(h: Harness) -> Variant | str:
     mapped = tuple(k == 0 or h.primitive not in FIRST_ONLY for k in range(len(arrays)))
     specs = tuple(", ".join(["b"] * m + [str(d) for d in a.shape]) for a, m in zip(arrays, mapped))
     fun = jax.vmap(one, in_axes=tuple(0 if m else None for m in mapped))
-    return Variant(h, fun, specs, tuple(str(a.dtype) for a in arrays), static, mapped)
+    return Variant(h, fun, specs, tuple(str(a.dtype) for a in arrays), static, mapped, one)
 
 
 def _structs(v: Variant) -> list[Any]:
@@ -186,8 +187,9 @@ def call(exported: Any, platform: str, v: Variant, sizes: tuple[int, ...] = SIZE
             for n in sizes:
                 res = here.call(*v.rows(n))
                 outs[n] = [np.asarray(o) for o in jax.tree.leaves(res)]
-        return SymbolicCall("symbolic_call", platform, "ok", timer.seconds, facts={"sizes": list(sizes)}, handle=outs)
+        return SymbolicCall("symbolic_call", platform, "ok", timer.seconds,
+                            facts={"sizes": list(sizes), "specs": list(v.specs)}, handle=outs)
     except Exception as e:
         rec = failure(SymbolicCall, "symbolic_call", platform, e, timer.seconds,
-                      facts={"sizes": list(sizes), "reached": sorted(outs)})
+                      facts={"sizes": list(sizes), "specs": list(v.specs), "reached": sorted(outs)})
         return not_runnable(rec, str(e))  # a platform's custom call with no CPU handler
