@@ -59,6 +59,7 @@ def test_no_filter_is_the_page_it_was(client: Any) -> None:
     assert plain["shapes"] == "both" and plain["harnesses"] == []  # no filter: no harness list, as before
     page = html(client.get(f"/?run={RUN}"))
     assert 'id="shapes-shown"' not in page and 'id="harnesses"' not in page
+    assert '<select name="shapes"' in page  # a run swept with --shapes symbolic offers the filter
 
 
 def test_a_shapes_value_that_does_not_exist_is_a_400(client: Any) -> None:
@@ -125,5 +126,7 @@ def test_a_run_without_symbolic_records_has_no_side_by_side(tmp_path: Any) -> No
         page = html(c.get(f"/harness/{h['fingerprint']}"))
         assert 'id="static-vs-symbolic"' not in page and 'id="shapes-form"' not in page
         assert c.get("/overview.json?shapes=symbolic").get_json()["matrix"] == {}
+        for url in ("/", "/failures"):  # a static run's forms are what they were: no shapes field to submit
+            assert 'name="shapes"' not in html(c.get(url)), url
     finally:
         app.config["STORE"].dispose()

@@ -10,6 +10,7 @@ from typing import Any
 from flask import Flask, request
 
 from dashboards.views import shapes_arg, store, twin
+from farm.analysis.shapes import kind_of
 from farm.reports import triage
 
 
@@ -22,7 +23,8 @@ def context() -> dict[str, Any]:
     for c in clusters:
         ex = c["example"]
         c["repro"] = f"farm repro {ex['harness']} --run {ex['run']['name']} --platform {ex['platform']}"
-    return {**rep, "ref": ref, "shapes": shapes, "clusters": clusters}
+    symbolic = shapes != "both" or any(kind_of(c["signature"]["stage"]) == "symbolic" for c in clusters)
+    return {**rep, "ref": ref, "shapes": shapes, "offer_shapes": symbolic, "clusters": clusters}
 
 
 def register(app: Flask) -> None:

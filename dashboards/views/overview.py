@@ -28,8 +28,8 @@ def context() -> dict[str, Any]:
         except RunNotFound:
             if ref != "latest":
                 raise
-            return {"run": None, "by": by, "filters": filters, "shapes": shapes, "matrix": {}, "platforms": [],
-                    "choices": {}, "harnesses": [], "pager": pager(1, limit, 0), "comparable": False}
+            return {"run": None, "by": by, "filters": filters, "shapes": shapes, "symbolic_run": False, "matrix": {},
+                    "platforms": [], "choices": {}, "harnesses": [], "pager": pager(1, limit, 0), "comparable": False}
         info = queries.run_dict(s, run, with_counts=False)
         cells = queries.run_cells(s, run.id, shapes)  # one scan: the filter values, the matrix and the counts
         info["done"] = queries.done_count(s, run.id)
@@ -43,7 +43,8 @@ def context() -> dict[str, Any]:
         if filters or shapes != "both":
             total, harnesses = queries.harness_page(s, run.id, limit=limit, offset=offset, shapes=shapes, **filters)
     platforms = sorted({p for cells in m.values() for p in cells})
-    return {"run": info, "by": by, "filters": filters, "shapes": shapes, "matrix": m, "platforms": platforms, "choices": choices,
+    symbolic = "symbolic" in ((info.get("filters") or {}).get("shapes") or ())  # swept with --shapes symbolic
+    return {"run": info, "by": by, "filters": filters, "shapes": shapes, "symbolic_run": symbolic, "matrix": m, "platforms": platforms, "choices": choices,
             "harnesses": harnesses, "pager": pager(page, limit, total), "comparable": comparable}
 
 
