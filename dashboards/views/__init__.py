@@ -16,6 +16,7 @@ from flask import (Flask, abort, current_app, g, has_request_context, jsonify, m
 from markupsafe import Markup, escape
 
 from dashboards import cache, plots
+from farm.analysis.shapes import SHAPE_FILTERS
 from farm.errors import ConfigError, UnknownName
 from farm.platforms import parse_list
 from farm.results import LOWERING_PLATFORMS, SEVERITY, STATUSES
@@ -89,6 +90,12 @@ def one_of(name: str, valid: tuple[str, ...], default: str) -> str:
     if value not in valid:
         raise UnknownName(name, value, valid)
     return value
+
+
+def shapes_arg() -> str:
+    """``?shapes=``: the records of static shapes, of the symbolic variant, or both (the
+    default: what a page showed before there were symbolic records)."""
+    return one_of("shapes", SHAPE_FILTERS, "both")
 
 
 def page_args(size: int = PAGE_SIZE) -> tuple[int, int, int]:

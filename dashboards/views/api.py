@@ -10,6 +10,9 @@ FILTER_PARAMS = [{"name": n, "in": "query", "required": False, "schema": {"type"
                  for n in ("primitive", "dtype", "platform", "status", "catalog")]
 RUN = {"name": "run", "in": "query", "required": False, "schema": {"type": "string", "default": "latest"},
        "description": "run id, name, `latest` or `previous`"}
+SHAPES = {"name": "shapes", "in": "query", "required": False,
+          "schema": {"enum": ["both", "static", "symbolic"], "default": "both"},
+          "description": "the records of static shapes, of the symbolic variant (farm sweep --shapes), or both"}
 PAGE = {"name": "page", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 1}}
 FP = {"name": "fp", "in": "path", "required": True, "schema": {"type": "string"},
       "description": "harness fingerprint"}
@@ -34,7 +37,7 @@ def spec() -> dict[str, Any]:
                                 "`Authorization: Bearer $FARM_TOKEN`."},
         "paths": {
             "/overview.json": _get("primitive (or dtype) x platform matrix of a run, worst status per cell",
-                                   [RUN, *FILTER_PARAMS, PAGE,
+                                   [RUN, *FILTER_PARAMS, SHAPES, PAGE,
                                     {"name": "by", "in": "query", "schema": {"enum": ["primitive", "dtype"]}}]),
             "/runs.json": _get("runs, newest first, with environment, duration and totals", [PAGE], ()),
             "/trends.json": _get("per run (oldest first): wall time, throughput, results by outcome per platform "
@@ -53,8 +56,8 @@ def spec() -> dict[str, Any]:
                                                                                "default": "previous"}},
                                    {"name": "head", "in": "query", "schema": {"type": "string",
                                                                                "default": "latest"}}]),
-            "/harness/{fp}.json": _get("definition, every stage per platform, modules, artifacts, history",
-                                       [FP, RUN]),
+            "/harness/{fp}.json": _get("definition, every stage per platform, static against symbolic per "
+                                       "platform, modules, artifacts, history", [FP, RUN, SHAPES]),
             "/harness/{fp}/module/{platform}.json": _get(
                 "lowered module text for one platform",
                 [FP, RUN, {"name": "platform", "in": "path", "required": True, "schema": {"type": "string"}}]),
@@ -67,7 +70,8 @@ def spec() -> dict[str, Any]:
                                    [RUN, *FILTER_PARAMS]),
             "/boundary.json": _get("harnesses with non-StableHLO ops or unguaranteed custom calls",
                                    [RUN, *FILTER_PARAMS]),
-            "/failures.json": _get("a run's failing records as clusters (one per cause), new ones first", [RUN]),
+            "/failures.json": _get("a run's failing records as clusters (one per cause), new ones first",
+                                   [RUN, SHAPES]),
             "/artifacts/{sha}": {"get": {
                 "summary": "an artifact's bytes, verified against its sha256",
                 "parameters": [{"name": "sha", "in": "path", "required": True,

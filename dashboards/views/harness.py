@@ -1,4 +1,7 @@
-"""Harness detail: definition, every stage per platform, module text, diffs, artifacts, history.
+"""Harness detail: definition, every stage per platform, module text, diffs, artifacts, history;
+where the run has its symbolic variant, static against symbolic side by side per platform
+(``farm.analysis.shapes.side_by_side``). ``?shapes=`` keeps the stage table and the history
+to static or symbolic records.
 
 Module text artifacts are found through each lower record's ``facts["module_sha256"]``;
 the export artifact is the serialize record's ``artifact``. Every blob is read through
@@ -13,7 +16,8 @@ from typing import Any
 from flask import Flask, Response, request
 from sqlalchemy.orm import Session
 
-from dashboards.views import one_of, store, twin
+from dashboards.views import one_of, shapes_arg, store, twin
+from farm.analysis.shapes import keeps, side_by_side
 from farm.errors import ArtifactNotFound, FarmError, RunNotFound
 from farm.results import LOWERING_PLATFORMS, STAGES
 from farm.store import artifacts, harnesses, queries
@@ -61,6 +65,7 @@ def _modules(s: Session, rows: list[dict[str, Any]], with_text: bool = True) -> 
 
 
 def context(fp: str) -> dict[str, Any]:
+    shapes = shapes_arg()
     with store().session() as s:
         h = harnesses.harness_by_fingerprint(s, fp)
         run, runs = _run_for(s, h, request.args.get("run"))
@@ -68,8 +73,10 @@ def context(fp: str) -> dict[str, Any]:
         modules = _modules(s, rows)
         shas = [r["artifact"] for r in rows if r["artifact"]] + [m["sha256"] for m in modules.values()]
         info = harnesses.artifact_info(s, shas)
-        history = harnesses.harness_history(s, fp)
+        history = [x for x in harnesses.harness_history(s, fp) if keeps(x["stage"], shapes)]
     rows.sort(key=lambda r: (_STAGE_ORDER.get(r["stage"], 99), r["platform"]))
+    sides = side_by_side(rows)
+    rows = [r for r in rows if keeps(r["stage"], shapes)]
     platforms = sorted({r["platform"] for r in rows})
     export = [{"platform": r["platform"], "stage": r["stage"], **info.get(r["artifact"], {"sha256": r["artifact"]})}
               for r in rows if r["artifact"]]
@@ -78,8 +85,9 @@ def context(fp: str) -> dict[str, Any]:
                   "primitive": h.primitive, "group": h.grp, "dtype": h.dtype, "shapes": h.shapes,
                   "params": h.params, "args": d.get("args", []), "compare": d.get("compare"),
                   "devices": d.get("devices"), "limitations": d.get("limitations", [])}
-    return {"harness": definition, "run": run, "runs": runs, "platforms": platforms, "results": rows,
-            "modules": modules, "artifacts": export, "history": history_series(history)}
+    return {"harness": definition, "run": run, "runs": runs, "shapes": shapes, "platforms": platforms,
+            "results": rows, "static_vs_symbolic": sides, "modules": modules, "artifacts": export,
+            "history": history_series(history)}
 
 
 _METRICS = (("compile_s", "compile", "compile_s"), ("execute_s", "execute", "execute_s"),
@@ -157,7 +165,7 @@ def download(sha: str) -> Response:
 
 
 def register(app: Flask) -> None:
-    twin(app, "/harness/<fp>", "/harness/<fp>.json", "harness", "harness.html", context, params=("run",))
+    twin(app, "/harness/<fp>", "/harness/<fp>.json", "harness", "harness.html", context, params=("run", "shapes"))
     twin(app, "/harness/<fp>/module/<platform>", "/harness/<fp>/module/<platform>.json", "module",
          "module.html", module_context, params=("run",))
     twin(app, "/harness/<fp>/diff", "/harness/<fp>/diff.json", "diff", "diff.html", diff_context,

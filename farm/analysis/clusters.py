@@ -18,6 +18,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from farm.analysis import shapes
 from farm.analysis.signatures import Signature, signature
 from farm.results import SEVERITY
 
@@ -63,10 +64,14 @@ class Cluster:
 
 def signed(rows: Iterable[Row], expected: bool = False) -> list[tuple[Signature, Row]]:
     """Each failing row with its signature (rows with nothing wrong are dropped; expected
-    failures too, unless ``expected``)."""
+    failures too, unless ``expected``). A symbolic failure's signature carries its scope
+    (``farm.analysis.shapes.scopes``: symbolic-only, or on one platform), read from the
+    harness's other rows in the same run, so ``rows`` must hold every failing row of a run."""
+    rows = list(rows)
+    found = shapes.scopes(rows, expected)
     out = []
     for r in rows:
-        s = signature(r, expected=expected)
+        s = signature(r, expected=expected, scope=shapes.scope_of(r, found))
         if s is not None:
             out.append((s, r))
     return out
@@ -203,6 +208,6 @@ def causes(found: Sequence[Cluster]) -> list[dict[str, Any]]:
             "harnesses": len({h for c in cs for h in c.harnesses}), "records": sum(c.records for c in cs),
             "platforms": sorted({p for c in cs for p in c.platforms}),
             "summary": Signature(cs[0].signature.stage, cs[0].signature.status, ("…",), cs[0].signature.error_type,
-                                 cs[0].signature.message, cs[0].signature.numeric).describe()}
+                                 cs[0].signature.message, cs[0].signature.numeric, cs[0].signature.scope).describe()}
            for k, cs in groups.items() if len(cs) > 1]
     return sorted(out, key=lambda d: (-d["harnesses"], d["cause"]))

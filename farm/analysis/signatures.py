@@ -59,7 +59,10 @@ NUMERIC_ERROR_TYPES = ("Mismatch",)
 class Signature:
     """What identifies the cause of a failing record (see the module docstring).
 
-    ``numeric``: the class of a numeric disagreement ("nan/few", "ulp≤1k/all", ...) or ""."""
+    ``numeric``: the class of a numeric disagreement ("nan/few", "ulp≤1k/all", ...) or "";
+    ``scope``: where a symbolic-shape failure lives ("symbolic-only", "symbolic-only on tpu":
+    ``farm.analysis.shapes.scopes``) or "": a symbolic-only failure is never one cluster with
+    a failure its static stages share."""
 
     stage: str
     status: str
@@ -67,19 +70,22 @@ class Signature:
     error_type: str
     message: str
     numeric: str = ""
+    scope: str = ""
 
     @property
     def key(self) -> str:
         """12 hex digits of the sha256 of the canonical fields: the cluster's identity."""
-        text = json.dumps([self.stage, self.status, list(self.primitives), self.error_type, self.message,
-                           self.numeric], separators=(",", ":"), ensure_ascii=True)
+        fields = [self.stage, self.status, list(self.primitives), self.error_type, self.message, self.numeric]
+        if self.scope:  # only then: the keys of signatures without one (acknowledgements) stay what they were
+            fields.append(self.scope)
+        text = json.dumps(fields, separators=(",", ":"), ensure_ascii=True)
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
     @property
     def cause_key(self) -> str:
         """The key without the primitives: one error (a deserialization break, a worker
         abort) that several primitives' clusters share, which ``farm triage`` rolls up."""
-        return Signature(self.stage, self.status, (), self.error_type, self.message, self.numeric).key
+        return Signature(self.stage, self.status, (), self.error_type, self.message, self.numeric, self.scope).key
 
     def describe(self) -> str:
         """One line for people: ``compare fail [log1p] Mismatch (ulp≤1k/all): output N: ...``."""
@@ -87,7 +93,8 @@ class Signature:
         kind = f" ({self.numeric})" if self.numeric else ""
         etype = f" {self.error_type}" if self.error_type else ""
         msg = f": {self.message}" if self.message else ""
-        return f"{self.stage} {self.status} [{prims}]{etype}{kind}{msg}"
+        scope = f" <{self.scope}>" if self.scope else ""
+        return f"{self.stage} {self.status} [{prims}]{scope}{etype}{kind}{msg}"
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "primitives": list(self.primitives), "key": self.key}
@@ -95,18 +102,20 @@ class Signature:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Signature":
         return cls(d["stage"], d["status"], tuple(d.get("primitives") or ()), d.get("error_type") or "",
-                   d.get("message") or "", d.get("numeric") or "")
+                   d.get("message") or "", d.get("numeric") or "", d.get("scope") or "")
 
 
 def signature(record: Mapping[str, Any], *, primitives: Iterable[str] | None = None,
-              expected: bool = False) -> Signature | None:
+              expected: bool = False, scope: str = "") -> Signature | None:
     """The signature of one record (a ``Record.to_dict()`` or a result row of
     ``farm.store.queries.results``), or None for a record with nothing wrong (ok, skipped,
     expected_fail, not_runnable_here).
 
     ``primitives``: the harness's primitive(s); default: the record's ``primitives`` or
     ``primitive`` field. ``expected``: also sign ``expected_fail`` records (the known
-    failures a harness's ``Limitation`` declares), to see them as clusters too.
+    failures a harness's ``Limitation`` declares), to see them as clusters too. ``scope``:
+    a symbolic failure's (``farm.analysis.shapes.scopes``: it depends on the harness's other
+    records, which one record does not hold).
 
     >>> s = signature({"stage": "compare", "platform": "cpu", "status": "fail", "error_type": "Mismatch",
     ...                "error": "output 0: 3 of 64 elements differ from the float64 reference",
@@ -124,7 +133,7 @@ def signature(record: Mapping[str, Any], *, primitives: Iterable[str] | None = N
     prims = tuple(sorted({str(p) for p in primitives}))
     etype = str(record.get("error_type") or "")
     return Signature(str(record.get("stage") or ""), str(status), prims, etype, normalize(record.get("error")),
-                     numeric_class(record))
+                     numeric_class(record), scope)
 
 
 # --------------------------------------------------------------------------- the error text

@@ -21,6 +21,11 @@ def label(point: Point) -> str:
     return ",".join(f"{k}={v}" for k, v in point)
 
 
+def parse_label(text: str) -> Point:
+    """The point a label names (``b=3,n=5``), the inverse of ``label``."""
+    return tuple((k.strip(), int(v)) for k, v in (kv.split("=") for kv in text.split(",") if kv.strip()))
+
+
 def evaluate(expr: str, env: dict[str, int]) -> int:
     """One dimension of a spec ("4*b", "n + 1", "3") at sizes ``env``."""
     return int(eval(expr, {"__builtins__": {}, **_NAMES}, dict(env)))  # noqa: S307 - specs are ours or JAX's

@@ -25,6 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--exported-by", metavar="RUN", help="with --run and an xhost failure: the stored run that made "
                                                         "the artifact (default: a version sweep's NAME@jax=V)")
     p.add_argument("-o", "--out", metavar="DIR", help="the directory to write (default: repro-HARNESS)")
+    p.add_argument("--shapes", default="static", metavar="KINDS",
+                   help="run the harness at static shapes, its symbolic variant's, or static,symbolic to find its "
+                        "failure (as farm sweep --shapes; a --run's symbolic failure adds symbolic) (default: static)")
     p.add_argument("--minimize", action="store_true", help="delta-debug to the smallest failing program and input")
     p.add_argument("--timeout", type=number("--timeout", float, above=0), default=60.0,
                    help="seconds one minimization candidate may run before it counts as a hang")
@@ -126,8 +129,12 @@ def repro_cmd(args: argparse.Namespace) -> int:
             raise ConfigError("--minimize: an xhost failure is another version's artifact, which is not minimized "
                               "(write it without --minimize)")
         return _foreign_cmd(args, stored, catalog, modules, out)
+    from farm.platforms import parse_list
+    from farm.results import SHAPE_KINDS
+
+    shapes = parse_list(args.shapes, SHAPE_KINDS, "shape kind (--shapes)") or ("static",)
     rep = reproduce(catalog, modules, args.harness, out, platform=args.platform, stored=stored,
-                    do_minimize=args.minimize, timeout_s=args.timeout)
+                    do_minimize=args.minimize, timeout_s=args.timeout, shapes=tuple(shapes))
     f = rep.failure
     print(f"{rep.harness}: {f.stage} on {f.platform} {f.status}: {(f.error or '')[:200]}")
     ok = True

@@ -20,7 +20,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Every failing record (fail, error, crashed, timeout, unexpected_pass) gets a "
                                    "signature: stage, status, primitive, error type, the error with numbers, "
                                    "shapes, addresses, paths and ids stripped, and for numeric failures the class "
-                                   "of the disagreement. Records with one signature are one cluster, across "
+                                   "of the disagreement; a symbolic-shape failure whose harness passes its static "
+                                   "stages is labelled symbolic-only (or symbolic-only on one platform). Records "
+                                   "with one signature are one cluster, across "
                                    "harnesses, platforms, runs, configurations and jax versions. "
                                    "'farm triage ack CLUSTER --note TEXT [--url URL]' acknowledges a cluster "
                                    "('--remove' takes that back).")
@@ -31,6 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--limit", type=number("--limit", minimum=1), default=20, help="clusters to list in text")
     p.add_argument("--expected", action="store_true",
                    help="also cluster the expected failures (the known gaps harnesses declare as Limitation data)")
+    p.add_argument("--shapes", choices=("both", "static", "symbolic"), default="both",
+                   help="the clusters of static stages or of the symbolic variant's (farm sweep --shapes) alone")
     p.add_argument("--note", help="with ack: what is known (required to acknowledge)")
     p.add_argument("--url", help="with ack: a link to the upstream issue")
     p.add_argument("--remove", action="store_true", help="with ack: take the acknowledgement back")
@@ -49,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     if args.note or args.url or args.remove:
         raise ConfigError("--note, --url and --remove go with 'farm triage ack CLUSTER'")
     with store_from(args).session() as s:
-        rep = triage.triage(s, target[0], expected=args.expected)
+        rep = triage.triage(s, target[0], expected=args.expected, shapes=args.shapes)
     if args.format == "json":
         print(json.dumps(rep, indent=1, default=str))
     else:

@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from farm.analysis.clusters import Cluster, acknowledged_changes, causes, clusters, diff, signed
+from farm.analysis.shapes import keeps
 from farm.analysis.signatures import Signature
 from farm.store import triage as rows
 from farm.store.models import Run
@@ -38,23 +39,27 @@ def acknowledgements(session: Session) -> dict[str, dict[str, Any]]:
     return {k: with_summary(a) for k, a in rows.acknowledgements(session).items()}
 
 
-def triage(session: Session, ref: str, expected: bool = False) -> dict[str, Any]:
+def triage(session: Session, ref: str, expected: bool = False, shapes: str = "both") -> dict[str, Any]:
     """The clusters of run ``ref`` (or of the sweep family ``ref@...``), worst first, with
     history from every run in the database and the acknowledgements; acknowledged clusters
     that an earlier run had and these runs do not are listed as ``gone`` (probably fixed). ``expected``:
-    the expected failures (``Limitation`` data) as clusters too."""
+    the expected failures (``Limitation`` data) as clusters too. ``shapes``: the clusters of
+    static or symbolic stages alone (both: all); the clustering itself sees every row, since
+    a symbolic failure's scope depends on the harness's static records."""
     focus = [r.id for r in rows.resolve_runs(session, ref)]
     failing = rows.failing_rows(session, expected=expected)  # every run: first/last seen, new
     briefs = rows.run_briefs(session)
     acks = acknowledgements(session)
-    found = clusters(failing, briefs, focus, acks=acks, expected=expected)
-    keys = {c.key for c in found}
+    every = clusters(failing, briefs, focus, acks=acks, expected=expected)
+    found = [c for c in every if keeps(c.signature.stage, shapes)]
+    keys = {c.key for c in every}
     start = min(focus)
     before = {sig.key for sig, r in signed((r for r in failing if r["run_id"] < start), expected)} if acks else set()
     records = sum(c.records for c in found)
     return {"runs": [briefs[i] for i in focus], "failing_records": records, "clusters": [c.to_dict() for c in found],
             "new": sum(c.new for c in found), "acknowledged": sum(c.acknowledged is not None for c in found),
-            "acknowledged_gone": [a for k, a in sorted(acks.items()) if k not in keys and k in before],
+            "acknowledged_gone": [a for k, a in sorted(acks.items()) if k not in keys and k in before
+                                  and keeps((a.get("signature") or {}).get("stage", ""), shapes)],
             "causes": causes(found)}
 
 

@@ -120,6 +120,21 @@ def export(program: Any, c: Candidate) -> bytes:
     return bytes(jax.export.export(jax.jit(f), platforms=(jax.default_backend(),))(*args).serialize())
 
 
+def symbolic_export(h: Any, platforms: tuple[str, ...]) -> bytes:
+    """The harness's symbolic variant (``farm.stages.symbolic``) exported for ``platforms``
+    and serialized: made here, where a planted fault is in force, for a reproducer to call."""
+    from farm.stages import symbolic
+
+    v = symbolic.variant(h)
+    if isinstance(v, str):
+        raise ValueError(f"no symbolic variant: {v}")
+    v, _ = symbolic.widened(v)  # as the sweep exports it (widened over the four platforms)
+    rec = symbolic.export_one(v, platforms, "export")
+    if rec.status != "ok":
+        raise RuntimeError(rec.error)
+    return bytes(rec.handle.serialize())
+
+
 def _serve(conn: Any, src: Source) -> None:
     os.environ.update(src.env)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -138,7 +153,12 @@ def _serve(conn: Any, src: Source) -> None:
             if req is None:
                 return
             kind, body = req
-            if kind in ("values", "export"):
+            if kind == "symbolic_export":
+                try:
+                    conn.send(("export", symbolic_export(h, tuple(body))))
+                except Exception as e:  # a record, not a dead worker
+                    conn.send(("record", _record(kind, "error", e)))
+            elif kind in ("values", "export"):
                 try:
                     conn.send((kind, values(program, dyn) if kind == "values" else export(program, body)))
                 except Exception as e:  # a record, not a dead worker

@@ -15,7 +15,7 @@ from farm.errors import FarmError
 from farm.repro.candidate import Source, load_harness
 from farm.repro.needs import Needs, capture
 from farm.repro.script import Check
-from farm.results import Options, Outcome, Record
+from farm.results import SYMBOLIC_STAGES, Options, Outcome, Record
 
 #: What a repro can be written for, by status
 REPRODUCIBLE = ("fail", "error", "crashed", "timeout", "expected_fail")
@@ -92,8 +92,11 @@ def pick(outcome: Outcome, platform: str | None, stage: str | None = None) -> Re
 
 
 def load(catalog: str, modules: tuple[str, ...], name: str, platform: str | None,
-         stored: dict[str, Any] | None = None, timeout_s: float = 300.0) -> Case:
+         stored: dict[str, Any] | None = None, timeout_s: float = 300.0,
+         shapes: tuple[str, ...] = ("static",)) -> Case:
     """Run the harness here and pick its failure (the stored run's stage and platform, with --run).
+    ``shapes``: the kinds of shape to run it at (``farm sweep --shapes``); a stored failure of
+    a symbolic stage adds ``symbolic``.
 
     Raises:
         FarmError: unknown harness; NothingToReproduce: it does not fail."""
@@ -103,7 +106,10 @@ def load(catalog: str, modules: tuple[str, ...], name: str, platform: str | None
         cfg["JAX_ENABLE_X64"] = "1"
     src = Source(catalog, modules, h.name, {**cfg, **({"FARM_PLANT": os.environ["FARM_PLANT"]}
                                                      if os.environ.get("FARM_PLANT") else {})})
-    opts = Options(roundtrip=bool(stored and stored.get("stage") == "compare" and stored.get("platform") == "export"))
+    if (stored or {}).get("stage") in SYMBOLIC_STAGES and "symbolic" not in shapes:
+        shapes = (*shapes, "symbolic")
+    opts = Options(roundtrip=bool(stored and stored.get("stage") == "compare" and stored.get("platform") == "export"),
+                   shapes=shapes)
     outcome = run(h, src, opts, timeout_s)
     want_platform = (stored or {}).get("platform") or platform
     rec = pick(outcome, want_platform, (stored or {}).get("stage"))

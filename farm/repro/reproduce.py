@@ -20,7 +20,8 @@ from farm.repro.minimize import Minimized, NotReproduced, minimize
 from farm.repro.same import same_failure
 from farm.repro.script import Check, Script
 from farm.repro.write import Written, _story, compact, correctly_rounded, header, npz, verify, write_full
-from farm.results import Record
+from farm.repro.symbolic import write_symbolic
+from farm.results import SYMBOLIC_STAGES, Record
 
 #: The failures the minimizer can judge candidates for: this host's own run of the program
 MINIMIZABLE = ("trace", "lower", "compile", "execute", "compare")
@@ -42,9 +43,11 @@ class Report:
 
 def reproduce(catalog: str, modules: tuple[str, ...], name: str, out: Path, *, platform: str | None = None,
               stored: dict[str, Any] | None = None, do_minimize: bool = False, timeout_s: float = 60.0,
-              same: Callable[[dict[str, Any], dict[str, Any]], bool] = same_failure) -> Report:
+              same: Callable[[dict[str, Any], dict[str, Any]], bool] = same_failure,
+              shapes: tuple[str, ...] = ("static",)) -> Report:
     """Write ``out``/repro.py (and with ``do_minimize`` the minimized one, the full one kept
-    as repro_full.py).
+    as repro_full.py); a failure of a symbolic stage is written by ``farm.repro.symbolic``
+    (``shapes``: the kinds of shape the harness is run at to find its failure).
 
     Raises:
         FarmError: an unknown harness, one that does not fail, or one whose failure cannot
@@ -53,13 +56,15 @@ def reproduce(catalog: str, modules: tuple[str, ...], name: str, out: Path, *, p
 
     from farm.stages import compat
 
-    case = load(catalog, modules, name, platform, stored)
+    case = load(catalog, modules, name, platform, stored, shapes=shapes)
     if do_minimize and (case.failure.stage not in MINIMIZABLE and case.failure.status not in ("crashed", "timeout")
                         or case.failure.platform not in ("cpu", "any")):
         raise FarmError(f"{name}: --minimize judges candidates on this host's own run; this failure is "
                         f"{case.failure.stage} on {case.failure.platform} (write it without --minimize)")
     out.mkdir(parents=True, exist_ok=True)
     with compat.enable_x64(case.harness.needs_x64 or bool(jax.config.jax_enable_x64)):
+        if case.failure.stage in SYMBOLIC_STAGES:
+            return Report(out, case.harness.name, case.failure, write_symbolic(case, out))
         program, dyn = traced_program(case.harness)
         full = write_full(case, program, dyn, out, "repro_full.py" if do_minimize else "repro.py")
         if not do_minimize:

@@ -206,6 +206,7 @@ class Script:
     notes: list[str] = field(default_factory=list)
     more: list[tuple[Check, str]] = field(default_factory=list)  # further expected sides: (check, source)
     header: str = "Needs only jax, jaxlib and numpy."
+    prepare: str | None = None  # source of prepare(inputs) (and what it needs) in place of the export's or f's
 
     def render(self) -> str:
         check = _literal(self.check.to_dict())
@@ -222,7 +223,10 @@ class Script:
             *(f"# {n}" for n in self.notes),
             LOAD_CODE,
         ]
-        if self.code is None:
+        if self.prepare is not None:  # e.g. a symbolic export of f (farm.repro.symbolic)
+            parts += ["\n" + self.code.rstrip() + "\n"] if self.code is not None else []
+            parts.append(self.prepare)
+        elif self.code is None:
             parts.append(EXPORT_CODE.format(blob=self.blob))
         else:
             parts.append("\n" + self.code.rstrip() + "\n" + CODE_CODE)

@@ -144,8 +144,7 @@ def call(exported: Any, platform: str, v: Variant, points: tuple[Any, ...] | Non
     points = v.points if points is None else points
     timer = Timer()
     outs: dict[str, list[np.ndarray]] = {}
-    facts: dict[str, Any] = {"sizes": [label(p) for p in points],
-                             "artifact": artifact}
+    facts: dict[str, Any] = {"sizes": [label(p) for p in points], "specs": list(v.specs), "artifact": artifact}
     raised: dict[str, str] = {}
     try:
         with timer():

@@ -55,6 +55,7 @@ class Variant:
     #: per dynamic argument (vmap kinds): the shape of one row, as a spec over the dims
     rows_spec: tuple[str, ...] = ()
     facts: dict[str, Any] = field(default_factory=dict)
+    one: Callable[..., Any] | None = None  # the function of one row, before the map (what a reproducer writes out)
 
     def rows(self, point: Point | int) -> list[np.ndarray]:
         """The dynamic arguments at ``point``. A vmap kind stacks ``b`` independent draws (the
@@ -127,11 +128,11 @@ def variant(h: Harness) -> Variant | str:
         if len(p.specs) != len(dyn):
             return f"its Poly has {len(p.specs)} specs for {len(dyn)} dynamic arguments"
         return Variant(h, one, p.specs, dtypes, static, kind="declared", constraints=p.constraints,
-                       points=p.points, violations=p.violations)
+                       points=p.points, violations=p.violations, one=one)
     mapped = tuple(k == 0 or h.primitive not in FIRST_ONLY for k in range(len(arrays)))
     specs = tuple(", ".join(["b"] * m + [str(d) for d in a.shape]) for a, m in zip(arrays, mapped))
     fun = jax.vmap(one, in_axes=tuple(0 if m else None for m in mapped))
-    return Variant(h, fun, specs, dtypes, static, mapped)
+    return Variant(h, fun, specs, dtypes, static, mapped, one=one)
 
 
 def widen(v: Variant, export: Callable[[Variant, bool], Exception | None]) -> Variant:

@@ -9,7 +9,7 @@ from sqlalchemy import Text, func, select, type_coerce
 from sqlalchemy.orm import Session
 
 from farm.errors import RunNotFound
-from farm.results import worst_status
+from farm.results import SYMBOLIC_STAGES, worst_status
 from farm.store import deltas, series
 from farm.store.models import Environment, HarnessRow, OutcomeRow, ResultRow, Run
 
@@ -186,14 +186,25 @@ def filtered_matrix(session: Session, run_id: int, by: str = "primitive", **filt
     return {k: {p: {"worst": worst_status(list(c)), "counts": dict(c)} for p, c in v.items()} for k, v in cells.items()}
 
 
-def run_cells(session: Session, run_id: int) -> list[tuple[str, str, str, str, str, int]]:
+def shapes_filter(q: Any, shapes: str | None) -> Any:
+    """``q`` restricted to the records of one kind of shape: ``static`` (every stage but the
+    symbolic variant's), ``symbolic`` (``SYMBOLIC_STAGES``); ``both`` or None: unchanged."""
+    if shapes == "symbolic":
+        return q.where(ResultRow.stage.in_(SYMBOLIC_STAGES))
+    if shapes == "static":
+        return q.where(ResultRow.stage.not_in(SYMBOLIC_STAGES))
+    return q
+
+
+def run_cells(session: Session, run_id: int, shapes: str | None = None) -> list[tuple[str, str, str, str, str, int]]:
     """(primitive, dtype, catalog, platform, status, results) of a run: one grouped scan from
     which the overview takes its filter values, its matrix and its status counts
-    (``values_of``, ``matrix_of``), instead of one scan each."""
-    q = (select(HarnessRow.primitive, HarnessRow.dtype, HarnessRow.catalog, ResultRow.platform, ResultRow.status,
-                func.count())
-         .join(HarnessRow, HarnessRow.id == ResultRow.harness_id).where(ResultRow.run_id == run_id)
-         .group_by(HarnessRow.primitive, HarnessRow.dtype, HarnessRow.catalog, ResultRow.platform, ResultRow.status))
+    (``values_of``, ``matrix_of``), instead of one scan each. ``shapes``: ``shapes_filter``."""
+    q = shapes_filter(select(HarnessRow.primitive, HarnessRow.dtype, HarnessRow.catalog, ResultRow.platform,
+                             ResultRow.status, func.count())
+                      .join(HarnessRow, HarnessRow.id == ResultRow.harness_id).where(ResultRow.run_id == run_id),
+                      shapes)
+    q = q.group_by(HarnessRow.primitive, HarnessRow.dtype, HarnessRow.catalog, ResultRow.platform, ResultRow.status)
     return [tuple(r) for r in session.execute(q)]  # type: ignore[misc]
 
 
@@ -239,24 +250,25 @@ def filter_values(session: Session, run_id: int) -> dict[str, list[str]]:
     return {k: sorted(sets[k]) for k in ("primitive", "dtype", "platform", "status", "catalog")}
 
 
-def harness_page(session: Session, run_id: int, *, limit: int = 100, offset: int = 0,
+def harness_page(session: Session, run_id: int, *, limit: int = 100, offset: int = 0, shapes: str | None = None,
                  **filters: Any) -> tuple[int, list[dict[str, Any]]]:
-    """(total, harnesses) of a run matching filters, each with its worst status per platform.
+    """(total, harnesses) of a run matching filters, each with its worst status per platform
+    (over the records of ``shapes``: ``shapes_filter``).
 
     Paginated by harness: one query for the page's harness ids (and the total), one for their results."""
     base = (select(HarnessRow.id).join(ResultRow, HarnessRow.id == ResultRow.harness_id)
             .where(ResultRow.run_id == run_id))
-    base = _run_filters(base, **filters).distinct()
+    base = shapes_filter(_run_filters(base, **filters), shapes).distinct()
     total = session.scalar(select(func.count()).select_from(base.subquery())) or 0
     ids = session.scalars(select(HarnessRow.id).where(HarnessRow.id.in_(base.scalar_subquery()))
                           .order_by(HarnessRow.name).limit(limit).offset(offset)).all()
     if not ids:
         return total, []
     out: dict[int, dict[str, Any]] = {}
-    q = (select(HarnessRow.id, HarnessRow.name, HarnessRow.fingerprint, HarnessRow.primitive, HarnessRow.dtype,
-                HarnessRow.catalog, ResultRow.platform, ResultRow.status)
-         .join(ResultRow, HarnessRow.id == ResultRow.harness_id)
-         .where(ResultRow.run_id == run_id, HarnessRow.id.in_(ids)))
+    q = shapes_filter(select(HarnessRow.id, HarnessRow.name, HarnessRow.fingerprint, HarnessRow.primitive,
+                             HarnessRow.dtype, HarnessRow.catalog, ResultRow.platform, ResultRow.status)
+                      .join(ResultRow, HarnessRow.id == ResultRow.harness_id)
+                      .where(ResultRow.run_id == run_id, HarnessRow.id.in_(ids)), shapes)
     per: dict[int, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     for hid, name, fp, prim, dt, cat, plat, st in session.execute(q):
         out.setdefault(hid, {"name": name, "fingerprint": fp, "primitive": prim, "dtype": dt, "catalog": cat})
