@@ -89,14 +89,14 @@ def test_harness_page_static_against_symbolic(client: Any, shapes_db: dict[str, 
     assert sorted(by) == ["cpu", "cuda", "rocm", "tpu"]
     tpu = by["tpu"]
     assert tpu["static"]["status"] == "ok" and tpu["symbolic"]["status"] == "fail" and tpu["differ"]
-    assert tpu["symbolic"]["stage"] == "symbolic_call" and tpu["symbolic"]["size"] == 1
-    assert tpu["symbolic"]["error"].startswith("b=1, vs the reference")
+    assert tpu["symbolic"]["stage"] == "symbolic_call" and tpu["symbolic"]["size"] == "b=1,d3=3,d4=4"
+    assert tpu["symbolic"]["error"].startswith("b=1,d3=3,d4=4, vs the reference")
     assert all(by[p]["static"]["status"] == by[p]["symbolic"]["status"] == "ok" for p in ("cpu", "cuda", "rocm"))
     page = html(client.get(f"/harness/{shapes_db['sin']}?run={RUN}"))
     row = page[page.index('data-platform="tpu"'):]
     row = row[:row.index("</tr>")]
     assert "st-ok" in row.split('class="symbolic"')[0] and "st-fail" in row.split('class="symbolic"')[1]
-    assert "b = 1" in row and "12 of 12 elements differ" in row
+    assert "b=1,d3=3,d4=4" in row and "12 of 12 elements differ" in row
     clean = client.get(f"/harness/{shapes_db['cumsum']}.json?run={RUN}").get_json()["static_vs_symbolic"]
     assert {(r["static"]["status"], r["symbolic"]["status"]) for r in clean} == {("ok", "ok")}
 

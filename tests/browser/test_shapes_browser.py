@@ -54,7 +54,7 @@ def test_static_against_symbolic_side_by_side(served: dict[str, Any]) -> None:
         tpu = table.locator('tr[data-platform="tpu"]')
         assert tpu.locator("td.static").inner_text().strip() == "ok"
         assert tpu.locator("td.symbolic").inner_text().startswith("fail")
-        assert tpu.locator("td.size").inner_text().strip() == "b = 1"
+        assert tpu.locator("td.size").inner_text().strip() == "b=1,d3=3,d4=4"
         assert "12 of 12 elements differ from the float64 reference" in tpu.inner_text()
         assert table.locator('tr[data-platform="cpu"] td.symbolic').inner_text().strip() == "ok"
         page.screenshot(path=str(SHOTS / "static_vs_symbolic.png"), full_page=True)
