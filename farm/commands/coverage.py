@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     shapes = parse_list(args.shapes, SHAPE_KINDS, "shape kind (--shapes)") or ("static",)
     symbolic = None
     if "symbolic" in shapes:
-        from farm.stages.variants import census  # noqa: PLC0415  (draws arguments: jax)
+        from farm.pipeline.symbolic import census  # noqa: PLC0415  (draws arguments: jax)
 
         symbolic = census(harnesses)
     if args.format == "md":

@@ -6,6 +6,10 @@ backend.
 """
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
+from typing import Any
+
 from farm.catalog import Harness
 from farm.judge import symbolic as judge
 from farm.results import LOWERING_PLATFORMS, Record
@@ -55,3 +59,24 @@ def _run(h: Harness, platforms: tuple[str, ...]) -> list[Record]:
             called.setdefault(digest, raw)
             recs.append(judge.calls(raw, v))
     return [r.with_status(r.status, handle=None) for r in recs]
+
+
+def census(harnesses: Sequence[Harness]) -> dict[str, Any]:
+    """How many harnesses have a symbolic variant, how many declare their own, and why the
+    others have none (``farm coverage --shapes symbolic``). Nothing is dropped silently."""
+    skipped: dict[str, int] = {}
+    made = declared = 0
+    for h in harnesses:
+        try:
+            with compat.enable_x64(h.needs_x64):
+                v = symbolic.variant(h)
+        except Exception as e:  # the harness's own arguments could not be made
+            v = f"its arguments could not be made: {type(e).__name__}"
+        if isinstance(v, str):
+            reason = re.sub(r"a \d+-device", "a multi-device", v)
+            skipped[reason] = skipped.get(reason, 0) + 1
+        else:
+            made += 1
+            declared += v.kind == "declared"
+    return {"harnesses": len(harnesses), "variants": made, "declared": declared,
+            "skipped": dict(sorted(skipped.items(), key=lambda kv: -kv[1]))}

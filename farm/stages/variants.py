@@ -19,7 +19,7 @@ Sizes of 1 stay static: they broadcast, and a symbolic 1 would change what is co
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -226,25 +226,3 @@ def _violations(env: dict[str, int], constraints: tuple[str, ...]) -> tuple[Poin
             break
     return tuple(out)
 
-
-def census(harnesses: Sequence[Harness]) -> dict[str, Any]:
-    """How many harnesses have a symbolic variant, how many declare their own, and why the
-    others have none (``farm coverage --shapes symbolic``). Nothing is dropped silently."""
-    from farm.stages import compat
-
-    skipped: dict[str, int] = {}
-    made = declared = 0
-    for h in harnesses:
-        try:
-            with compat.enable_x64(h.needs_x64):
-                v = variant(h)
-        except Exception as e:  # the harness's own arguments could not be made
-            v = f"its arguments could not be made: {type(e).__name__}"
-        if isinstance(v, str):
-            reason = re.sub(r"a \d+-device", "a multi-device", v)
-            skipped[reason] = skipped.get(reason, 0) + 1
-        else:
-            made += 1
-            declared += v.kind == "declared"
-    return {"harnesses": len(harnesses), "variants": made, "declared": declared,
-            "skipped": dict(sorted(skipped.items(), key=lambda kv: -kv[1]))}
