@@ -54,6 +54,14 @@ CHLO = {"asin": "asin", "acos": "acos", "atan": "atan", "sinh": "sinh", "cosh": 
         "acosh": "acosh", "atanh": "atanh", "square": "square"}
 LOW_PRECISION = Limitation("bf16/f16 transcendental rounding", dtypes=("bfloat16", "float16"),
                            stage="compare", tol=(5e-2, 5e-2))
+#: The symbolic variant draws more inputs than the static 3x4: at b = 3 one of them lands on
+#: XLA CPU's known float64 atanh inaccuracy (docs/findings.md: up to 69-125 ULP at ordinary
+#: inputs; the accuracy table's bound keeps it a failure), 16 ULP here, on every platform's
+#: module run by the CPU backend.
+ATANH_F64 = Limitation("XLA CPU float64 atanh is off by more than the 15 ULP bound at some ordinary inputs "
+                       "(docs/findings.md); the symbolic variant's draws at b=3 include one",
+                       dtypes=("float64",), stage="symbolic_call", status="fail",
+                       error=r"b=3,.*vs the reference: output 0: 1 of 36 elements differ")
 
 
 def _popcount(x):
@@ -83,6 +91,8 @@ for prim, (fn, ref, dtypes, domain, tol) in OPS.items():
         lims = [LOW_PRECISION] if dt in ("bfloat16", "float16") and measured is None else []
         if prim in CHLO and dt in INEXACT:
             lims.append(chlo_leak(CHLO[prim]))
+        if prim == "atanh" and dt == "float64":
+            lims.append(ATANH_F64)
         define(FAMILY, prim, fun, [RandArg(SHAPES[0], dt, domain)], dtype=dt, reference=reference,
                tol=tol or measured, limitations=lims)
 

@@ -77,7 +77,7 @@ def _subprocess_seconds(code: str) -> float:
     return time.perf_counter() - t0
 
 
-GROUPS = ("catalog", "pipeline", "sweep", "overhead", "fleet", "dashboard", "load", "full", "storage")
+GROUPS = ("catalog", "pipeline", "sweep", "overhead", "fleet", "dashboard", "load", "full", "storage", "symbolic")
 
 
 def run(quick: bool = True, log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), *,
@@ -108,6 +108,10 @@ def run(quick: bool = True, log: Callable[[str], None] = lambda s: print(s, file
         from farm.bench.storage_figures import storage_figures  # deferred: the sweep, only here
 
         figs += storage_figures(quick, log)
+    if "symbolic" in want and (not quick or "symbolic" in only):  # cold sweeps of the upstream catalog: minutes
+        from farm.bench.symbolic_figures import symbolic_figures  # deferred: only here
+
+        figs += symbolic_figures(quick, log)
     if "dashboard" in want:
         from farm.bench.web_figures import dashboard_figures  # deferred: the dashboard's modules, only here
 
