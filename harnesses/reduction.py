@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from farm.catalog import FLOAT, INEXACT, INTEGER, NUMERIC, CustomArg, RandArg, StaticArg, define, special
+from farm.catalog import FLOAT, INEXACT, INTEGER, NUMERIC, CustomArg, Limitation, RandArg, StaticArg, define, special
 
 FAMILY = "reduction"
 SHAPE = (3, 4, 5)
@@ -162,6 +162,16 @@ def _stacked(dt: str) -> CustomArg:
                      (2,) + x.shape, dt)
 
 
+#: The symbolic variant stacks b = 7 of these 2 x 361 operands: 5,054 elements, past the 4,096
+#: from which XLA CPU's max/min drop NaN (docs/findings.md; float16/bfloat16 max still
+#: propagates it), on every platform's module run by the CPU backend.
+NAN_DROPPED = {prim: Limitation("XLA CPU reduce_max/reduce_min ignore NaN from 4,096 elements on (docs/findings.md): "
+                                "the symbolic variant's b = 7 operand has 5,054", stage="symbolic_call", status="fail",
+                                dtypes=dts, error=r"Mismatch: b=7,.*differ from the float64 reference")
+               for prim, dts in (("reduce_max", ("float32", "float64")),
+                                 ("reduce_min", ("bfloat16", "float16", "float32", "float64")))}
+
 for prim, fn in SPECIAL.items():
     for dt in FLOAT + ("int8", "int32", "uint32"):
-        define(FAMILY, prim, fn, [_stacked(dt)], dtype=dt, group="special_values")
+        define(FAMILY, prim, fn, [_stacked(dt)], dtype=dt, group="special_values",
+               limitations=[NAN_DROPPED[prim]] if prim in NAN_DROPPED else [])
