@@ -324,3 +324,18 @@ def test_coverage_counts_the_variants_the_hand_written_ones_and_why_the_others_h
     assert c["harnesses"] == len(hs) and c["declared"] == sum(h.poly is not None for h in hs) >= 40
     assert c["variants"] + sum(c["skipped"].values()) == c["harnesses"]  # nothing dropped silently
     assert c["skipped"]["a sharded harness: its mesh fixes the shapes"] == sum(bool(h.mesh) for h in hs)
+
+
+def test_a_static_limitation_explains_the_same_failure_on_the_symbolic_path_and_never_flags_a_pass() -> None:
+    """LAPACK has no bf16 (a cpu lower limitation): another platform's symbolic module run by
+    the CPU backend fails the same way, expected; an ok symbolic record is left ok (a carried
+    limitation is no evidence of staleness). A symbolic stage's own limitation does flag."""
+    from farm.judge.limitations import judge_record
+    from farm.results import Record
+
+    h = _one(primitive="cholesky", dtype="bfloat16")
+    err = Record("symbolic_call", "tpu", "error", error_type="KeyError", error="'Unsupported dtype bfloat16.'")
+    assert judge_record(h, err).status == "expected_fail"
+    assert judge_record(h, Record("symbolic_call", "tpu", "ok")).status == "ok"
+    own = _declared("top_k_unconstrained")  # its symbolic_export limitation is its own
+    assert judge_record(own, Record("symbolic_export", "export", "ok")).status == "unexpected_pass"
