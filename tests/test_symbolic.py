@@ -339,3 +339,16 @@ def test_a_static_limitation_explains_the_same_failure_on_the_symbolic_path_and_
     assert judge_record(h, Record("symbolic_call", "tpu", "ok")).status == "ok"
     own = _declared("top_k_unconstrained")  # its symbolic_export limitation is its own
     assert judge_record(own, Record("symbolic_export", "export", "ok")).status == "unexpected_pass"
+
+
+def test_derived_constraints_get_a_violating_size_that_must_raise_the_shape_assertion() -> None:
+    """slice with static limits: d2 >= 2, d3 >= 3, d4 >= 4 are derived from JAX's undecidable
+    comparisons; each gets a size that breaks it, where the platforms' modules raise JAX's
+    assertion and the deserialized artifact hits the known gap (constraints not serialized)."""
+    h = _one(primitive="slice", dtype="float32", name="*strides=1,1,2")
+    v, _ = symbolic.widened(symbolic.variant(h))
+    assert v.constraints == ("d2 >= 2", "d3 >= 3", "d4 >= 4") and len(v.violations) == 3
+    by = {(r.stage, r.platform): r for r in run_symbolic(h)}
+    tpu = by[("symbolic_call", "tpu")]
+    assert tpu.status == "ok" and all("Input shapes do not match" in e for e in tpu.facts["violations"].values())
+    assert by[("symbolic_call", "cpu")].status == "expected_fail"
