@@ -79,7 +79,8 @@ def failing_size(facts: Mapping[str, Any] | None, error: str | None = None) -> s
     facts = facts or {}
     verdicts = facts.get("verdicts") or {}
     sizes = [str(n) for n in facts.get("sizes") or []]
-    bad = [n for n, v in verdicts.items() if any(s != "ok" for s in (v or {}).values())]
+    bad = [n for n, v in verdicts.items()
+           if any(s not in ("ok", "skipped") and not str(s).startswith("undefined") for s in (v or {}).values())]
     if bad:
         return min(bad, key=lambda n: sizes.index(n) if n in sizes else len(sizes))
     reached = list(facts.get("reached") or [])
