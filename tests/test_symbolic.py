@@ -352,3 +352,14 @@ def test_derived_constraints_get_a_violating_size_that_must_raise_the_shape_asse
     tpu = by[("symbolic_call", "tpu")]
     assert tpu.status == "ok" and all("Input shapes do not match" in e for e in tpu.facts["violations"].values())
     assert by[("symbolic_call", "cpu")].status == "expected_fail"
+
+
+def test_two_roundings_of_an_accumulation_agree_within_twice_the_references_band_and_no_further() -> None:
+    from farm.judge.symbolic import _within_band
+
+    pol = {"norm": "max-norm of the reference", "rtol": 7.6e-6, "atol": 7.6e-6}
+    s = np.linspace(-3, 3, 60).astype(np.float32)
+    near = s + np.float32(5e-5) * np.sign(s)  # 1.7e-5 of the max-norm: two roundings' worth
+    assert _within_band([near], [s], pol)
+    assert not _within_band([s * 1.001], [s], pol)  # a wrong value, 1e-3 of the norm
+    assert not _within_band([near], [s], {"norm": "elementwise", "rtol": 1, "atol": 1})  # only a max-norm policy

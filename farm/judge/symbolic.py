@@ -48,6 +48,23 @@ def calls(rec: SymbolicCall, v: Variant) -> SymbolicCall:
                        facts={**rec.facts, "raised_while": "judging against the static lowering and the reference"})
 
 
+def _within_band(outs: list[np.ndarray], static: list[np.ndarray], policy: dict[str, Any] | None) -> bool:
+    """An accumulation (a dot, a conv, a reduction) the reference judged by the max-norm: the
+    symbolic module and the static lowering are two roundings of it (another platform's
+    lowering may sum in another order), each within the reference's band of the true value,
+    so within twice that band of each other, measured the same way."""
+    if not policy or not str(policy.get("norm", "")).startswith("max-norm") or len(outs) != len(static):
+        return False
+    band = 2.0 * (float(policy.get("rtol", 0.0)) + float(policy.get("atol", 0.0)))
+    for o, s in zip(outs, static):
+        o, s = np.asarray(o), np.asarray(s)
+        if o.shape != s.shape or s.dtype.kind not in "fc":
+            return False
+        if o.size and np.max(np.abs(o.astype(np.complex128) - s)) > band * np.max(np.abs(s.astype(np.complex128))):
+            return False
+    return True
+
+
 def _calls(rec: SymbolicCall, v: Variant) -> SymbolicCall:
     import jax
 
@@ -67,6 +84,8 @@ def _calls(rec: SymbolicCall, v: Variant) -> SymbolicCall:
             rtol, atol = harness_tolerance(h, platform, str(static[0].dtype) if static else None)
             st, err, _ = compare_outputs(outs, static, rtol, atol, h.compare == "exact",
                                          [{"dtype": str(s.dtype), "shape": list(s.shape)} for s in static])
+            if st == "fail" and _within_band(outs, static, ref.facts.get("policy")):
+                st, err = "ok", None
             verdicts["static"] = (st, err)
         per_size[str(n)] = {k: s for k, (s, _) in verdicts.items()}
         for against, (s, e) in verdicts.items():
