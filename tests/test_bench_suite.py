@@ -346,3 +346,25 @@ def test_storage_figures_follow_unchanged_nightlies_then_prune_and_vacuum(ray_lo
     pruned = next(f for name, f in figs.items() if name.startswith("SQLite file after farm db prune --keep 2"))
     assert "(1 runs deleted)" in pruned.name
     assert figs["SQLite file after VACUUM"].value < pruned.value == after
+
+
+def test_symbolic_variant_of_one_harness(benchmark: Any) -> None:
+    """The symbolic variant's whole path for one harness (widen, four-platform export,
+    serialize, per-platform exports, calls at three points, judged): the unit the 1.6x goal
+    of `farm bench --only symbolic` is made of."""
+    from farm import catalog
+    from farm.pipeline.symbolic import run_symbolic
+
+    h = catalog.select(catalog.Filters.parse(primitive="sin", dtype="float32"))[0]
+    recs = benchmark.pedantic(run_symbolic, args=(h,), rounds=2, iterations=1)
+    assert {r.platform: r.status for r in recs if r.stage == "symbolic_call"} == dict.fromkeys(PLATFORMS, "ok")
+
+
+def test_symbolic_figures_compare_two_cold_sweeps_side_by_side() -> None:
+    """`farm bench --only symbolic` on a tiny slice: both sweeps run, the ratio is theirs."""
+    from farm.bench.symbolic_figures import symbolic_figures
+
+    figs = symbolic_figures(True, lambda s: None, workers=1, catalog="farm", limit=3)
+    static, both, ratio = figs
+    assert static.value > 0 and both.value > 0 and ratio.goal == 1.6
+    assert math.isclose(ratio.value, both.value / static.value)
