@@ -363,3 +363,12 @@ def test_two_roundings_of_an_accumulation_agree_within_twice_the_references_band
     assert _within_band([near], [s], pol)
     assert not _within_band([s * 1.001], [s], pol)  # a wrong value, 1e-3 of the norm
     assert not _within_band([near], [s], {"norm": "elementwise", "rtol": 1, "atol": 1})  # only a max-norm policy
+
+
+def test_a_refusal_without_a_message_keeps_the_leading_variant_and_says_so() -> None:
+    """JAX's conv harness with batch_group_count=2 asserts (no message) on symbolic inner
+    dimensions: the variant falls back to the leading b, with the refusal's type as the reason."""
+    hs = [h for h in catalog.select(catalog.Filters.parse(catalog="upstream", primitive="conv_general_dilated",
+                                                           dtype="float32")) if "batch_group_count=2" in h.name]
+    v, _ = symbolic.widened(symbolic.variant(hs[0]))
+    assert v.kind == "leading" and v.facts["widen"].startswith("AssertionError")

@@ -163,7 +163,7 @@ def widen(v: Variant, export: Callable[[Variant, bool], Exception | None]) -> Va
         if err is not None:
             err = export(cand, False)
         if err is not None:
-            why = f"{type(err).__name__}: {str(err).splitlines()[0][:300]}"
+            why = f"{type(err).__name__}: {(str(err).splitlines() or [''])[0][:300]}"  # some errors have no message
             return replace(v, facts={**v.facts, "widen": why})
         return replace(cand, points=_points(env, constraints, regen),
                        violations=_violations(env, constraints) if regen else ())
