@@ -372,3 +372,21 @@ def test_a_refusal_without_a_message_keeps_the_leading_variant_and_says_so() -> 
                                                            dtype="float32")) if "batch_group_count=2" in h.name]
     v, _ = symbolic.widened(symbolic.variant(hs[0]))
     assert v.kind == "leading" and v.facts["widen"].startswith("AssertionError")
+
+
+def test_farm_show_filters_the_matrix_by_shape_kind(ray_local, sqlite_url, capsys) -> None:  # noqa: ANN001
+    from farm.cli import main
+    from farm.results import Options
+    from farm.run.sweep import SweepConfig, sweep
+    from farm.store import open_store
+
+    hs = catalog.select(catalog.Filters.parse(primitive="sin", dtype="float32"))
+    sweep(open_store(sqlite_url), hs, options=Options(shapes=("static", "symbolic")), catalog="farm", filters={},
+          config=SweepConfig(workers=1))
+    stages = {}
+    for kind in ("static", "symbolic"):
+        assert main(["show", "latest", "--db", sqlite_url, "--shapes", kind, "--format", "json"]) == 0
+        data = json.loads(capsys.readouterr().out)
+        stages[kind] = {k for h in data["harnesses"] for p in h["platforms"].values() for k in p}
+    assert stages["symbolic"] == {"symbolic_export", "symbolic_serialize", "symbolic_call"}
+    assert "compare" in stages["static"] and not stages["static"] & stages["symbolic"]

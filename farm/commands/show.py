@@ -17,6 +17,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("run", nargs="?", default="latest", help="run id, name, latest or previous")
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.add_argument("--status", help="only harnesses with a result of these statuses (comma list)")
+    p.add_argument("--shapes", choices=("static", "symbolic", "both"), default="both",
+                   help="only the static stages' records, or only the symbolic variant's (default both)")
     add_db(p)
     p.set_defaults(func=show)
     p = sub.add_parser("runs", help="list runs with their environment and totals")
@@ -28,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def show(args: argparse.Namespace) -> int:
     wanted = ",".join(statuses(args.status)) or None  # an unknown status is an error, not an empty matrix
-    return print_run(store_from(args), args.run, args.format, wanted)
+    return print_run(store_from(args), args.run, args.format, wanted, shapes=args.shapes)
 
 
 def run_json(store, ref: str, only_bad: bool = False) -> dict:  # noqa: ANN001
@@ -67,10 +69,18 @@ def _size(store, ref: str) -> int:  # noqa: ANN001
 
 
 def print_run(store, ref: str, fmt: str = "table", status: str | None = None,  # noqa: ANN001
-              max_rows: int | None = None) -> int:
-    """The run's matrix. With ``max_rows``, a big run shows only its bad results."""
+              max_rows: int | None = None, shapes: str = "both") -> int:
+    """The run's matrix. With ``max_rows``, a big run shows only its bad results; ``shapes``:
+    the static stages' records or the symbolic variant's alone."""
     big = fmt != "json" and max_rows is not None and not status and _size(store, ref) > max_rows
     data = run_json(store, ref, only_bad=big)
+    if shapes != "both":
+        from farm.analysis.shapes import kind_of  # deferred with the rows
+
+        for h in data["harnesses"]:
+            h["platforms"] = {p: kept for p, st in h["platforms"].items()
+                              if (kept := {k: v for k, v in st.items() if kind_of(k) == shapes})}
+        data["harnesses"] = [h for h in data["harnesses"] if h["platforms"]]
     if status:
         wanted = set(status.split(","))
         data["harnesses"] = [h for h in data["harnesses"]
