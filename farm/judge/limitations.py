@@ -27,7 +27,7 @@ _LIMIT_STAGE = {"trace": "trace", "lower": "lower", "census": "census", "shardin
 #: numerics gap (the cpu's compare limitation: atan2 of subnormals, NaN dropped by large
 #: reductions) shows in it too. ``run``: JAX's own catalog's "fails somewhere on this platform".
 _CARRIED = {("symbolic_export", True): (("lower", None), ("export", None), ("run", None)),
-            ("symbolic_export", False): (("lower", None), ("export", None)),
+            ("symbolic_export", False): (("lower", None), ("export", None), ("run", None)),
             ("symbolic_call", True): (("compare", None), ("execute", None), ("compile", None), ("run", None)),
             ("symbolic_call", False): (("crossexec", None), ("lower", "cpu"), ("compare", "cpu"), ("run", "cpu"))}
 
