@@ -112,11 +112,12 @@ def load(catalog: str = "farm", modules: Iterable[str] = (), jax_repo: str | Non
 
         upstream.register()
         _LOADED.add("upstream")
-    if catalog == "shape_poly" and "shape_poly" not in _LOADED:
+    if catalog == "shape_poly":
         from farm.catalog import shape_poly  # imported here: it imports jax and JAX's test modules
 
-        shape_poly.register(jax_repo)
-        _LOADED.add("shape_poly")
+        if shape_poly.stale(jax_repo):  # not read yet, or read from another repository
+            _REGISTRY.pop("shape_poly", None)
+            shape_poly.register(jax_repo)
     if catalog == "all":
         return _REGISTRY.get("farm", []) + _REGISTRY.get("upstream", [])
     return list(_REGISTRY.get(catalog, []))

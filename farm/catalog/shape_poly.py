@@ -30,6 +30,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -250,6 +251,14 @@ def harnesses(mod: Any) -> list[Any]:
             flat(x) if isinstance(x, (list, tuple)) else out.append(x)
     flat(mod._POLY_SHAPE_TEST_HARNESSES)
     return out
+
+
+def stale(repo: str | None) -> bool:
+    """Must the catalog be read (again) for ``repo``?"""
+    if LAST.source is None:
+        return True
+    repo = repo or os.environ.get(ENV)
+    return bool(repo) and str(Path(repo).resolve()) != LAST.source.repo
 
 
 def register(repo: str | None) -> Conversion:
