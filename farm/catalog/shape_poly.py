@@ -78,9 +78,47 @@ JAX_TEST: tuple[Rule, ...] = (
                                 error="implemented only for the batch dimensions"), poly_dims=True),
     Rule("cholesky.*", Limitation("tpu: a looser tolerance, the matmul operands are swapped (shape_poly_test)",
                                   platforms=("tpu",), stage="symbolic_call", tol=(5e-5, 5e-5))),
+    Rule("fft", Limitation("FFT with a symbolic fft_length does not lower on any platform: 'not implemented for TPU "
+                           "and GPU', the cpu included (shape_poly_test skips it everywhere; docs/findings.md)",
+                           stage="symbolic_export", status="error", error="non-constant fft_length"),
+         fullname=r"nr_fft_lengths_2"),
 )
-#: Gaps the farm's own sweep of this catalog found (docs/symbolic.md, docs/findings.md).
-KNOWN: tuple[Rule, ...] = ()
+_GPU = ("cuda", "rocm")
+_SOLVER = "a platform's solver custom call (cusolver/hipsolver FFI, tpu LuDecomposition) has no CPU handler: " \
+          "its symbolic module cannot be called on this host (zero-sized matrices carry none)"
+
+
+def _no_cpu_handler(group: str, platforms: tuple[str, ...], fullname: str = "") -> Rule:
+    return Rule(group, Limitation(_SOLVER, platforms=platforms, stage="symbolic_call", status="not_runnable_here",
+                                  error="No FFI handler registered|No registered implementation for untyped"),
+                fullname)
+
+
+_RBG = Limitation("unsafe_rbg draws with rng_bit_generator, whose bits are implementation-defined: the float64 "
+                  "reference has only placeholders, so a choice made from them cannot be judged against it "
+                  "(the static lowering agrees)", stage="symbolic_call", status="fail", error="vs the reference")
+#: Gaps the farm's own sweep of this catalog found (jax 0.10.2; docs/symbolic.md, docs/findings.md).
+KNOWN: tuple[Rule, ...] = (
+    _no_cpu_handler("eigh", _GPU), _no_cpu_handler("lu", (*_GPU, "tpu"), r"^(?!.*_2_0_4_)"),
+    _no_cpu_handler("qr", _GPU, r"^(?!.*_2_0_4_|.*_2_4_0_)"), _no_cpu_handler("inv", (*_GPU, "tpu")),
+    _no_cpu_handler("lu_pivots_to_permutation", _GPU),
+    Rule("ragged_dot", Limitation("the cuda, rocm and tpu modules keep ragged_dot, which XLA:CPU cannot compile "
+                                  "(the cpu lowering expands it)", platforms=(*_GPU, "tpu"), stage="symbolic_call",
+                                  status="error", error="ragged-dot. is not supported by XLA:CPU"),
+         fullname=r"mode_1_non_contracting|mode_2_contracting$"),
+    Rule("random_choice", _RBG, fullname="unsafe_rbg"),
+    Rule("random_categorical", _RBG, fullname=r"axis_[01]_unsafe_rbg$|axis_1_then_reshape_unsafe_rbg$"),
+    Rule("jnp_pad", Limitation("reflect_odd computes 2*edge - x: two float32 roundings where the float64 reference's "
+                               "elementwise tolerance allows one (JAX compares at 1e-6)", stage="symbolic_call",
+                               tol=(1e-6, 1e-6)), fullname=r"mode_reflect_odd$"),
+    Rule("approx_max_k", Limitation("the farm's float64 reference rule for approx_top_k ignores aggregate_to_topk="
+                                    "False (shape k where the operand's is promised; docs/findings.md, the farm's "
+                                    "own bug, not fixed)", stage="symbolic_call", status="error",
+                                    error="rule for approx_top_k gave shape"), fullname=r"agg_False$"),
+    Rule("conv_general_dilated", Limitation("jax.export serialization drops weak_type: the weak int32 scalar result "
+                                            "deserializes strong (docs/findings.md)", stage="symbolic_serialize",
+                                            status="fail", error="avals differ"), fullname="zero_output"),
+)
 
 
 @dataclass
