@@ -201,3 +201,21 @@ def test_a_sweep_reads_the_catalog_in_its_workers_too(ray_local: None, sqlite_ur
     by = {(x["harness"].split("_")[0], x["stage"], x["platform"]): x["status"] for x in rows}
     assert by[("sin", "symbolic_call", "cpu")] == "ok"
     assert by[("reshape", "symbolic_export", "export")] == "expected_fail"
+
+
+def test_known_gaps_are_data_matched_by_group_and_name() -> None:
+    from types import SimpleNamespace
+
+    def ph(group: str, name: str, spec: str = "b, ...") -> SimpleNamespace:
+        return SimpleNamespace(group_name=group, fullname=f"{group}_{name}", polymorphic_shapes=[spec])
+
+    def stages(p: SimpleNamespace) -> list[tuple[str, tuple[str, ...]]]:
+        return [(r.limitation.stage, r.limitation.platforms) for r in shape_poly.JAX_TEST + shape_poly.KNOWN
+                if r.matches(p)]
+
+    assert stages(ph("lu", "shape_float32_2_3_4_4_poly_b1_b2_")) == [("symbolic_call", ("cuda", "rocm", "tpu"))]
+    assert stages(ph("lu", "shape_float32_2_0_4_poly_b_")) == []  # a zero-sized matrix carries no custom call
+    assert stages(ph("eigh", "shape_float32_4_4_poly_n_n_lower_False", "n, n")) == [
+        ("symbolic_export", ("tpu",)), ("symbolic_call", ("cuda", "rocm"))]
+    assert stages(ph("eigh", "shape_float32_2_3_4_4_poly_b1_b2_", "b1, b2, ...")) == [("symbolic_call", ("cuda", "rocm"))]
+    assert stages(ph("sin", "")) == []
