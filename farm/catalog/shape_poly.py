@@ -120,6 +120,10 @@ KNOWN: tuple[Rule, ...] = (
     Rule("vmap_random_gamma", Limitation("gamma's float32 rejection sampler against the float64 reference: 6 ulp at "
                                          "one large sample", stage="symbolic_call", tol=(1e-6, 0.0)),
          fullname=r"shape_float32_$"),
+    _no_cpu_handler("vmap_svd", _GPU, r"^(?!.*_0_0_)"),
+    Rule("vmap_svd", Limitation("tpu's svd module run by the CPU backend against the cpu lowering: a different "
+                                "algorithm, 4.6e-5 where 2e-5 is allowed (JAX never runs a tpu module on a CPU)",
+                                platforms=("tpu",), stage="symbolic_call", tol=(1e-4, 1e-5))),
     _no_cpu_handler("svd", _GPU, r"^(?!.*_2_(0_4|4_0)_poly_b_full_matrices_(True|False_compute_uv_True))"),
     Rule("ragged_dot", Limitation("the cuda, rocm and tpu modules keep ragged_dot, which XLA:CPU cannot compile "
                                   "(the cpu lowering expands it)", platforms=(*_GPU, "tpu"), stage="symbolic_call",
