@@ -77,3 +77,7 @@ class StorageError(FarmError):
 
 class ConfigError(FarmError):
     """A bad farm.toml or command-line combination."""
+
+
+class BadJaxRepo(ConfigError):
+    """A --jax-repo that is not a git repository, lacks the installed jax's tag, or lacks the file read at it."""

@@ -18,7 +18,8 @@ def _sweep_parser() -> argparse.ArgumentParser:
 def _random_request(rng: random.Random) -> SweepRequest:
     """A request whose values the CLI accepts, with each option given or left at its default."""
     pick = {
-        "catalog": lambda: rng.choice(["farm", "upstream", "all"]), "primitive": lambda: "exp,sin",
+        "catalog": lambda: rng.choice(["farm", "upstream", "all", "shape_poly"]), "jax_repo": lambda: "/src/jax",
+        "primitive": lambda: "exp,sin",
         "group": lambda: "cumsum", "family": lambda: "elementwise_unary", "dtype": lambda: "float32,int8",
         "match": lambda: "exp_*", "modules": lambda: "harnesses.planted", "limit": lambda: rng.randint(1, 50),
         "default": lambda: True, "platforms": lambda: "cpu,tpu", "run_on": lambda: "cpu,gpu",

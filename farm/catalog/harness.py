@@ -188,6 +188,9 @@ class Harness:
     constraints: tuple[tuple[tuple[tuple[str, int], ...], tuple[Any, ...]], ...] = ()
     #: Written with symbolic dimensions: its symbolic variant is this, not one derived by vmap.
     poly: Poly | None = None
+    #: jax config flags the pipeline sets around every stage of this harness, ((name, value), ...):
+    #: JAX's shape_poly_test harnesses pick a PRNG implementation this way.
+    jax_config: tuple[tuple[str, Any], ...] = ()
 
     @property
     def name(self) -> str:
@@ -207,7 +210,7 @@ class Harness:
 
     @property
     def needs_x64(self) -> bool:
-        if self.catalog == "upstream":
+        if self.catalog in ("upstream", "shape_poly"):  # JAX's catalogs run as JAX's tests do: x64 as configured
             return False
         return self.dtype in X64_DTYPES or any(_arg_dtype(a) in X64_DTYPES for a in self.args)
 
@@ -220,6 +223,8 @@ class Harness:
             h.update(repr((self.catalog, self.key, self.seed, self.source, self.devices)).encode())
             h.update(repr(tuple(a.describe() for a in self.args)).encode())
             _code_digest(self.fun, h)
+            if self.jax_config:
+                h.update(repr(self.jax_config).encode())
             if self.poly is not None:
                 h.update(self.poly.describe().encode())
                 if self.poly.maker is not None:
@@ -268,6 +273,7 @@ class Harness:
             "collective_axes": list(self.collective_axes),
             "partitioner": self.partitioner,
             **({"axis_types": self.axis_types} if self.axis_types != "auto" else {}),
+            **({"jax_config": [list(f) for f in self.jax_config]} if self.jax_config else {}),
             **({"constraints": [[[list(m) for m in mesh], list(spec)] for mesh, spec in self.constraints]}
                if self.constraints else {}),
             "limitations": [

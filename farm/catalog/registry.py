@@ -53,6 +53,7 @@ def define(
     axis_types: str = "auto",
     constraints: Sequence[tuple[Sequence[tuple[str, int]], Sequence[Any]]] = (),
     poly: Poly | None = None,
+    jax_config: Sequence[tuple[str, Any]] = (),
 ) -> Harness:
     """Declare one harness and append it to its catalog's registry."""
     if dtype not in DTYPES:
@@ -75,17 +76,18 @@ def define(
         mesh=tuple((str(n), int(k)) for n, k in mesh), in_specs=tuple(in_specs),
         collective_axes=tuple(collective_axes), partitioner=partitioner, axis_types=axis_types,
         constraints=tuple((tuple((str(n), int(k)) for n, k in m), tuple(sp)) for m, sp in constraints),
-        poly=poly,
+        poly=poly, jax_config=tuple((str(k), v) for k, v in jax_config),
     )
     _REGISTRY.setdefault(catalog, []).append(h)
     return h
 
 
-CATALOGS = ("farm", "upstream", "all")
+CATALOGS = ("farm", "upstream", "shape_poly", "all")
 
 
-def load(catalog: str = "farm", modules: Iterable[str] = ()) -> list[Harness]:
-    """Import a catalog's family modules (once) and return its harnesses."""
+def load(catalog: str = "farm", modules: Iterable[str] = (), jax_repo: str | None = None) -> list[Harness]:
+    """Import a catalog's family modules (once) and return its harnesses; ``jax_repo``: the jax
+    repository the ``shape_poly`` catalog is read from (``$FARM_JAX_REPO`` when None)."""
     for mod in modules:
         if mod not in _LOADED:
             try:
@@ -110,6 +112,12 @@ def load(catalog: str = "farm", modules: Iterable[str] = ()) -> list[Harness]:
 
         upstream.register()
         _LOADED.add("upstream")
+    if catalog == "shape_poly":
+        from farm.catalog import shape_poly  # imported here: it imports jax and JAX's test modules
+
+        if shape_poly.stale(jax_repo):  # not read yet, or read from another repository
+            _REGISTRY.pop("shape_poly", None)
+            shape_poly.register(jax_repo)
     if catalog == "all":
         return _REGISTRY.get("farm", []) + _REGISTRY.get("upstream", [])
     return list(_REGISTRY.get(catalog, []))
@@ -127,18 +135,20 @@ class Filters:
     name: tuple[str, ...] = ()
     modules: tuple[str, ...] = ()
     limit: int | None = None
+    jax_repo: str | None = None  # the shape_poly catalog's jax repository
 
     @classmethod
     def parse(cls, catalog: str = "farm", primitive: str | None = None, group: str | None = None,
               dtype: str | None = None, family: str | None = None, name: str | None = None,
-              modules: str | None = None, limit: int | None = None) -> "Filters":
+              modules: str | None = None, limit: int | None = None, jax_repo: str | None = None) -> "Filters":
         split = lambda s: tuple(x.strip() for x in s.split(",") if x.strip()) if s else ()
         return cls(catalog=catalog, primitive=split(primitive), group=split(group), dtype=split(dtype),
-                   family=split(family), name=split(name), modules=split(modules), limit=limit)
+                   family=split(family), name=split(name), modules=split(modules), limit=limit,
+                   jax_repo=jax_repo)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in
-                ((f, getattr(self, f)) for f in self.__dataclass_fields__)}
+                ((f, getattr(self, f)) for f in self.__dataclass_fields__) if k != "jax_repo" or v is not None}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Filters":
@@ -148,7 +158,7 @@ class Filters:
 
 def select(filters: Filters) -> list[Harness]:
     """Harnesses matching every filter. Unknown values raise ``UnknownName``."""
-    harnesses = load(filters.catalog, filters.modules)
+    harnesses = load(filters.catalog, filters.modules, filters.jax_repo)
     for d in filters.dtype:
         if d not in DTYPES:
             raise UnknownName("dtype", d, DTYPES)

@@ -28,7 +28,12 @@ def add_filters(p: argparse.ArgumentParser, names_run: bool = False) -> None:
     """Catalog filters. The harness-name filter is --match in every command: --name always names
     a run (``names_run``: the command adds its own --name), and elsewhere is an error saying so."""
     g = p.add_argument_group("catalog filters (comma lists)")
-    g.add_argument("--catalog", default="farm", help="farm (ours), upstream (JAX's own), or all")
+    g.add_argument("--catalog", default="farm",
+                   help="farm (ours), upstream (JAX's own), all (both), or shape_poly (JAX's shape_poly_test "
+                        "harnesses, read from --jax-repo)")
+    g.add_argument("--jax-repo", metavar="PATH",
+                   help="with --catalog shape_poly: a jax git checkout or bare mirror; its tests/shape_poly_test.py "
+                        "is read at the installed jax's tag (jax-vVERSION)")
     g.add_argument("--primitive", help="e.g. exp,add")
     g.add_argument("--group", help="harness group")
     g.add_argument("--family", help="primitive family module, e.g. elementwise_unary")
@@ -45,7 +50,8 @@ def filters_from(args: argparse.Namespace):  # noqa: ANN201
     from farm.catalog import Filters  # deferred: farm.catalog; not needed by farm --help
 
     return Filters.parse(catalog=args.catalog, primitive=args.primitive, group=args.group, dtype=args.dtype,
-                         family=args.family, name=args.name, modules=args.modules, limit=args.limit)
+                         family=args.family, name=args.name, modules=args.modules, limit=args.limit,
+                         jax_repo=os.path.abspath(args.jax_repo) if getattr(args, "jax_repo", None) else None)
 
 
 def store_from(args: argparse.Namespace, create: bool = False):  # noqa: ANN201

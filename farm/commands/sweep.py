@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     filters = filters_from(args)  # checked before a database is created
     shapes = parse_list(args.shapes, SHAPE_KINDS, "shape kind (--shapes)") or ("static",)
     # the catalog (and any --modules) is loaded before a database exists: a harness module that
-    # fails to load (a symbolic spec that does not parse) is one line, and nothing is stored
+    # fails to load (a symbolic spec that does not parse, a bad --jax-repo) is one line, and nothing is stored
     hs = None if args.resume else catalog.select(filters)
     store = store_from(args, create=True)
     if args.resume:
@@ -104,13 +104,17 @@ def run(args: argparse.Namespace) -> int:
             shapes = tuple((r.filters or {}).get("shapes") or ("static",))
             platforms, run_on = tuple(r.platforms), tuple(r.run_on)
         hs = catalog.select(filters)
+    if filters.catalog == "shape_poly":
+        from farm.catalog import shape_poly  # noqa: PLC0415  (loaded by select above)
+
+        print(f"farm: {shape_poly.LAST.summary()}", file=sys.stderr)
     if not hs:
         print("farm: no harness matches these filters", file=sys.stderr)
         return 2
     opts = Options(platforms=platforms, run_on=run_on, repeats=args.repeats, crossexec=not args.no_crossexec,
                    shapes=shapes)
     cfg = SweepConfig(workers=args.workers, address=args.address, batch=args.batch, timeout_s=args.timeout,
-                      modules=filters.modules, env=_config_env(), gpu_fraction=args.gpu_fraction,
+                      modules=filters.modules, env=_config_env(filters.jax_repo), gpu_fraction=args.gpu_fraction,
                       gpu_backend=args.gpu_backend)
     print(f"farm: sweeping {len(hs)} harnesses for {','.join(platforms)}, running on {','.join(run_on)}",
           file=sys.stderr)
@@ -169,13 +173,15 @@ def _dims(args: argparse.Namespace) -> RunDims:
                    slot=args.slot)
 
 
-def _config_env() -> dict[str, str]:
-    """Inside a configuration sweep: its settings, for worker processes on any cluster."""
+def _config_env(jax_repo: str | None = None) -> dict[str, str]:
+    """Inside a configuration sweep: its settings, for worker processes on any cluster; the
+    shape_poly catalog's jax repository, which the workers read their catalog from."""
+    repo = {"FARM_JAX_REPO": jax_repo} if jax_repo else {}
     if not os.environ.get("FARM_CONFIG_LABEL"):
-        return {}
+        return repo
     from farm.run.configs import KEYS  # noqa: PLC0415  (only in a configuration sweep)
 
-    return {var: os.environ[var] for var, _ in KEYS.values() if var in os.environ}
+    return {**repo, **{var: os.environ[var] for var, _ in KEYS.values() if var in os.environ}}
 
 
 def _sweep_configs(args: argparse.Namespace) -> int:

@@ -60,7 +60,7 @@ def run_harness(h: Harness | ArtifactJob, opts: Options = Options(), prior: xhos
     recording = recorder.RECORDER.begin()  # which of jax's code this harness runs
     try:
         # x64 for a harness that needs it, or everywhere in a process configured with it (farm sweep --config x64=on)
-        with compat.enable_x64(h.needs_x64 or bool(jax.config.jax_enable_x64)):
+        with compat.enable_x64(h.needs_x64 or bool(jax.config.jax_enable_x64)), compat.jax_config(h.jax_config):
             records, artifacts, dkey = _run(h, opts, prior, reuse, opt_d)
     finally:
         deps = recorder.RECORDER.end() if recording else None
@@ -93,9 +93,9 @@ def _run_traced(h: Harness, opts: Options, prior: xhost.Prior | None, reuse: Reu
     (trace, lower, export and the structural checks only: nothing compiles or runs)."""
     args = h.make_args()
     tr = trace.run(h, args, abstract=(lambda dyn: meshes.sharded_args(h, dyn, abstract)) if h.mesh else None)
-    if not tr.ok:
+    if not tr.ok and not (h.poly is not None and "static" not in opts.shapes):
         return [_without_handle(tr)], [], None
-    if "static" not in opts.shapes:  # the symbolic variant alone
+    if "static" not in opts.shapes:  # the symbolic variant alone (a declared one runs whether or not its static twin traces)
         return [_without_handle(tr), *run_symbolic(h, opts.platforms)], [], None
     lowered, lower_recs, module_arts = _lower(tr, opts, h)
     serialized, export_recs, export_arts = _export(tr, tuple(p for p in opts.platforms if lowered[p].ok), h)

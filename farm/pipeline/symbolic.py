@@ -27,7 +27,7 @@ def run_symbolic(h: Harness, platforms: tuple[str, ...] = LOWERING_PLATFORMS) ->
 
 
 def _run(h: Harness, platforms: tuple[str, ...]) -> list[Record]:
-    with compat.enable_x64(h.needs_x64):
+    with compat.enable_x64(h.needs_x64), compat.jax_config(h.jax_config):
         try:
             v = symbolic.variant(h)
         except Exception as e:  # the harness's own arguments could not be made

@@ -20,7 +20,7 @@ from typing import Any
 #: (field, flag, kind): ``str``/``int``/``float`` take a value, ``on`` is a store_true flag,
 #: ``off`` a flag that turns the (default True) field off, ``many`` a repeatable option.
 FLAGS: tuple[tuple[str, str, str], ...] = (
-    ("name", "--name", "str"), ("resume", "--resume", "str"), ("catalog", "--catalog", "str"), ("primitive", "--primitive", "str"), ("group", "--group", "str"),
+    ("name", "--name", "str"), ("resume", "--resume", "str"), ("catalog", "--catalog", "str"), ("jax_repo", "--jax-repo", "str"), ("primitive", "--primitive", "str"), ("group", "--group", "str"),
     ("family", "--family", "str"), ("dtype", "--dtype", "str"), ("match", "--match", "str"),
     ("modules", "--modules", "str"), ("limit", "--limit", "int"), ("default", "--default", "on"),
     ("platforms", "--platforms", "str"), ("run_on", "--run-on", "str"), ("db", "--db", "str"),
@@ -32,7 +32,7 @@ FLAGS: tuple[tuple[str, str, str], ...] = (
     ("submit", "--submit", "on"), ("dashboard", "--dashboard", "str"), ("series", "--series", "str"),
     ("schedule", "--schedule", "str"), ("slot", "--slot", "str"))
 #: The harness-selection fields (``farm.catalog.Filters.parse`` keywords, ``match`` as ``name``).
-FILTER_FIELDS = ("catalog", "primitive", "group", "family", "dtype", "match", "modules", "limit")
+FILTER_FIELDS = ("catalog", "primitive", "group", "family", "dtype", "match", "modules", "limit", "jax_repo")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +40,7 @@ class SweepRequest:
     """Every option of ``farm sweep``, with its defaults (None: not given)."""
 
     catalog: str = "farm"
+    jax_repo: str | None = None  # the shape_poly catalog's jax repository
     primitive: str | None = None
     group: str | None = None
     family: str | None = None

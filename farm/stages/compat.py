@@ -7,6 +7,8 @@ load ``jax.export``; avals have a ``memory_space`` from 0.7.0 on.
 """
 from __future__ import annotations
 
+import contextlib
+
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -19,6 +21,17 @@ def enable_x64(new_val: bool = True) -> AbstractContextManager[Any]:
     if fn is None:  # jax < 0.8.0
         from jax.experimental import enable_x64 as fn  # noqa: PLC0415
     return fn(new_val)
+
+
+def jax_config(flags: tuple[tuple[str, Any], ...]) -> AbstractContextManager[Any]:
+    """jax config flags (``jax_default_prng_impl``...) set on this thread inside a ``with`` block:
+    around tracing, lowering and calling alike (a flag read while lowering, such as
+    ``jax_threefry_partitionable``, must hold there too)."""
+    if not flags:
+        return contextlib.nullcontext()
+    from jax._src import test_util as jtu  # noqa: PLC0415  (only for a harness that sets flags)
+
+    return jtu.thread_local_config_context(**dict(flags))
 
 
 def jax_export() -> Any:
