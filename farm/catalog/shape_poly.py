@@ -112,11 +112,6 @@ KNOWN: tuple[Rule, ...] = (
     Rule("vmap_approx_top_k", Limitation("tpu's approx_top_k is a PartialReduce custom call with no CPU handler",
                                          platforms=("tpu",), stage="symbolic_call", status="not_runnable_here",
                                          error="PartialReduce"), fullname="large_True"),
-    Rule("vmap_cholesky", Limitation("tpu's module differs from the static (cpu) lowering where the float64 "
-                                     "reference, which ignores cholesky's unspecified upper triangle, passes: "
-                                     "believed to be that triangle (not verified)",
-                                     platforms=("tpu",), stage="symbolic_call", status="fail", error="vs the static"),
-         fullname=r"_(200_200|2_5_5|4_4)_$"),
     Rule("vmap_random_gamma", Limitation("gamma's float32 rejection sampler against the float64 reference: 6 ulp at "
                                          "one large sample", stage="symbolic_call", tol=(1e-6, 0.0)),
          fullname=r"shape_float32_$"),
