@@ -18,6 +18,7 @@ import numpy as np
 
 from farm.catalog.args import Arg, StaticArg, _arg_dtype
 from farm.catalog.dtypes import X64_DTYPES
+from farm.catalog.effects import Effects
 from farm.catalog.specs import Point, check
 from farm.platforms import LOWERING_PLATFORMS
 from farm.results import LIMITATION_STAGES
@@ -188,6 +189,9 @@ class Harness:
     constraints: tuple[tuple[tuple[tuple[str, int], ...], tuple[Any, ...]], ...] = ()
     #: Written with symbolic dimensions: its symbolic variant is this, not one derived by vmap.
     poly: Poly | None = None
+    #: Has side effects (debug prints, callbacks, platform branches) the ``effects_export``
+    #: stage checks on every export configuration: what they must show.
+    effects: Effects | None = None
 
     @property
     def name(self) -> str:
@@ -224,6 +228,9 @@ class Harness:
                 h.update(self.poly.describe().encode())
                 if self.poly.maker is not None:
                     _code_digest(self.poly.maker, h)
+            if self.effects is not None:
+                h.update(self.effects.describe().encode())
+                _code_digest(self.effects.build, h)
             fp = h.hexdigest()[:20]
             object.__setattr__(self, "_fp", fp)
         return fp
@@ -270,6 +277,7 @@ class Harness:
             **({"axis_types": self.axis_types} if self.axis_types != "auto" else {}),
             **({"constraints": [[[list(m) for m in mesh], list(spec)] for mesh, spec in self.constraints]}
                if self.constraints else {}),
+            **({"effects": self.effects.describe()} if self.effects is not None else {}),
             "limitations": [
                 {"description": l.description, "platforms": list(l.platforms), "dtypes": list(l.dtypes),
                  "stage": l.stage, "tol": list(l.tol) if l.tol else None, "error": l.error, "status": l.status}

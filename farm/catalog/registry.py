@@ -11,6 +11,7 @@ from typing import Any
 
 from farm.catalog.args import Arg, _shape_of
 from farm.catalog.dtypes import DTYPES, INTEGER
+from farm.catalog.effects import Effects
 from farm.catalog.harness import Harness, HarnessKey, Limitation, Poly
 from farm.errors import ConfigError, UnknownName
 from farm.platforms import LOWERING_PLATFORMS
@@ -23,6 +24,7 @@ FARM_FAMILIES: tuple[str, ...] = (
     "elementwise_unary", "elementwise_binary", "comparison", "bitwise", "conversion",
     "reduction", "cumulative", "dot_conv", "shape", "indexing", "sort", "control_flow",
     "linalg", "random", "fft", "special", "collective", "sharding", "found", "xla_cpu_findings", "symbolic",
+    "effects",
 )
 
 
@@ -53,6 +55,7 @@ def define(
     axis_types: str = "auto",
     constraints: Sequence[tuple[Sequence[tuple[str, int]], Sequence[Any]]] = (),
     poly: Poly | None = None,
+    effects: Effects | None = None,
 ) -> Harness:
     """Declare one harness and append it to its catalog's registry."""
     if dtype not in DTYPES:
@@ -75,7 +78,7 @@ def define(
         mesh=tuple((str(n), int(k)) for n, k in mesh), in_specs=tuple(in_specs),
         collective_axes=tuple(collective_axes), partitioner=partitioner, axis_types=axis_types,
         constraints=tuple((tuple((str(n), int(k)) for n, k in m), tuple(sp)) for m, sp in constraints),
-        poly=poly,
+        poly=poly, effects=effects,
     )
     _REGISTRY.setdefault(catalog, []).append(h)
     return h
