@@ -11,7 +11,7 @@ from farm import catalog
 from farm.catalog import Harness
 from farm.pipeline.effects import run_effects
 
-MULTI = ("cpu,cuda,rocm,tpu", "cpu,cuda")
+MULTI = ("cpu+cuda+rocm+tpu", "cpu+cuda")
 SINGLE = ("cpu", "cuda", "rocm", "tpu")
 
 
@@ -102,9 +102,9 @@ def test_platform_dependent_takes_each_platforms_branch() -> None:
             for name in ("relabelled", "deserialized relabelled"):
                 seen = recs[p].facts["observed"][name]
                 assert seen["branch"] == p and seen["outputs"] == [want]
-            assert recs["cpu,cuda,rocm,tpu"].facts["observed"][f"as {p}"]["outputs"] == [want]
+            assert recs["cpu+cuda+rocm+tpu"].facts["observed"][f"as {p}"]["outputs"] == [want]
         else:
-            assert recs["cpu,cuda,rocm,tpu"].facts["observed"]["deserialized exported"]["outputs"] == [want]
+            assert recs["cpu+cuda+rocm+tpu"].facts["observed"]["deserialized exported"]["outputs"] == [want]
     swapped = dataclasses.replace(h, effects=dataclasses.replace(h.effects, branches={
         **h.effects.branches, "cuda": h.effects.branches["tpu"], "tpu": h.effects.branches["cuda"]}))
     bad = _by_platform(swapped)
@@ -130,6 +130,6 @@ def test_farm_sweep_family_effects_on_ray_stores_the_stage(tmp_path, ray_local, 
     for h in hs:
         assert {p for (n, st, p) in got if n == h.name and st == "effects_export"} == {"native", *MULTI, *SINGLE}
         assert got[(h.name, "effects_export", "native")] == "ok"
-    assert got[(_one("print").name, "effects_export", "cpu,cuda,rocm,tpu")] == "expected_fail"
+    assert got[(_one("print").name, "effects_export", "cpu+cuda+rocm+tpu")] == "expected_fail"
     assert all(got[(_one("branches").name, "effects_export", p)] == "ok" for p in (*MULTI, *SINGLE))
     assert not [k for k, v in got.items() if v in ("fail", "error", "crashed", "timeout", "unexpected_pass")]

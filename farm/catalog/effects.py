@@ -44,8 +44,9 @@ class Effects:
 
 
 def label(platforms: tuple[str, ...]) -> str:
-    """An export configuration's name in records and limitations: "cpu,cuda", "tpu"."""
-    return ",".join(platforms)
+    """An export configuration's name in records and limitations: "cpu+cuda", "tpu" (no
+    comma: coverage and the CLI list platforms with commas)."""
+    return "+".join(platforms)
 
 
 def configurations(platforms: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:

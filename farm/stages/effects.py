@@ -42,7 +42,7 @@ from farm.stages.record import Timer, failure
 
 @dataclass(frozen=True, slots=True)
 class EffectsExported(Record):
-    """stage ``effects_export``, ``platform`` the configuration's label ("cpu,cuda").
+    """stage ``effects_export``, ``platform`` the configuration's label ("cpu+cuda").
     facts: ``platforms``; ``observed``: {artifact run: {"branch", "printed", "calls",
     "outputs"}}; ``failed_at``: the step that raised (export, call, serialize)."""
 
