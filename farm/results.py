@@ -27,20 +27,27 @@ SEVERITY = {s: i for i, s in enumerate(("ok", "skipped", "not_runnable_here", "e
 #: The one ordered list of pipeline stages (records of these stage names exist; a native
 #: run on a foreign backend adds ``<stage>_run`` records for crossexec's execution).
 STAGES = ("trace", "lower", "census", "sharding", "export", "serialize", "compile", "execute",
-          "compare", "crossexec", "xhost", "symbolic_export", "symbolic_serialize", "symbolic_call")
+          "compare", "crossexec", "xhost", "symbolic_export", "symbolic_serialize", "symbolic_call",
+          "effects_export")
 #: The stages of a harness's symbolic variant (``--shapes symbolic``): its leading dimension
 #: symbolic, exported, serialized and called at several sizes (``farm.pipeline.symbolic``).
 SYMBOLIC_STAGES = ("symbolic_export", "symbolic_serialize", "symbolic_call")
 #: The shape kinds a sweep runs each harness at: as declared, or with a symbolic dimension.
 SHAPE_KINDS = ("static", "symbolic")
+#: The stage of a harness with side effects (``Harness.effects``: debug prints, callbacks,
+#: ``lax.platform_dependent``): one record per export configuration, what its exported,
+#: deserialized and relabelled artifacts printed, received and returned on the CPU
+#: (``farm.pipeline.effects``).
+EFFECTS_STAGES = ("effects_export",)
 #: Stages that run before anything is compiled: always run again on a result-cache miss.
 #: Everything after them may be reused when the downstream key is unchanged.
-UPSTREAM_STAGES = ("trace", "lower", "census", "sharding", "export", "serialize", *SYMBOLIC_STAGES)
+UPSTREAM_STAGES = ("trace", "lower", "census", "sharding", "export", "serialize", *SYMBOLIC_STAGES,
+                   *EFFECTS_STAGES)
 #: Stages a Limitation can name, in pipeline order. ``export`` names the platforms whose
 #: part of the multi-platform export JAX refuses; ``serialize`` is the artifact's round
 #: trip; ``run`` is "does not work on this device" without saying where (see RUN_STAGES).
 LIMITATION_STAGES = ("trace", "lower", "census", "sharding", "export", "serialize", "compile", "execute",
-                     "compare", "crossexec", "run", *SYMBOLIC_STAGES)
+                     "compare", "crossexec", "run", *SYMBOLIC_STAGES, *EFFECTS_STAGES)
 #: ``stage="run"``: any of these native stages failing on the platform is the expected
 #: failure; all of them passing where the platform ran natively makes it stale.
 RUN_STAGES = ("lower", "compile", "execute", "compare", "xhost")

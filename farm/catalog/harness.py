@@ -18,6 +18,7 @@ import numpy as np
 
 from farm.catalog.args import Arg, StaticArg, _arg_dtype
 from farm.catalog.dtypes import X64_DTYPES
+from farm.catalog.effects import Effects
 from farm.catalog.specs import Point, check
 from farm.platforms import LOWERING_PLATFORMS
 from farm.results import LIMITATION_STAGES
@@ -191,6 +192,9 @@ class Harness:
     #: jax config flags the pipeline sets around every stage of this harness, ((name, value), ...):
     #: JAX's shape_poly_test harnesses pick a PRNG implementation this way.
     jax_config: tuple[tuple[str, Any], ...] = ()
+    #: Has side effects (debug prints, callbacks, platform branches) the ``effects_export``
+    #: stage checks on every export configuration: what they must show.
+    effects: Effects | None = None
 
     @property
     def name(self) -> str:
@@ -229,6 +233,9 @@ class Harness:
                 h.update(self.poly.describe().encode())
                 if self.poly.maker is not None:
                     _code_digest(self.poly.maker, h)
+            if self.effects is not None:
+                h.update(self.effects.describe().encode())
+                _code_digest(self.effects.build, h)
             fp = h.hexdigest()[:20]
             object.__setattr__(self, "_fp", fp)
         return fp
@@ -276,6 +283,7 @@ class Harness:
             **({"jax_config": [list(f) for f in self.jax_config]} if self.jax_config else {}),
             **({"constraints": [[[list(m) for m in mesh], list(spec)] for mesh, spec in self.constraints]}
                if self.constraints else {}),
+            **({"effects": self.effects.describe()} if self.effects is not None else {}),
             "limitations": [
                 {"description": l.description, "platforms": list(l.platforms), "dtypes": list(l.dtypes),
                  "stage": l.stage, "tol": list(l.tol) if l.tol else None, "error": l.error, "status": l.status}

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -9,6 +10,11 @@ from farm.stages.record import Timer, failure
 
 from farm.results import Record
 from farm.stages.trace import Traced
+
+#: A host callback (``jax.debug.print``, ``io_callback``...) lowered for a platform whose
+#: backend this host does not have: JAX lowers callbacks against the backend, so the
+#: module cannot be made here; it says nothing about the platform (``not_runnable_here``).
+NO_BACKEND = re.compile(r"the platform for the specified backend \w+ is different from the lowering platform")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,4 +61,6 @@ def run(traced: Traced, platform: str) -> Lowered:
                        metrics={"module_bytes": float(len(text))},
                        facts={"module_sha256": sha}, handle=LoweredModule(lowered, module, text))
     except Exception as e:
-        return failure(Lowered, "lower", platform, e, timer.seconds)
+        rec = failure(Lowered, "lower", platform, e, timer.seconds)
+        # a host callback lowered for a platform whose backend this host lacks: cannot lower here
+        return rec.with_status("not_runnable_here") if NO_BACKEND.search(str(e)) else rec
