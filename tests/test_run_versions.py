@@ -55,7 +55,7 @@ def swept(tmp_path_factory):  # noqa: ANN001, ANN201
     url = f"sqlite:///{tmp_path_factory.mktemp('versions')}/v.db"
     env = {**os.environ, "PYTHONPATH": ROOT, "RAY_USAGE_STATS_ENABLED": "0"}
     cmd = [sys.executable, "-m", "farm", "sweep", "--jax", f"{OLD},{here}", "--primitive", "sin,cumsum",
-           "--dtype", "float32", "--platforms", "cpu,tpu", "--db", url, "--name", "vt"]
+           "--family", "elementwise_unary,cumulative", "--dtype", "float32", "--platforms", "cpu,tpu", "--db", url, "--name", "vt"]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert p.returncode == 0, p.stderr[-3000:]
     return url, here, cmd, env, p.stderr

@@ -50,7 +50,7 @@ def inflate(path: str, opener: Any = gzip.open, limit: int | None = None) -> byt
                     raise FarmError(f"{path!r} decompresses to more than {limit / 2**20:.0f} MiB: refused (the "
                                     "limit is FARM_BUNDLE_MAX_MB; split bundles with --per-bundle)")
                 parts.append(chunk)
-    except (OSError, EOFError, zlib.error) as e:
+    except (OSError, EOFError, zlib.error, ValueError) as e:  # ValueError: a path with a NUL byte
         raise FarmError(f"cannot read {path!r}: {e}") from None
     return b"".join(parts)
 
