@@ -28,6 +28,14 @@ FARM_FAMILIES: tuple[str, ...] = (
 )
 
 
+def harness_key(primitive: str, group: str | None, dtype: str, shapes: Sequence[tuple[int, ...]],
+                params: dict[str, Any] | None) -> HarnessKey:
+    """The key ``define`` gives a harness (its name comes from it)."""
+    return HarnessKey(primitive=primitive, group=group or primitive, dtype=dtype,
+                      shapes=tuple(tuple(int(d) for d in s) for s in shapes),
+                      params=tuple(sorted((k, str(v)) for k, v in (params or {}).items())))
+
+
 def define(
     family: str,
     primitive: str,
@@ -63,13 +71,7 @@ def define(
         raise UnknownName("dtype", dtype, DTYPES)
     if shapes is None:
         shapes = [s for s in (_shape_of(a) for a in args) if s is not None]
-    key = HarnessKey(
-        primitive=primitive,
-        group=group or primitive,
-        dtype=dtype,
-        shapes=tuple(tuple(int(d) for d in s) for s in shapes),
-        params=tuple(sorted((k, str(v)) for k, v in (params or {}).items())),
-    )
+    key = harness_key(primitive, group, dtype, shapes, params)
     if compare is None:
         compare = "exact" if dtype in INTEGER + ("bool",) else ("allclose" if reference else "none")
     h = Harness(

@@ -32,7 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from farm.catalog import DTYPES, HarnessKey, Limitation, define
+from farm.catalog import DTYPES, Limitation, define
+from farm.catalog.registry import harness_key
 
 CATALOG = "upstream"
 FAMILY = "upstream"
@@ -250,8 +251,7 @@ def register() -> int:
         lims = [Limitation(l["description"], platforms=tuple(l["platforms"]), dtypes=tuple(l["dtypes"]),
                            stage=l["stage"], crashes=l.get("crashes", False)) for l in e["limitations"]]
         shapes = [tuple(s) for s in e["shapes"]]
-        name = HarnessKey(e["group"], e["group"], e["dtype"], tuple(tuple(int(d) for d in s) for s in shapes),
-                          tuple(sorted((k, str(v)) for k, v in e["params"].items()))).name
+        name = harness_key(e["group"], e["group"], e["dtype"], shapes, e["params"]).name
         lims += _known(e["group"], name)
         define(FAMILY, e["group"], _fun(e["fullname"]), (), dtype=e["dtype"], group=e["group"],
                params=e["params"], shapes=shapes, compare="none", limitations=lims,

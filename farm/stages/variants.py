@@ -47,6 +47,7 @@ class Variant:
     specs: tuple[str, ...]  # per dynamic argument, e.g. "b, d3, d4" or "3, 4"
     dtypes: tuple[str, ...]
     static: dict[int, Any]  # argument index -> value
+    dyn: tuple[int, ...]  # the dynamic arguments' indices, in order
     mapped: tuple[bool, ...] = ()  # per dynamic argument: over the leading b (vmap kinds)
     kind: str = "leading"  # leading | dims | declared
     constraints: tuple[str, ...] = ()
@@ -66,18 +67,15 @@ class Variant:
             assert h.poly is not None
             if h.poly.maker is not None:
                 return [np.asarray(a) for a in h.poly.maker(env, _rng(h, 0))]
-            shapes = {i: shape(s, env) for i, s in zip(self._dyn(), self.specs)}
+            shapes = {i: shape(s, env) for i, s in zip(self.dyn, self.specs)}
             return [np.asarray(a) for i, a in enumerate(_draw(h, 0, shapes)) if i not in self.static]
-        shapes = {i: shape(s, env) for i, s in zip(self._dyn(), self.rows_spec)} if self.rows_spec else None
+        shapes = {i: shape(s, env) for i, s in zip(self.dyn, self.rows_spec)} if self.rows_spec else None
         draws = [_draw(h, i, shapes) for i in range(env["b"])]
-        dyn = self._dyn()
+        dyn = self.dyn
         mapped = self.mapped or (True,) * len(dyn)
         return [np.stack([np.asarray(d[i]) for d in draws]) if m else np.asarray(draws[0][i])
                 for i, m in zip(dyn, mapped)]
 
-    def _dyn(self) -> list[int]:
-        return [i for i in range(len(self.harness.args)) if i not in self.static] if not self.harness.arg_maker \
-            else [i for i in range(len(_draw(self.harness, 0))) if i not in self.static]
 
 
 def _rng(h: Harness, i: int) -> np.random.Generator:
@@ -127,12 +125,12 @@ def variant(h: Harness) -> Variant | str:
         p = h.poly
         if len(p.specs) != len(dyn):
             return f"its Poly has {len(p.specs)} specs for {len(dyn)} dynamic arguments"
-        return Variant(h, one, p.specs, dtypes, static, kind="declared", constraints=p.constraints,
+        return Variant(h, one, p.specs, dtypes, static, tuple(dyn), kind="declared", constraints=p.constraints,
                        points=p.points, violations=p.violations, one=one)
     mapped = tuple(k == 0 or h.primitive not in FIRST_ONLY for k in range(len(arrays)))
     specs = tuple(", ".join(["b"] * m + [str(d) for d in a.shape]) for a, m in zip(arrays, mapped))
     fun = jax.vmap(one, in_axes=tuple(0 if m else None for m in mapped))
-    return Variant(h, fun, specs, dtypes, static, mapped, one=one)
+    return Variant(h, fun, specs, dtypes, static, tuple(dyn), mapped, one=one)
 
 
 def widen(v: Variant, export: Callable[[Variant, bool], Exception | None]) -> Variant:
