@@ -28,7 +28,7 @@ SEVERITY = {s: i for i, s in enumerate(("ok", "skipped", "not_runnable_here", "e
 #: run on a foreign backend adds ``<stage>_run`` records for crossexec's execution).
 STAGES = ("trace", "lower", "census", "sharding", "export", "serialize", "compile", "execute",
           "compare", "crossexec", "xhost", "symbolic_export", "symbolic_serialize", "symbolic_call",
-          "effects_export")
+          "effects_export", "pallas_export")
 #: The stages of a harness's symbolic variant (``--shapes symbolic``): its leading dimension
 #: symbolic, exported, serialized and called at several sizes (``farm.pipeline.symbolic``).
 SYMBOLIC_STAGES = ("symbolic_export", "symbolic_serialize", "symbolic_call")
@@ -39,15 +39,20 @@ SHAPE_KINDS = ("static", "symbolic")
 #: deserialized and relabelled artifacts printed, received and returned on the CPU
 #: (``farm.pipeline.effects``).
 EFFECTS_STAGES = ("effects_export",)
+#: The stage of a Pallas kernel (``Harness.pallas``): one record per target (a TPU generation,
+#: cuda with Mosaic GPU or Triton, rocm with Triton), the kernel lowered and exported for it,
+#: the census of its custom call and the serialize round trip (``farm.pipeline.pallas``).
+PALLAS_STAGES = ("pallas_export",)
 #: Stages that run before anything is compiled: always run again on a result-cache miss.
 #: Everything after them may be reused when the downstream key is unchanged.
 UPSTREAM_STAGES = ("trace", "lower", "census", "sharding", "export", "serialize", *SYMBOLIC_STAGES,
-                   *EFFECTS_STAGES)
+                   *EFFECTS_STAGES, *PALLAS_STAGES)
 #: Stages a Limitation can name, in pipeline order. ``export`` names the platforms whose
 #: part of the multi-platform export JAX refuses; ``serialize`` is the artifact's round
 #: trip; ``run`` is "does not work on this device" without saying where (see RUN_STAGES).
 LIMITATION_STAGES = ("trace", "lower", "census", "sharding", "export", "serialize", "compile", "execute",
-                     "compare", "crossexec", "run", *SYMBOLIC_STAGES, *EFFECTS_STAGES)
+                     "compare", "crossexec", "run", *SYMBOLIC_STAGES, *EFFECTS_STAGES,
+                     *PALLAS_STAGES)
 #: ``stage="run"``: any of these native stages failing on the platform is the expected
 #: failure; all of them passing where the platform ran natively makes it stale.
 RUN_STAGES = ("lower", "compile", "execute", "compare", "xhost")
@@ -142,11 +147,16 @@ class Options:
     roundtrip: bool = False  # also execute the deserialized artifact (costs a second compile)
     keep_modules: bool = True
     shapes: tuple[str, ...] = ("static",)  # SHAPE_KINDS: static stages, the symbolic variant's, or both
+    #: the Pallas targets to export kernels for (labels "tpu:v5e", platforms "tpu", backends
+    #: "triton"; ``farm.catalog.pallas``); empty: every target of the sweep's platforms
+    pallas_targets: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         d = {"platforms": list(self.platforms), "run_on": list(self.run_on), "warmup": self.warmup,
              "repeats": self.repeats, "crossexec": self.crossexec, "roundtrip": self.roundtrip,
              "keep_modules": self.keep_modules}
+        if self.pallas_targets:  # unset: the options (and result keys) of every run before it existed
+            d["pallas_targets"] = list(self.pallas_targets)
         # static alone is every run before shapes existed: its options (and result keys) stay as they were
         return d if self.shapes == ("static",) else {**d, "shapes": list(self.shapes)}
 

@@ -13,6 +13,7 @@ from farm.catalog.args import Arg, _shape_of
 from farm.catalog.dtypes import DTYPES, INTEGER
 from farm.catalog.effects import Effects
 from farm.catalog.harness import Harness, HarnessKey, Limitation, Poly
+from farm.catalog.pallas import Kernel
 from farm.errors import ConfigError, UnknownName
 from farm.platforms import LOWERING_PLATFORMS
 
@@ -65,6 +66,7 @@ def define(
     poly: Poly | None = None,
     jax_config: Sequence[tuple[str, Any]] = (),
     effects: Effects | None = None,
+    pallas: Kernel | None = None,
 ) -> Harness:
     """Declare one harness and append it to its catalog's registry."""
     if dtype not in DTYPES:
@@ -82,12 +84,15 @@ def define(
         collective_axes=tuple(collective_axes), partitioner=partitioner, axis_types=axis_types,
         constraints=tuple((tuple((str(n), int(k)) for n, k in m), tuple(sp)) for m, sp in constraints),
         poly=poly, jax_config=tuple((str(k), v) for k, v in jax_config), effects=effects,
+        pallas=pallas,
     )
     _REGISTRY.setdefault(catalog, []).append(h)
     return h
 
 
-CATALOGS = ("farm", "upstream", "shape_poly", "all")
+CATALOGS = ("farm", "upstream", "shape_poly", "pallas", "all")
+#: Modules of the ``pallas`` catalog: the kernels shipped in the jax wheel, and the farm's own.
+PALLAS_MODULES: tuple[str, ...] = ("harnesses.pallas_ops", "harnesses.pallas")
 
 
 def load(catalog: str = "farm", modules: Iterable[str] = (), jax_repo: str | None = None) -> list[Harness]:
@@ -117,6 +122,10 @@ def load(catalog: str = "farm", modules: Iterable[str] = (), jax_repo: str | Non
 
         upstream.register()
         _LOADED.add("upstream")
+    if catalog == "pallas" and "pallas" not in _LOADED:
+        for mod in PALLAS_MODULES:
+            importlib.import_module(mod)
+        _LOADED.add("pallas")
     if catalog == "shape_poly":
         from farm.catalog import shape_poly  # imported here: it imports jax and JAX's test modules
 

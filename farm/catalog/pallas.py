@@ -1,0 +1,135 @@
+"""A Pallas kernel as a harness: which backends it is written for (``Kernel``) and the
+targets a sweep lowers it for (``Target``: a TPU generation, cuda with Mosaic GPU or Triton,
+rocm with Triton or Mosaic GPU).
+
+The harness's own ``fun`` is the kernel in interpret mode (``build(True)``): plain HLO that the
+ordinary stages trace, lower for every platform, run on the CPU and compare with the float64
+reference. The ``pallas_export`` stage (``farm.pipeline.pallas``) lowers ``build(False)``, the
+real kernel, for each target.
+
+The TPU generations are the device kinds the installed jax knows
+(``jax._src.pallas.mosaic.tpu_info``), read from its source, not listed here: a jax that learns
+a new chip adds a target.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from farm.errors import UnknownName
+
+#: Each backend's custom call: the target a lowering for it must carry.
+CUSTOM_CALL = {"mosaic_tpu": "tpu_custom_call", "mosaic_gpu": "mosaic_gpu_v2", "triton": "__gpu$xla.gpu.triton"}
+#: The GPU targets: (platform, backend).
+GPU_TARGETS = (("cuda", "mosaic_gpu"), ("cuda", "triton"), ("rocm", "triton"), ("rocm", "mosaic_gpu"))
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One lowering target. ``label`` names it in records, limitations and ``--pallas-targets``:
+    "tpu:v5e" (the generation, ``device_kind`` "TPU v5 lite"), "cuda:triton", "rocm:mosaic_gpu"."""
+
+    platform: str  # tpu | cuda | rocm
+    backend: str  # mosaic_tpu | mosaic_gpu | triton
+    generation: str = ""  # tpu only: jax's ChipVersion ("v5e", "7x")
+    device_kind: str = ""  # tpu only: the device kind the lowering is told ("TPU v5 lite")
+
+    @property
+    def label(self) -> str:
+        return f"{self.platform}:{self.generation or self.backend}"
+
+    @property
+    def custom_call(self) -> str:
+        return CUSTOM_CALL[self.backend]
+
+
+@dataclass(frozen=True, slots=True)
+class Kernel:
+    """What a Pallas harness is made of.
+
+    ``build(interpret)``: the function calling the kernel (``interpret=True``: JAX's HLO
+    interpreter, which runs on the CPU). ``backends``: the backends it is written for
+    (``mosaic_tpu``, ``mosaic_gpu``, ``triton``); a kernel with no compiler parameters runs
+    on all three. ``source``: where it comes from (a module of the jax wheel, or ``farm``).
+    ``symbolic``: per dynamic argument, a symbolic shape ("w, h") it is exported at instead
+    of its concrete one (a symbolic grid).
+    """
+
+    build: Callable[[bool], Callable[..., Any]]
+    backends: tuple[str, ...]
+    source: str = "farm"
+    symbolic: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for b in self.backends:
+            if b not in CUSTOM_CALL:
+                raise UnknownName("pallas backend", b, tuple(CUSTOM_CALL))
+
+    def describe(self) -> str:
+        return repr((self.backends, self.source, self.symbolic))
+
+
+def interpreting(fun: Callable[..., Any], interpret: bool) -> Callable[..., Any]:
+    """``fun`` (calling a Mosaic TPU kernel that takes no ``interpret`` argument) with every
+    ``pallas_call`` it traces run by JAX's HLO interpreter when ``interpret``: plain HLO, which
+    exports for every platform (TPU interpret mode, ``InterpretParams``, does not: its callbacks
+    refuse a multi-platform lowering)."""
+    if not interpret:
+        return fun
+
+    def interpreted(*args: Any) -> Any:
+        from jax._src import config
+
+        with config.pallas_tpu_interpret_mode_context_manager(True):
+            return fun(*args)
+
+    interpreted.__wrapped__ = fun  # type: ignore[attr-defined]
+    return interpreted
+
+
+@lru_cache(maxsize=1)
+def generations() -> tuple[Target, ...]:
+    """A TPU target per chip the installed jax knows: the first device kind each
+    ``chip_version_from_device_kind`` case names ("TPU v5e" | "TPU v5 lite": "TPU v5e")."""
+    import ast
+    import inspect
+
+    from jax._src.pallas.mosaic import tpu_info
+
+    tree = ast.parse(inspect.getsource(tpu_info.chip_version_from_device_kind))
+    out: list[Target] = []
+    for case in (n for n in ast.walk(tree) if isinstance(n, ast.match_case)):
+        kinds = [p.value.value for p in ast.walk(case.pattern)
+                 if isinstance(p, ast.MatchValue) and isinstance(p.value, ast.Constant)]
+        chip = tpu_info.chip_version_from_device_kind(kinds[0]) if kinds else None
+        if chip is not None:
+            out.append(Target("tpu", "mosaic_tpu", chip.value, kinds[0]))
+    return tuple(out)
+
+
+def all_targets() -> tuple[Target, ...]:
+    return generations() + tuple(Target(p, b) for p, b in GPU_TARGETS)
+
+
+def check_targets(labels: Iterable[str]) -> tuple[str, ...]:
+    """``labels`` as given (``--pallas-targets``), each a target label, a platform ("tpu": every
+    generation) or a backend ("triton"); anything else is ``UnknownName``."""
+    known = {t.label for t in all_targets()} | {t.platform for t in all_targets()} | set(CUSTOM_CALL)
+    out = tuple(labels)
+    for label in out:
+        if label not in known:
+            raise UnknownName("pallas target", label, sorted(known))
+    return out
+
+
+def targets(kernel: Kernel, platforms: Iterable[str], only: Iterable[str] = ()) -> tuple[Target, ...]:
+    """The targets of ``kernel`` among ``platforms`` (a sweep's --platforms) and ``only``
+    (labels, platforms or backends; empty: all). A backend the kernel is not written for is
+    no target (a TPU kernel's compiler parameters cannot be lowered for a GPU)."""
+    wanted = set(check_targets(only))
+    ps = set(platforms)
+    return tuple(t for t in all_targets()
+                 if t.backend in kernel.backends and t.platform in ps
+                 and (not wanted or wanted & {t.label, t.platform, t.backend}))

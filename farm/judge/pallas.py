@@ -1,0 +1,29 @@
+"""The verdict on a Pallas kernel's export for one target (``farm.stages.pallas``): the
+module must carry the target's custom call (a Mosaic TPU lowering that came out as something
+else, or a GPU kernel that fell back to plain HLO, is wrong), and the serialize round trip
+must give back the same module, platforms, shapes and disabled checks.
+
+The kernel's numbers are judged by the ordinary compare stage (interpret mode against the
+float64 reference); JAX's refusals are the harness's limitations, applied with the others.
+"""
+from __future__ import annotations
+
+from farm.results import Record
+
+
+def pallas(rec: Record) -> Record:
+    """``rec`` as ``fail`` where the export holds the wrong custom call or the round trip
+    changed it; a record that did not run stands as it is."""
+    if rec.status != "ok":
+        return rec
+    wrong: list[str] = []
+    expected = rec.facts.get("expected_call")
+    calls = list(rec.facts.get("custom_calls") or [])
+    if expected not in calls:
+        wrong.append(f"the module holds custom calls {calls}, not {expected}")
+    trip = rec.facts.get("round_trip") or {}
+    wrong += [f"serialize round trip: {k.removeprefix('same_')} changed" for k, same in trip.items() if not same]
+    if not wrong:
+        return rec
+    return rec.with_status("fail", error_type="PallasExportMismatch", error="; ".join(wrong)[:1000],
+                           facts={**rec.facts, "mismatches": wrong})

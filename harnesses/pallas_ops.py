@@ -1,0 +1,182 @@
+"""The Pallas kernels shipped in the jax wheel (``jax.experimental.pallas.ops``), imported from
+the installed wheel, never copied: catalog ``pallas`` (``farm sweep --catalog pallas``).
+
+Each harness is a kernel at one shape and dtype. Its ``fun`` runs the kernel in interpret mode
+(judged against a float64 NumPy reference of the kernel's math); its ``Kernel`` says which
+backends the kernel is written for, and the ``pallas_export`` stage lowers the real kernel for
+each of them (every TPU generation for a Mosaic TPU kernel, cuda and rocm for a Triton one).
+Kernels are called through their modules (``softmax.softmax``), so a planted fault that wraps
+one (``FARM_PLANT=ragged_block:softmax``) reaches every harness.
+
+Shapes include sizes that are not powers of two and not multiples of the kernel's block.
+Which kernels are not wired up, and why, is in ``docs/pallas.md``.
+"""
+from __future__ import annotations
+
+import functools
+
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental.pallas.ops.gpu import attention as gpu_attention
+from jax.experimental.pallas.ops.gpu import decode_attention
+from jax.experimental.pallas.ops.gpu import layer_norm
+from jax.experimental.pallas.ops.gpu import rms_norm
+from jax.experimental.pallas.ops.gpu import softmax
+from jax.experimental.pallas.ops.tpu import flash_attention
+from jax.experimental.pallas.ops.tpu import matmul as tpu_matmul
+from jax.experimental.pallas.ops.tpu.megablox import gmm as megablox
+
+from farm.catalog import CustomArg, Kernel, Limitation, RandArg, define
+from farm.catalog.pallas import interpreting
+
+FAMILY = "pallas_ops"
+CATALOG = "pallas"
+TPU, TRITON = ("mosaic_tpu",), ("triton",)
+
+
+def _softmax_ref(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _attention_ref(q, k, v, scale, causal=False):
+    """softmax(q k^T * scale) v over the last two axes ([..., s, d])."""
+    logits = np.einsum("...qd,...kd->...qk", q, k) * scale
+    if causal:
+        s_q, s_k = logits.shape[-2:]
+        logits = np.where(np.tril(np.ones((s_q, s_k), bool)), logits, -np.inf)
+    return np.einsum("...qk,...kd->...qd", _softmax_ref(logits), v)
+
+
+# ---- tpu: matmul (jax.experimental.pallas.ops.tpu.matmul) ----
+
+def _matmul(block, interpret):
+    l, r, k = block
+    return interpreting(lambda x, y: tpu_matmul.matmul(x, y, block_shape=(l, r), block_k=k), interpret)
+
+
+#: The kernel's grid is size // block: a remainder is never computed, silently.
+MATMUL_REMAINDER = Limitation(
+    "tpu matmul's grid is size // block: rows or columns past the last whole block are never written "
+    "(no check, no padding)", platforms=("cpu",), stage="compare", status="fail")
+
+for (m, k, n), block, dt in [((256, 256, 256), (128, 128, 128), "float32"),
+                             ((384, 256, 640), (128, 128, 128), "float32"),
+                             ((256, 512, 384), (128, 128, 256), "bfloat16"),
+                             ((200, 256, 256), (128, 128, 128), "float32")]:
+    define(FAMILY, "matmul", _matmul(block, True), [RandArg((m, k), dt), RandArg((k, n), dt)], dtype=dt,
+           group="tpu", params={"block": "x".join(map(str, block))}, catalog=CATALOG,
+           reference=lambda x, y: x @ y, tol=(2e-2, 2e-2) if dt == "bfloat16" else (1e-4, 1e-4),
+           pallas=Kernel(functools.partial(_matmul, block), TPU, "jax.experimental.pallas.ops.tpu.matmul"),
+           limitations=[MATMUL_REMAINDER] if m % block[0] else [])
+
+
+# ---- tpu: flash_attention ----
+
+def _flash(causal, scale, interpret):
+    return interpreting(lambda q, k, v: flash_attention.flash_attention(q, k, v, causal=causal, sm_scale=scale),
+                        interpret)
+
+
+for (b, h, s, d), causal, dt in [((1, 2, 128, 128), False, "float32"), ((2, 1, 256, 64), True, "float32"),
+                                 ((1, 3, 384, 128), False, "float32"), ((1, 2, 256, 128), True, "bfloat16")]:
+    scale = 1 / np.sqrt(d)
+    define(FAMILY, "flash_attention", _flash(causal, scale, True), [RandArg((b, h, s, d), dt)] * 3, dtype=dt,
+           group="tpu", params={"causal": causal}, catalog=CATALOG,
+           reference=functools.partial(_attention_ref, scale=scale, causal=causal),
+           tol=(3e-2, 3e-2) if dt == "bfloat16" else (1e-4, 1e-5),
+           pallas=Kernel(functools.partial(_flash, causal, scale), TPU,
+                         "jax.experimental.pallas.ops.tpu.flash_attention"))
+
+
+# ---- tpu: megablox gmm (grouped matmul) ----
+
+def _gmm(tiling, interpret):
+    return lambda x, w, sizes: megablox.gmm(x, w, sizes, tiling=tiling, interpret=interpret)
+
+
+def _gmm_ref(x, w, sizes):
+    out, start = np.zeros((x.shape[0], w.shape[-1])), 0
+    for g, size in enumerate(np.asarray(sizes)):
+        out[start:start + size] = x[start:start + size] @ w[g]
+        start += size
+    return out
+
+
+for (m, k, n), sizes, dt in [((256, 128, 128), (64, 128, 64), "float32"),
+                             ((384, 256, 128), (100, 0, 200, 84), "float32"),
+                             ((256, 128, 256), (256,), "bfloat16")]:
+    define(FAMILY, "gmm", _gmm((128, 128, 128), True), [RandArg((m, k), dt), RandArg((len(sizes), k, n), dt),
+                                                       CustomArg(f"group_sizes={sizes}", lambda r, sizes=sizes: np.asarray(sizes, np.int32),
+                                                                 (len(sizes),), "int32")],
+           dtype=dt, group="tpu", params={"groups": "-".join(map(str, sizes))}, catalog=CATALOG,
+           reference=_gmm_ref, tol=(3e-2, 3e-2) if dt == "bfloat16" else (1e-4, 1e-4),
+           pallas=Kernel(functools.partial(_gmm, (128, 128, 128)), TPU,
+                         "jax.experimental.pallas.ops.tpu.megablox.gmm"))
+
+
+# ---- gpu (Triton): softmax, layer_norm, rms_norm, attention, decode_attention ----
+
+def _softmax(interpret):
+    return lambda x: softmax.softmax(x, axis=-1, interpret=interpret)
+
+
+for shape, dt in [((8, 128), "float32"), ((13, 100), "float32"), ((16, 1000), "float32"), ((3, 5, 77), "float32"),
+                  ((24, 256), "bfloat16")]:
+    define(FAMILY, "softmax", _softmax(True), [RandArg(shape, dt)], dtype=dt, group="gpu", catalog=CATALOG,
+           reference=_softmax_ref, tol=(2e-2, 1e-2) if dt == "bfloat16" else (1e-5, 1e-6),
+           pallas=Kernel(_softmax, TRITON, "jax.experimental.pallas.ops.gpu.softmax"))
+
+
+def _norm(module, interpret):
+    fn = module.layer_norm if module is layer_norm else module.rms_norm
+    return lambda x, w, b: fn(x, w, b, interpret=interpret)
+
+
+def _layer_norm_ref(x, w, b, eps=1e-5):
+    mean = x.mean(-1, keepdims=True)
+    return (x - mean) / np.sqrt(((x - mean) ** 2).mean(-1, keepdims=True) + eps) * w + b
+
+
+def _rms_norm_ref(x, w, b, eps=1e-5):
+    return x / np.sqrt((x ** 2).mean(-1, keepdims=True) + eps) * w + b
+
+
+for module, ref in [(layer_norm, _layer_norm_ref), (rms_norm, _rms_norm_ref)]:
+    name = module.__name__.rsplit(".", 1)[-1]
+    for shape, dt in [((2, 4, 128), "float32"), ((3, 5, 100), "float32"), ((1, 7, 1000), "float32")]:
+        define(FAMILY, name, _norm(module, True), [RandArg(shape, dt), RandArg(shape[-1:], dt), RandArg(shape[-1:], dt)],
+               dtype=dt, group="gpu", catalog=CATALOG, reference=ref, tol=(1e-4, 1e-5),
+               pallas=Kernel(functools.partial(_norm, module), TRITON, f"jax.experimental.pallas.ops.gpu.{name}"))
+
+
+def _mha(causal, interpret):
+    return lambda q, k, v: gpu_attention.mha(q, k, v, None, sm_scale=0.125, causal=causal, interpret=interpret)
+
+
+def _mha_ref(q, k, v, causal):  # [b, s, h, d]
+    t = lambda a: np.swapaxes(a, 1, 2)
+    return t(_attention_ref(t(q), t(k), t(v), 0.125, causal))
+
+
+for (b, s, h, d), causal in [((1, 128, 2, 64), False), ((2, 200, 1, 64), True), ((1, 96, 2, 48), False)]:
+    define(FAMILY, "attention", _mha(causal, True), [RandArg((b, s, h, d), "float32")] * 3, dtype="float32",
+           group="gpu", params={"causal": causal}, catalog=CATALOG,
+           reference=functools.partial(_mha_ref, causal=causal), tol=(1e-4, 1e-5),
+           pallas=Kernel(functools.partial(_mha, causal), TRITON, "jax.experimental.pallas.ops.gpu.attention"))
+
+
+def _mqa(interpret):
+    return lambda q, k, v: decode_attention.mqa(q, k, v, interpret=interpret)
+
+
+def _mqa_ref(q, k, v):  # q [b, h, d], k/v [b, s, d]: every head attends to the one k/v
+    return _attention_ref(q, k, v, 1 / np.sqrt(q.shape[-1]))
+
+
+for (b, h, s, d) in [(2, 16, 256, 64), (1, 16, 300, 64)]:
+    define(FAMILY, "decode_attention", _mqa(True),
+           [RandArg((b, h, d), "float32"), RandArg((b, s, d), "float32"), RandArg((b, s, d), "float32")],
+           dtype="float32", group="gpu", catalog=CATALOG, reference=_mqa_ref, tol=(1e-4, 1e-5),
+           pallas=Kernel(_mqa, TRITON, "jax.experimental.pallas.ops.gpu.decode_attention"))
+
