@@ -14,6 +14,7 @@ Which kernels are not wired up, and why, is in ``docs/pallas.md``.
 from __future__ import annotations
 
 import functools
+import importlib
 
 import jax.numpy as jnp
 import numpy as np
@@ -24,10 +25,12 @@ from jax.experimental.pallas.ops.gpu import rms_norm
 from jax.experimental.pallas.ops.gpu import softmax
 from jax.experimental.pallas.ops.tpu import flash_attention
 from jax.experimental.pallas.ops.tpu import matmul as tpu_matmul
-from jax.experimental.pallas.ops.tpu.megablox import gmm as megablox
 
 from farm.catalog import CustomArg, Kernel, Limitation, RandArg, define
 from farm.catalog.pallas import interpreting
+
+#: The module, not the ``gmm`` function its package exports under the same name.
+megablox = importlib.import_module("jax.experimental.pallas.ops.tpu.megablox.gmm")
 
 FAMILY = "pallas_ops"
 CATALOG = "pallas"
@@ -159,9 +162,18 @@ def _mha_ref(q, k, v, causal):  # [b, s, h, d]
     return t(_attention_ref(t(q), t(k), t(v), 0.125, causal))
 
 
+#: The kernel checks its shapes at trace time: a sequence must be a multiple of its block.
+MHA_BLOCK = Limitation("gpu attention needs q_seq_len a multiple of block_q (128)", stage="trace",
+                       error="must be a multiple of block_q")
+#: Triton lowers power-of-2 arrays only; the kernel pads head_dim for its loads but not its compute.
+TRITON_POW2 = Limitation("the Pallas Triton lowering needs power-of-2 array sizes", platforms=("triton",),
+                         stage="pallas_export", error="whose size is a power of 2")
+
 for (b, s, h, d), causal in [((1, 128, 2, 64), False), ((2, 200, 1, 64), True), ((1, 96, 2, 48), False)]:
+    lims = [MHA_BLOCK] if s > 128 and s % 128 else []  # block_q is min(128, q_seq_len)
+    lims += [TRITON_POW2] if d & (d - 1) else []
     define(FAMILY, "attention", _mha(causal, True), [RandArg((b, s, h, d), "float32")] * 3, dtype="float32",
-           group="gpu", params={"causal": causal}, catalog=CATALOG,
+           group="gpu", params={"causal": causal}, catalog=CATALOG, limitations=lims,
            reference=functools.partial(_mha_ref, causal=causal), tol=(1e-4, 1e-5),
            pallas=Kernel(functools.partial(_mha, causal), TRITON, "jax.experimental.pallas.ops.gpu.attention"))
 
@@ -174,9 +186,14 @@ def _mqa_ref(q, k, v):  # q [b, h, d], k/v [b, s, d]: every head attends to the 
     return _attention_ref(q, k, v, 1 / np.sqrt(q.shape[-1]))
 
 
-for (b, h, s, d) in [(2, 16, 256, 64), (1, 16, 300, 64)]:
+#: The kernel asserts at trace time that the k/v length splits evenly into k_splits (16).
+MQA_SPLITS = Limitation("gpu decode_attention needs k_seq_len divisible by k_splits (16)", stage="trace",
+                        error="must be divisible by k_splits")
+
+for (b, h, s, d) in [(2, 16, 256, 64), (1, 16, 300, 64), (3, 16, 272, 64)]:
     define(FAMILY, "decode_attention", _mqa(True),
            [RandArg((b, h, d), "float32"), RandArg((b, s, d), "float32"), RandArg((b, s, d), "float32")],
+           limitations=[MQA_SPLITS] if s % 16 else [TRITON_POW2] if (s // 16) & (s // 16 - 1) else [],
            dtype="float32", group="gpu", catalog=CATALOG, reference=_mqa_ref, tol=(1e-4, 1e-5),
            pallas=Kernel(_mqa, TRITON, "jax.experimental.pallas.ops.gpu.decode_attention"))
 

@@ -80,9 +80,9 @@ def interpreting(fun: Callable[..., Any], interpret: bool) -> Callable[..., Any]
         return fun
 
     def interpreted(*args: Any) -> Any:
-        from jax._src import config
+        from jax.experimental.pallas import tpu as pltpu
 
-        with config.pallas_tpu_interpret_mode_context_manager(True):
+        with pltpu.force_tpu_interpret_mode(True):  # True: the HLO interpreter, not InterpretParams
             return fun(*args)
 
     interpreted.__wrapped__ = fun  # type: ignore[attr-defined]

@@ -25,6 +25,11 @@ Activated in a worker process by ``FARM_PLANT`` (comma list), before any harness
   symbolic_only:PRIM:PLATFORM    the primitive lowers as its twin only when an operand has a symbolic
                                   dimension (shape polymorphism), on PLATFORM or "all": every static
                                   harness stays right, only a symbolic export can see it
+  ragged_block:KERNEL:BLOCK       a Pallas kernel shipped in the jax wheel (softmax, layer_norm, rms_norm:
+                                  jax.experimental.pallas.ops.gpu) returns its output's last rows wrong
+                                  (+1) where their count is not a multiple of BLOCK (default 8): an
+                                  incomplete last block of rows, on every platform and in interpret mode
+                                  alike; every shape whose rows fill whole blocks stays right
   slow:PRIM:SECONDS               executing the primitive sleeps (a host callback)
   abort:PRIM                      running the primitive aborts the process
   hang:PRIM                       running the primitive never returns
@@ -235,6 +240,30 @@ def wrong_groups(rule: str = "allreduce") -> None:
     parallel._replica_groups = transposed
 
 
+#: The kernels ``ragged_block`` can wrap: name -> the wheel's module that defines it.
+PALLAS_KERNELS = {"softmax": "jax.experimental.pallas.ops.gpu.softmax",
+                  "layer_norm": "jax.experimental.pallas.ops.gpu.layer_norm",
+                  "rms_norm": "jax.experimental.pallas.ops.gpu.rms_norm"}
+
+
+def ragged_block(kernel: str, block: str = "8") -> None:
+    import importlib
+
+    module = importlib.import_module(PALLAS_KERNELS[kernel])
+    orig, rows_per_block = getattr(module, kernel), int(block)
+
+    def wrapped(x, *args, **kw):  # noqa: ANN001, ANN002, ANN003, ANN202
+        out = orig(x, *args, **kw)
+        rows = int(np.prod(out.shape[:-1]))
+        tail = rows % rows_per_block
+        if not tail:
+            return out
+        flat = out.reshape(rows, out.shape[-1])
+        return flat.at[rows - tail:].add(1).reshape(out.shape)
+
+    setattr(module, kernel, wrapped)
+
+
 PLANTERS = {"wrong_lowering": wrong_lowering, "low_precision": low_precision, "wrong_groups": wrong_groups, "drop_dtype": drop_dtype, "chlo_leak": chlo_leak,
             "wrong_constant": wrong_constant, "odd_reduction": odd_reduction, "symbolic_only": symbolic_only, "slow": slow,
-            "abort": abort, "hang": hang}
+            "abort": abort, "hang": hang, "ragged_block": ragged_block}
