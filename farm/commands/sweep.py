@@ -43,6 +43,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--shapes", default="static", metavar="KINDS",
                    help="static (as declared), symbolic (each harness's symbolic variant: a symbolic leading dimension, "
                         "exported for every platform, called at several sizes), or static,symbolic")
+    p.add_argument("--pallas-targets", metavar="TARGETS",
+                   help="with --catalog pallas: the targets to export kernels for, each a TPU generation (tpu:v5e), "
+                        "a GPU platform and backend (cuda:triton, cuda:mosaic_gpu, rocm:triton), a platform (tpu) "
+                        "or a backend (triton); default: every target of --platforms")
     p.add_argument("--default", action="store_true",
                    help=f"the quick default selection ({DEFAULT_PRIMITIVES} in {DEFAULT_DTYPES})")
     p.add_argument("--format", choices=("table", "json"), default="table")
@@ -91,6 +95,9 @@ def run(args: argparse.Namespace) -> int:
     platforms += tuple(k for k in run_on if k not in DEVICE_KINDS and k not in platforms)
     filters = filters_from(args)  # checked before a database is created
     shapes = parse_list(args.shapes, SHAPE_KINDS, "shape kind (--shapes)") or ("static",)
+    from farm.catalog.pallas import check_targets  # deferred: reads jax's TPU generations
+
+    pallas_targets = check_targets(t.strip() for t in (args.pallas_targets or "").split(",") if t.strip())
     # the catalog (and any --modules) is loaded before a database exists: a harness module that
     # fails to load (a symbolic spec that does not parse, a bad --jax-repo) is one line, and nothing is stored
     hs = None if args.resume else catalog.select(filters)
@@ -112,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
         print("farm: no harness matches these filters", file=sys.stderr)
         return 2
     opts = Options(platforms=platforms, run_on=run_on, repeats=args.repeats, crossexec=not args.no_crossexec,
-                   shapes=shapes)
+                   shapes=shapes, pallas_targets=pallas_targets)
     cfg = SweepConfig(workers=args.workers, address=args.address, batch=args.batch, timeout_s=args.timeout,
                       modules=filters.modules, env=_config_env(filters.jax_repo), gpu_fraction=args.gpu_fraction,
                       gpu_backend=args.gpu_backend)

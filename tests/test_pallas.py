@@ -1,0 +1,148 @@
+"""The pallas catalog and its ``pallas_export`` stage (docs/pallas.md): each backend's custom
+call, the TPU device-kind hazard, JAX's refusals as limitations, interpret-mode numerics
+against the float64 reference, a planted fault seen only at the shapes it breaks, and the
+command line's one-line errors."""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+
+import pytest
+
+from farm import catalog
+from farm.catalog import Harness
+from farm.catalog.pallas import generations, targets
+from farm.errors import UnknownName
+from farm.judge import pallas as judge
+from farm.judge.limitations import judge_record
+from farm.pipeline.pallas import run_pallas
+from farm.results import Options, Record
+
+
+def _one(pattern: str) -> Harness:
+    hs = catalog.select(catalog.Filters(catalog="pallas", name=(pattern,)))
+    assert len(hs) == 1, [h.name for h in hs]
+    return hs[0]
+
+
+def _export(h: Harness, *only: str) -> dict[str, Record]:
+    """The stage's records by target, judged by the stage's judge but not yet by limitations."""
+    return {r.platform: r for r in run_pallas(h, h.make_args(), Options(pallas_targets=only))}
+
+
+def test_the_tpu_generations_are_the_device_kinds_the_installed_jax_knows() -> None:
+    from jax._src.pallas.mosaic import tpu_info
+
+    gens = generations()
+    assert {"tpu:v4", "tpu:v5e", "tpu:v5p", "tpu:v6e"} <= {t.label for t in gens}
+    for t in gens:
+        assert tpu_info.chip_version_from_device_kind(t.device_kind).value == t.generation
+    add = _one("farm.add_grid_float32_16x256*")
+    assert len(targets(add.pallas, ("cpu", "cuda", "rocm", "tpu"))) == len(gens) + 4  # every backend
+    tpu_only = _one("tpu.matmul_float32_256x256*")
+    assert {t.platform for t in targets(tpu_only.pallas, ("cuda", "rocm", "tpu"))} == {"tpu"}
+    with pytest.raises(UnknownName, match="tpu:v9"):
+        targets(add.pallas, ("tpu",), ("tpu:v9",))
+
+
+def test_each_backend_lowers_to_its_own_custom_call_with_the_ops_inside_readable() -> None:
+    """One kernel without compiler parameters: Mosaic TPU, Mosaic GPU and Triton each give
+    their custom call; Triton's needs a safety check turned off, and the record says so;
+    rocm with Mosaic GPU is JAX's refusal, expected by the harness's limitation."""
+    h = _one("farm.add_grid_float32_16x256*")
+    recs = _export(h, "tpu:v5e", "cuda", "rocm")
+    assert set(recs) == {"tpu:v5e", "cuda:mosaic_gpu", "cuda:triton", "rocm:triton", "rocm:mosaic_gpu"}
+    want = {"tpu:v5e": "tpu_custom_call", "cuda:mosaic_gpu": "mosaic_gpu_v2", "cuda:triton": "__gpu$xla.gpu.triton",
+            "rocm:triton": "__gpu$xla.gpu.triton"}
+    for label, call in want.items():
+        r = recs[label]
+        assert r.status == "ok", (label, r.error)
+        assert r.facts["custom_calls"] == [call]
+        (payload,) = r.facts["payloads"]
+        assert payload["bytes"] > 0 and payload["ops"], payload  # the kernel's module read back
+        assert any(op.endswith(".addf") for op in payload["ops"]), payload["ops"]
+        assert all(r.facts["round_trip"].values())
+        assert r.facts["disabled_checks"] == (["custom_call(__gpu$xla.gpu.triton)"] if "triton" in label else [])
+    assert "tpu.vector_store" in recs["tpu:v5e"].facts["payloads"][0]["ops"]
+    refused = recs["rocm:mosaic_gpu"]
+    assert refused.status == "error" and "does not yet support AMD ROCm" in refused.error
+    assert judge_record(h, refused).status == "expected_fail"
+
+
+def test_a_kernel_that_asks_for_the_chip_lowers_only_when_told_a_tpu_device_kind() -> None:
+    """The hazard (docs/findings.md): ``jnp.sign`` makes Mosaic TPU read the default device's
+    kind; on this CPU host that is "cpu". The stage tells it each generation instead."""
+    import jax
+    import numpy as np
+
+    h = _one("farm.sign_float32_8x128*")
+    x = np.ones((8, 128), np.float32)
+    with pytest.raises(Exception, match="Unsupported TPU device kind: cpu"):
+        jax.jit(h.pallas.build(False)).trace(x).lower(lowering_platforms=("tpu",))
+    recs = _export(h, "tpu")
+    assert len(recs) == len(generations()) and all(r.status == "ok" for r in recs.values())
+
+
+def test_a_symbolic_grid_exports_for_tpu_and_is_refused_for_gpus() -> None:
+    h = _one("farm.copy_symbolic*")
+    recs = _export(h, "tpu:v6e", "cuda:triton", "cuda:mosaic_gpu")
+    assert recs["tpu:v6e"].status == "ok" and recs["tpu:v6e"].facts["symbolic"] == ["8*w, 128*h"]
+    for label in ("cuda:triton", "cuda:mosaic_gpu"):
+        assert "dynamic grid bounds not supported" in recs[label].error
+        assert judge_record(h, recs[label]).status == "expected_fail"
+
+
+def test_the_judge_fails_a_wrong_custom_call_and_a_changed_round_trip() -> None:
+    ok = Record("pallas_export", "tpu:v5e", "ok", facts={
+        "expected_call": "tpu_custom_call", "custom_calls": ["tpu_custom_call"],
+        "round_trip": {"same_module": True, "same_platforms": True}})
+    assert judge.pallas(ok).status == "ok"
+    wrong = ok.with_status("ok", facts={**ok.facts, "custom_calls": []})
+    assert judge.pallas(wrong).status == "fail" and "not tpu_custom_call" in judge.pallas(wrong).error
+    changed = ok.with_status("ok", facts={**ok.facts, "round_trip": {"same_module": False}})
+    assert "module changed" in judge.pallas(changed).error
+
+
+def test_interpret_numerics_pass_and_a_planted_ragged_block_fault_fails_only_where_rows_are_ragged(monkeypatch) -> None:  # noqa: ANN001
+    """softmax in interpret mode against the float64 reference: clean at every shape; with
+    ``ragged_block:softmax`` planted, only the shapes whose rows leave an incomplete last block
+    of 8 fail (13 rows, 3x5 rows), and the stage's own exports are untouched by numerics."""
+    from farm.faults.planted import PALLAS_KERNELS, ragged_block
+    from farm.pipeline import run_harness
+
+    ragged, whole = _one("gpu.softmax_float32_13x100"), _one("gpu.softmax_float32_8x128")
+    opts = Options(repeats=1, platforms=("cpu",), crossexec=False)
+
+    def compare(h: Harness) -> str:
+        return next(r.status for r in run_harness(h, opts).records if r.stage == "compare")
+
+    assert compare(ragged) == "ok" and compare(whole) == "ok"
+    module = importlib.import_module(PALLAS_KERNELS["softmax"])
+    monkeypatch.setattr(module, "softmax", module.softmax)  # undone after the test
+    ragged_block("softmax")
+    assert compare(ragged) == "fail" and compare(whole) == "ok"
+
+
+def test_a_kernel_that_drops_the_remainder_of_its_grid_is_an_expected_compare_failure() -> None:
+    """tpu matmul's grid is size // block: 200 rows in blocks of 128 leave 72 rows unwritten,
+    declared as a limitation; at whole blocks it passes."""
+    from farm.pipeline import run_harness
+
+    opts = Options(repeats=1, platforms=("cpu",), crossexec=False)
+    short = run_harness(_one("tpu.matmul_float32_200x256*"), opts)
+    assert next(r.status for r in short.records if r.stage == "compare") == "expected_fail"
+    bare = dataclasses.replace(_one("tpu.matmul_float32_200x256*"), limitations=())
+    assert next(r.status for r in run_harness(bare, opts).records if r.stage == "compare") == "fail"
+
+
+def test_unknown_kernel_target_or_empty_match_is_one_line_exit_2(tmp_path, capsys) -> None:  # noqa: ANN001
+    from farm.cli import main
+
+    db = f"sqlite:///{tmp_path / 'p.db'}"
+    assert main(["sweep", "--db", db, "--catalog", "pallas", "--primitive", "no_such_kernel"]) == 2
+    assert "unknown primitive 'no_such_kernel'" in capsys.readouterr().err
+    assert main(["sweep", "--db", db, "--catalog", "pallas", "--pallas-targets", "tpu:v99"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown pallas target 'tpu:v99'" in err and len(err.strip().splitlines()) == 1
+    assert main(["sweep", "--db", db, "--catalog", "pallas", "--pallas-targets", "cuda:cutlass"]) == 2
+    assert main(["sweep", "--db", db, "--catalog", "pallas", "--match", "no_such_kernel"]) == 2
