@@ -209,9 +209,9 @@ def _sign(interpret):
     return f
 
 
-for shape in [(8, 128), (16, 256)]:
-    kernel, lims = _kernel(_sign, ALL)
-    define(FAMILY, "sign", _sign(True), [RandArg(shape, "float32")], dtype="float32", group="farm", catalog=CATALOG,
+for shape, dt in [((8, 128), "float32"), ((16, 256), "float32"), ((16, 128), "bfloat16")]:
+    kernel, lims = _kernel(_sign, ALL)  # bfloat16: Mosaic TPU lowers it one way before v4, another from v4 on
+    define(FAMILY, "sign", _sign(True), [RandArg(shape, dt)], dtype=dt, group="farm", catalog=CATALOG,
            reference=np.sign, pallas=kernel, limitations=lims)
 
 

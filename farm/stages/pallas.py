@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -41,7 +42,8 @@ class PallasExported(Record):
     """stage ``pallas_export``, platform the target's label ("tpu:v5e", "cuda:triton").
     facts: ``platform``, ``backend``, ``generation``, ``device_kind``, ``expected_call`` (the
     target's custom call), ``custom_calls`` (those in the exported module), ``payloads``
-    ([{"target", "bytes", "ops": {op: count} or None, "unreadable": why}]), ``disabled_checks``,
+    ([{"target", "bytes", "sha256", "ops": {op: count} or None, "unreadable": why}]: the sha256 shows
+    whether two TPU generations got the same kernel), ``disabled_checks``,
     ``symbolic`` (the symbolic shapes exported at), ``round_trip`` ({"same_module",
     "same_platforms", "same_avals", "same_disabled_checks"}), ``failed_at`` (export, census,
     serialize)."""
@@ -130,7 +132,8 @@ def payloads(module_text: str) -> list[dict[str, Any]]:
         if op.name == "stablehlo.custom_call":
             target = ir.StringAttr(op.attributes["call_target_name"]).value
             blob = _payload(op, target)
-            entry: dict[str, Any] = {"target": target, "bytes": len(blob) if blob is not None else 0, "ops": None}
+            entry: dict[str, Any] = {"target": target, "bytes": len(blob) if blob is not None else 0, "ops": None,
+                                     "sha256": hashlib.sha256(blob).hexdigest() if blob is not None else None}
             if blob is not None:
                 try:
                     entry["ops"] = ops_inside(blob, target)
