@@ -20,6 +20,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental.pallas.ops.gpu import attention as gpu_attention
 from jax.experimental.pallas.ops.gpu import decode_attention
+from jax.experimental.pallas.ops.gpu import hopper_matmul_mgpu
+from jax.experimental.pallas.ops.gpu import ragged_dot_mgpu
 from jax.experimental.pallas.ops.gpu import layer_norm
 from jax.experimental.pallas.ops.gpu import rms_norm
 from jax.experimental.pallas.ops.gpu import softmax
@@ -27,14 +29,14 @@ from jax.experimental.pallas.ops.tpu import flash_attention
 from jax.experimental.pallas.ops.tpu import matmul as tpu_matmul
 
 from farm.catalog import CustomArg, Kernel, Limitation, RandArg, define
-from farm.catalog.pallas import interpreting
+from farm.catalog.pallas import interpreting, on_device
 
 #: The module, not the ``gmm`` function its package exports under the same name.
 megablox = importlib.import_module("jax.experimental.pallas.ops.tpu.megablox.gmm")
 
 FAMILY = "pallas_ops"
 CATALOG = "pallas"
-TPU, TRITON = ("mosaic_tpu",), ("triton",)
+TPU, TRITON, MOSAIC_GPU = ("mosaic_tpu",), ("triton",), ("mosaic_gpu",)
 
 
 def _softmax_ref(x, axis=-1):
@@ -197,3 +199,50 @@ for (b, h, s, d) in [(2, 16, 256, 64), (1, 16, 300, 64), (3, 16, 272, 64)]:
            dtype="float32", group="gpu", catalog=CATALOG, reference=_mqa_ref, tol=(1e-4, 1e-5),
            pallas=Kernel(_mqa, TRITON, "jax.experimental.pallas.ops.gpu.decode_attention"))
 
+
+
+# ---- gpu (Mosaic GPU): the Hopper matmul and the ragged dot ----
+# Not interpretable: their TMA copies have no rule in JAX's HLO interpreter ("No state discharge
+# rule implemented for primitive: copy_gmem_to_smem"), so no CPU runs them. The harness's fun is
+# the real kernel (told it is on an H100: the matmul reads the SM count from the default device);
+# the ordinary stages record JAX's refusals, the pallas_export stage the cuda artifact.
+
+#: A Mosaic GPU kernel lowers for cuda only: the other platforms refuse it, each in its words.
+MOSAIC_GPU_ONLY = [
+    Limitation("a Pallas kernel runs on the CPU only in interpret mode", platforms=("cpu",), stage="lower",
+               error="Only interpret mode is supported on CPU backend"),
+    Limitation("Mosaic GPU does not support ROCm; once the kernel was lowered for cuda in the process, JAX exports "
+               "it for rocm anyway with the CUDA custom call (docs/findings.md)", platforms=("rocm:mosaic_gpu",),
+               stage="pallas_export", error="does not yet support AMD ROCm|CUDA-only mosaic_gpu_v2"),
+    Limitation("a multi-platform export of a plgpu.kernel is refused", stage="export",
+               error="mpmd_map does not support multi-platform lowering"),
+    Limitation("a Mosaic GPU kernel cannot be lowered for tpu", platforms=("tpu",), stage="lower"),
+    Limitation("the CPU backend has no handler for mosaic_gpu_v2", platforms=("cuda",), stage="crossexec"),
+]
+
+
+def _hopper_matmul(tiles, interpret):
+    m, n, k = tiles
+    config = hopper_matmul_mgpu.TuningConfig(tile_m=m, tile_n=n, tile_k=k, max_concurrent_steps=2)
+    return on_device(lambda a, b: hopper_matmul_mgpu.matmul(a, b, None, config), "cuda")
+
+
+for (m, k, n), tiles in [((512, 256, 512), (128, 128, 64)), ((384, 192, 768), (128, 128, 64))]:
+    define(FAMILY, "hopper_matmul", _hopper_matmul(tiles, False), [RandArg((m, k), "float16"), RandArg((k, n), "float16")],
+           dtype="float16", group="gpu", params={"tiles": "x".join(map(str, tiles))}, catalog=CATALOG, compare="none",
+           pallas=Kernel(functools.partial(_hopper_matmul, tiles), MOSAIC_GPU, "jax.experimental.pallas.ops.gpu.hopper_matmul_mgpu",
+                         interpretable=False), limitations=MOSAIC_GPU_ONLY)
+
+
+def _ragged_dot(interpret):
+    return on_device(lambda a, b, g: ragged_dot_mgpu.ragged_dot(a, b, group_sizes=g, block_m=64, block_n=64, block_k=64,
+                                                               max_concurrent_steps=2, grid_block_n=1), "cuda")
+
+
+for (m, k, n), sizes in [((256, 128, 128), (64, 64, 100, 28)), ((320, 192, 256), (300, 20))]:
+    define(FAMILY, "ragged_dot", _ragged_dot(False),
+           [RandArg((m, k), "float16"), RandArg((len(sizes), k, n), "float16"),
+            CustomArg(f"group_sizes={sizes}", lambda r, sizes=sizes: np.asarray(sizes, np.int32), (len(sizes),), "int32")],
+           dtype="float16", group="gpu", params={"groups": "-".join(map(str, sizes))}, catalog=CATALOG, compare="none",
+           pallas=Kernel(_ragged_dot, MOSAIC_GPU, "jax.experimental.pallas.ops.gpu.ragged_dot_mgpu", interpretable=False),
+           limitations=MOSAIC_GPU_ONLY)

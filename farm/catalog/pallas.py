@@ -22,6 +22,9 @@ from farm.errors import UnknownName
 
 #: Each backend's custom call: the target a lowering for it must carry.
 CUSTOM_CALL = {"mosaic_tpu": "tpu_custom_call", "mosaic_gpu": "mosaic_gpu_v2", "triton": "__gpu$xla.gpu.triton"}
+#: The GPU a GPU lowering is told it is for (device kind, cores): a kernel that asks the default
+#: device (the Mosaic GPU matmul asks for the SM count) would otherwise ask this host's CPU.
+GPU_DEVICES = {"cuda": ("NVIDIA H100 80GB HBM3", 132), "rocm": ("AMD Instinct MI300X", 304)}
 #: The GPU targets: (platform, backend).
 GPU_TARGETS = (("cuda", "mosaic_gpu"), ("cuda", "triton"), ("rocm", "triton"), ("rocm", "mosaic_gpu"))
 
@@ -34,7 +37,8 @@ class Target:
     platform: str  # tpu | cuda | rocm
     backend: str  # mosaic_tpu | mosaic_gpu | triton
     generation: str = ""  # tpu only: jax's ChipVersion ("v5e", "7x")
-    device_kind: str = ""  # tpu only: the device kind the lowering is told ("TPU v5 lite")
+    device_kind: str = ""  # the device kind the lowering is told ("TPU v5 lite", "NVIDIA H100 80GB HBM3")
+    cores: int = 1  # and its core count (TensorCores; a GPU's SMs or CUs)
 
     @property
     def label(self) -> str:
@@ -54,13 +58,16 @@ class Kernel:
     (``mosaic_tpu``, ``mosaic_gpu``, ``triton``); a kernel with no compiler parameters runs
     on all three. ``source``: where it comes from (a module of the jax wheel, or ``farm``).
     ``symbolic``: per dynamic argument, a symbolic shape ("w, h") it is exported at instead
-    of its concrete one (a symbolic grid).
+    of its concrete one (a symbolic grid). ``interpretable``: JAX's HLO interpreter runs it
+    (the Mosaic GPU kernels' TMA copies have no interpreter rule: their harness's ``fun`` is
+    the real kernel, told it is on ``GPU_DEVICES["cuda"]``, and nothing checks their numbers here).
     """
 
     build: Callable[[bool], Callable[..., Any]]
     backends: tuple[str, ...]
     source: str = "farm"
     symbolic: tuple[str, ...] = ()
+    interpretable: bool = True
 
     def __post_init__(self) -> None:
         for b in self.backends:
@@ -68,7 +75,7 @@ class Kernel:
                 raise UnknownName("pallas backend", b, tuple(CUSTOM_CALL))
 
     def describe(self) -> str:
-        return repr((self.backends, self.source, self.symbolic))
+        return repr((self.backends, self.source, self.symbolic, self.interpretable))
 
 
 def interpreting(fun: Callable[..., Any], interpret: bool) -> Callable[..., Any]:
@@ -105,12 +112,29 @@ def generations() -> tuple[Target, ...]:
                  if isinstance(p, ast.MatchValue) and isinstance(p.value, ast.Constant)]
         chip = tpu_info.chip_version_from_device_kind(kinds[0]) if kinds else None
         if chip is not None:
-            out.append(Target("tpu", "mosaic_tpu", chip.value, kinds[0]))
+            out.append(Target("tpu", "mosaic_tpu", chip.value, kinds[0], 1))
     return tuple(out)
 
 
 def all_targets() -> tuple[Target, ...]:
-    return generations() + tuple(Target(p, b) for p, b in GPU_TARGETS)
+    return generations() + tuple(Target(p, b, "", *GPU_DEVICES[p]) for p, b in GPU_TARGETS)
+
+
+def on_device(fun: Callable[..., Any], platform: str) -> Callable[..., Any]:
+    """``fun`` traced as if on ``platform``'s GPU (``GPU_DEVICES``): for a kernel that asks the
+    default device about itself at trace time."""
+    kind, cores = GPU_DEVICES[platform]
+
+    def told(*args: Any) -> Any:
+        import jax
+        from jax._src import mesh as mesh_lib
+
+        device = mesh_lib.AbstractDevice(device_kind=kind, num_cores=cores, platform=platform)
+        with jax.sharding.use_abstract_mesh(jax.sharding.AbstractMesh((1,), ("pallas",), abstract_device=device)):
+            return fun(*args)
+
+    told.__wrapped__ = fun  # type: ignore[attr-defined]
+    return told
 
 
 def check_targets(labels: Iterable[str]) -> tuple[str, ...]:

@@ -1,7 +1,9 @@
 """The verdict on a Pallas kernel's export for one target (``farm.stages.pallas``): the
 module must carry the target's custom call (a Mosaic TPU lowering that came out as something
 else, or a GPU kernel that fell back to plain HLO, is wrong), and the serialize round trip
-must give back the same module, platforms, shapes and disabled checks.
+must give back the same module, platforms, shapes and disabled checks. A rocm artifact holding
+Mosaic GPU's custom call is wrong too (JAX refuses Mosaic GPU for ROCm, except after a cuda
+lowering of the same kernel in the same process: ``docs/findings.md``).
 
 The kernel's numbers are judged by the ordinary compare stage (interpret mode against the
 float64 reference); JAX's refusals are the harness's limitations, applied with the others.
@@ -21,6 +23,8 @@ def pallas(rec: Record) -> Record:
     calls = list(rec.facts.get("custom_calls") or [])
     if expected not in calls:
         wrong.append(f"the module holds custom calls {calls}, not {expected}")
+    if rec.facts.get("platform") == "rocm" and "mosaic_gpu_v2" in calls:  # JAX: Mosaic GPU does not support ROCm
+        wrong.append("a rocm artifact holds the CUDA-only mosaic_gpu_v2 custom call")
     trip = rec.facts.get("round_trip") or {}
     wrong += [f"serialize round trip: {k.removeprefix('same_')} changed" for k, same in trip.items() if not same]
     if not wrong:

@@ -7,6 +7,8 @@ How each target is reached from a CPU host (jax 0.10.2, ``docs/pallas.md``):
 - ``tpu:<generation>``: under an abstract mesh whose ``AbstractDevice`` has the generation's
   device kind. Without it a kernel that asks ``tpu_info`` about the chip (``jnp.sign``,
   1-D blocks) reads the default device, the CPU, and raises "Unsupported TPU device kind: cpu";
+- every GPU target is told its device too (``GPU_DEVICES``: an H100, an MI300X): the Mosaic GPU
+  matmul reads the SM count from the default device;
 - ``cuda:mosaic_gpu``, ``rocm:mosaic_gpu``: ``jax_pallas_use_mosaic_gpu`` on (a kernel without
   compiler parameters; the Mosaic GPU kernels of the wheel carry their own);
 - ``cuda:triton``, ``rocm:triton``: ``jax_pallas_use_mosaic_gpu`` off; the Triton custom call has
@@ -98,13 +100,13 @@ def _reach(target: Target) -> Iterator[None]:
     from jax._src import config
     from jax._src import mesh as mesh_lib
 
-    if target.platform == "tpu":
-        device = mesh_lib.AbstractDevice(device_kind=target.device_kind, num_cores=1, platform="tpu")
-        with jax.sharding.use_abstract_mesh(jax.sharding.AbstractMesh((1,), ("pallas",), abstract_device=device)):
+    device = mesh_lib.AbstractDevice(device_kind=target.device_kind, num_cores=target.cores, platform=target.platform)
+    with jax.sharding.use_abstract_mesh(jax.sharding.AbstractMesh((1,), ("pallas",), abstract_device=device)):
+        if target.platform == "tpu":
             yield
-    else:
-        with config.jax_pallas_use_mosaic_gpu(target.backend == "mosaic_gpu"):
-            yield
+        else:
+            with config.jax_pallas_use_mosaic_gpu(target.backend == "mosaic_gpu"):
+                yield
 
 
 def _specs(kernel: Kernel, dyn: list[Any]) -> list[Any]:
