@@ -246,3 +246,82 @@ for (m, k, n), sizes in [((256, 128, 128), (64, 64, 100, 28)), ((320, 192, 256),
            dtype="float16", group="gpu", params={"groups": "-".join(map(str, sizes))}, catalog=CATALOG, compare="none",
            pallas=Kernel(_ragged_dot, MOSAIC_GPU, "jax.experimental.pallas.ops.gpu.ragged_dot_mgpu", interpretable=False),
            limitations=MOSAIC_GPU_ONLY)
+
+
+# ---- paged attention: tpu (Mosaic TPU) and gpu (Triton) ----
+
+def _paged_ref(q, k_pages, v_pages, lengths, pages):
+    """Grouped-query attention of each sequence over its first ``lengths[b]`` tokens, gathered
+    from its pages (no scaling: neither kernel scales the logits)."""
+    b, hq, d = q.shape
+    hkv, _, page, _ = k_pages.shape
+    out = np.zeros((b, hq, d))
+    for i in range(b):
+        n = int(lengths[i])
+        for h in range(hq):
+            kv = h // (hq // hkv)
+            k = k_pages[kv, np.asarray(pages[i])].reshape(-1, d)[:n]
+            v = v_pages[kv, np.asarray(pages[i])].reshape(-1, d)[:n]
+            out[i, h] = _softmax_ref(q[i, h] @ k.T) @ v
+    return out
+
+
+def _paged_args(b, hq, hkv, d, total, page, per_seq, lengths):  # noqa: ANN001, ANN202
+    def pages(r):  # noqa: ANN001, ANN202  each sequence its own pages, in a shuffled order
+        return np.asarray(r.permutation(total)[:b * per_seq].reshape(b, per_seq), np.int32)
+    return [RandArg((b, hq, d), "float32"), RandArg((hkv, total, page, d), "float32"),
+            RandArg((hkv, total, page, d), "float32"),
+            CustomArg(f"lengths={lengths}", lambda r: np.asarray(lengths, np.int32), (b,), "int32"),
+            CustomArg("pages=permutation", pages, (b, per_seq), "int32")]
+
+
+def _tpu_paged(per_block, interpret):
+    from jax.experimental.pallas.ops.tpu.paged_attention import paged_attention_kernel as tpu_paged
+
+    return interpreting(lambda q, k, v, n, p: tpu_paged.paged_attention(q, k, v, n, p, pages_per_compute_block=per_block),
+                        interpret)
+
+
+def _gpu_paged(interpret):
+    from jax.experimental.pallas.ops.gpu import paged_attention as gpu_paged
+
+    return lambda q, k, v, n, p: gpu_paged.paged_attention(q, k, v, p, n, pages_per_compute_block=4, k_splits=2,
+                                                           interpret=interpret)
+
+
+#: The tpu kernel rounds float32 K and V pages to bfloat16: ``MultiPageAsyncCopyDescriptor._maybe_dequantize``
+#: casts to its default ``dtype=jnp.bfloat16`` when there are no quantization scales (docs/findings.md).
+TPU_PAGED_BF16 = Limitation("tpu paged_attention rounds float32 K/V pages to bfloat16 (_maybe_dequantize's default "
+                            "dtype): errors of ~1e-2 where the gpu kernel is within 1e-4", platforms=("cpu",),
+                            stage="compare", status="fail")
+
+for b, hq, hkv, lengths in [(2, 8, 2, (100, 37)), (3, 4, 4, (128, 1, 77))]:
+    args = _paged_args(b, hq, hkv, 128, 32, 16, 8, lengths)
+    define(FAMILY, "paged_attention", _tpu_paged(4, True), args, dtype="float32", group="tpu", limitations=[TPU_PAGED_BF16],
+           params={"lengths": "-".join(map(str, lengths))}, catalog=CATALOG, reference=_paged_ref, tol=(1e-4, 1e-5),
+           pallas=Kernel(functools.partial(_tpu_paged, 4), TPU,
+                         "jax.experimental.pallas.ops.tpu.paged_attention.paged_attention_kernel"))
+    define(FAMILY, "paged_attention", _gpu_paged(True), args, dtype="float32", group="gpu",
+           params={"lengths": "-".join(map(str, lengths))}, catalog=CATALOG, reference=_paged_ref, tol=(1e-4, 1e-5),
+           pallas=Kernel(_gpu_paged, TRITON, "jax.experimental.pallas.ops.gpu.paged_attention"))
+
+
+# ---- splash attention (tpu): a causal mask, single device ----
+
+def _splash(heads, seq, interpret):
+    from jax.experimental.pallas.ops.tpu import splash_attention as splash
+
+    mask = splash.MultiHeadMask([splash.CausalMask((seq, seq)) for _ in range(heads)])
+    sizes = splash.BlockSizes(block_q=128, block_kv=128, block_kv_compute=128)
+    kernel = splash.make_splash_mha_single_device(mask, block_sizes=sizes, interpret=interpret)
+    return lambda q, k, v: kernel(q, k, v)
+
+
+for h, s, d in [(2, 256, 128), (1, 384, 64)]:
+    define(FAMILY, "splash_attention", _splash(h, s, True), [RandArg((h, s, d), "float32")] * 3, dtype="float32",
+           # unscaled logits of normal q, k (|qk| ~ 30): float32 rounding reaches 9e-5, as in the kernel's own
+           # jnp reference (make_masked_mha_reference), which the kernel matches within 2e-6
+           group="tpu", params={"mask": "causal"}, catalog=CATALOG, tol=(2e-3, 2e-4),
+           reference=functools.partial(_attention_ref, scale=1.0, causal=True),
+           pallas=Kernel(functools.partial(_splash, h, s), TPU,
+                         "jax.experimental.pallas.ops.tpu.splash_attention"))
