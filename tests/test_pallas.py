@@ -147,3 +147,55 @@ def test_unknown_kernel_target_or_empty_match_is_one_line_exit_2(tmp_path, capsy
     assert "unknown pallas target 'tpu:v99'" in err and len(err.strip().splitlines()) == 1
     assert main(["sweep", "--db", db, "--catalog", "pallas", "--pallas-targets", "cuda:cutlass"]) == 2
     assert main(["sweep", "--db", db, "--catalog", "pallas", "--match", "no_such_kernel"]) == 2
+
+
+def test_the_matrix_puts_each_kernel_in_a_column_per_target_and_flags_generation_dependent_payloads() -> None:
+    from farm.analysis.pallas import NUMERICS, matrix
+
+    def row(harness, stage, platform, status, **facts):  # noqa: ANN001, ANN003, ANN202
+        return {"harness": harness, "group": "farm", "primitive": "sign", "stage": stage, "platform": platform,
+                "status": status, "error": None if status == "ok" else "boom", "facts": facts}
+
+    rows = [row("sign_bf16", "pallas_export", "tpu:v3", "ok", custom_calls=["tpu_custom_call"],
+                payloads=[{"sha256": "a"}]),
+            row("sign_bf16", "pallas_export", "tpu:v4", "ok", custom_calls=["tpu_custom_call"],
+                payloads=[{"sha256": "b"}]),
+            row("sign_bf16", "pallas_export", "cuda:triton", "ok", custom_calls=["__gpu$xla.gpu.triton"]),
+            row("sign_f32", "pallas_export", "rocm:mosaic_gpu", "expected_fail"),
+            row("sign_f32", "compare", "cpu", "ok"), row("sign_f32", "compare", "tpu", "fail"),
+            row("sign_f32", "lower", "cpu", "error")]
+    m = matrix(rows)
+    assert m["columns"] == [NUMERICS, "tpu:v3", "tpu:v4", "cuda:triton", "rocm:mosaic_gpu"]
+    (k,) = m["kernels"]
+    assert k["kernel"] == "farm.sign" and k["harnesses"] == 2 and k["generation_dependent"] == ["sign_bf16"]
+    assert k["cells"][NUMERICS]["worst"] == "ok"  # the cpu's compare only
+    assert k["cells"]["rocm:mosaic_gpu"] == {"worst": "expected_fail", "counts": {"expected_fail": 1}, "calls": [],
+                                             "errors": ["boom"]}
+    assert k["cells"]["cuda:triton"]["calls"] == ["__gpu$xla.gpu.triton"]
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_the_dashboard_page_shows_the_matrix_as_html_and_json(sqlite_url: str, tmp_path) -> None:  # noqa: ANN001
+    from dashboards.app import create_app
+    from farm.host import describe
+    from farm.pipeline import run_harness
+    from farm.run import bundles as bundle
+    from farm.store import open_store
+
+    hs = [_one("farm.sign_bfloat16*"), _one("farm.copy_symbolic*")]
+    opts = Options(platforms=("cpu", "cuda", "rocm", "tpu"), pallas_targets=("tpu:v3", "tpu:v4", "cuda", "rocm"),
+                   repeats=1, crossexec=False)
+    path = str(tmp_path / "p.json.gz")
+    bundle.write(path, environment=describe(), run={"name": "p", "catalog": "pallas", "platforms": list(opts.platforms),
+                                                    "run_on": ["cpu"]},
+                 harnesses=[h.describe() for h in hs], outcomes=[run_harness(h, opts) for h in hs])
+    bundle.import_bundle(open_store(sqlite_url), path, name="pallas-run")
+    client = create_app(sqlite_url).test_client()
+    got = client.get("/pallas.json").get_json()
+    assert got["columns"][:3] == ["interpret (cpu)", "tpu:v3", "tpu:v4"]
+    by = {k["kernel"]: k for k in got["kernels"]}
+    assert by["farm.sign"]["generation_dependent"] == [hs[0].name]
+    assert by["farm.copy_symbolic"]["cells"]["cuda:triton"]["worst"] == "expected_fail"
+    assert by["farm.sign"]["cells"]["tpu:v4"]["calls"] == ["tpu_custom_call"]
+    html = client.get("/pallas").get_data(as_text=True)
+    assert "farm.copy_symbolic" in html and "payload differs by TPU generation" in html

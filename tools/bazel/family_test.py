@@ -1,4 +1,5 @@
-"""One pytest case per harness of a family (FARM_FAMILY), through the same pipeline as
+"""One pytest case per harness of a family (FARM_FAMILY, of the catalog FARM_CATALOG: farm
+unless told, pallas for the Pallas kernels), through the same pipeline as
 a sweep, at the family's shape kinds (FARM_SHAPES). A case fails on any status that is not ok, expected_fail, skipped or
 not_runnable_here: wrong numbers, errors and stale limitations all show."""
 import os
@@ -14,7 +15,7 @@ FAMILY = os.environ.get("FARM_FAMILY", "elementwise_unary")
 PLATFORMS = parse_list(os.environ.get("FARM_PLATFORMS", ",".join(LOWERING_PLATFORMS)), LOWERING_PLATFORMS,
                        "platform")
 SHAPES = tuple(os.environ.get("FARM_SHAPES", "static").split(","))
-HARNESSES = catalog.select(catalog.Filters(catalog="farm", family=(FAMILY,)))
+HARNESSES = catalog.select(catalog.Filters(catalog=os.environ.get("FARM_CATALOG", "farm"), family=(FAMILY,)))
 ACCEPTED = {"ok", "expected_fail", "skipped", "not_runnable_here"}
 
 
