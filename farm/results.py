@@ -28,7 +28,7 @@ SEVERITY = {s: i for i, s in enumerate(("ok", "skipped", "not_runnable_here", "e
 #: run on a foreign backend adds ``<stage>_run`` records for crossexec's execution).
 STAGES = ("trace", "lower", "census", "sharding", "export", "serialize", "compile", "execute",
           "compare", "crossexec", "xhost", "symbolic_export", "symbolic_serialize", "symbolic_call",
-          "effects_export", "pallas_export")
+          "effects_export", "pallas_export", "pallas_reference")
 #: The stages of a harness's symbolic variant (``--shapes symbolic``): its leading dimension
 #: symbolic, exported, serialized and called at several sizes (``farm.pipeline.symbolic``).
 SYMBOLIC_STAGES = ("symbolic_export", "symbolic_serialize", "symbolic_call")
@@ -41,8 +41,9 @@ SHAPE_KINDS = ("static", "symbolic")
 EFFECTS_STAGES = ("effects_export",)
 #: The stage of a Pallas kernel (``Harness.pallas``): one record per target (a TPU generation,
 #: cuda with Mosaic GPU or Triton, rocm with Triton), the kernel lowered and exported for it,
-#: the census of its custom call and the serialize round trip (``farm.pipeline.pallas``).
-PALLAS_STAGES = ("pallas_export",)
+#: the census of its custom call and the serialize round trip (``farm.pipeline.pallas``); and,
+#: where the kernel ships a jnp reference of its own, the interpret-mode kernel against it.
+PALLAS_STAGES = ("pallas_export", "pallas_reference")
 #: Stages that run before anything is compiled: always run again on a result-cache miss.
 #: Everything after them may be reused when the downstream key is unchanged.
 UPSTREAM_STAGES = ("trace", "lower", "census", "sharding", "export", "serialize", *SYMBOLIC_STAGES,

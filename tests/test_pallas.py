@@ -199,3 +199,18 @@ def test_the_dashboard_page_shows_the_matrix_as_html_and_json(sqlite_url: str, t
     assert by["farm.sign"]["cells"]["tpu:v4"]["calls"] == ["tpu_custom_call"]
     html = client.get("/pallas").get_data(as_text=True)
     assert "farm.copy_symbolic" in html and "payload differs by TPU generation" in html
+
+
+def test_a_kernel_is_also_held_to_the_jnp_reference_it_ships() -> None:
+    """``pallas_reference``: the interpret-mode kernel against the wheel's own jnp reference
+    (rms_norm_reference), under twice the harness's tolerance; the tpu paged_attention kernel,
+    which rounds float32 K/V to bfloat16, misses the gpu kernel's reference as it misses ours."""
+    norm = _one("gpu.rms_norm_float32_3x5x100*")
+    (rec,) = _export(norm, "tpu:v5e")  # a Triton kernel: no tpu target, the reference check alone
+    rec = _export(norm, "tpu:v5e")[rec]
+    assert rec.stage == "pallas_reference" and rec.status == "ok", rec.error
+    assert rec.facts["reference"] == "rms_norm_reference" and rec.facts["rtol"] == 2 * norm.tol[0]
+    paged = _one("tpu.paged_attention_float32_3x4*")
+    got = [r for r in run_pallas(paged, paged.make_args(), Options(pallas_targets=("cuda",)))
+           if r.stage == "pallas_reference"]
+    assert got[0].status == "fail" and judge_record(paged, got[0]).status == "expected_fail"

@@ -14,7 +14,7 @@ a new chip adds a target.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -61,6 +61,9 @@ class Kernel:
     of its concrete one (a symbolic grid). ``interpretable``: JAX's HLO interpreter runs it
     (the Mosaic GPU kernels' TMA copies have no interpreter rule: their harness's ``fun`` is
     the real kernel, told it is on ``GPU_DEVICES["cuda"]``, and nothing checks their numbers here).
+    ``reference``: the jnp reference the kernel ships with (``mha_reference``...), called with
+    the harness's dynamic arguments: a second check of the interpret-mode kernel, beside the
+    farm's float64 one (the ``pallas_reference`` stage).
     """
 
     build: Callable[[bool], Callable[..., Any]]
@@ -68,6 +71,7 @@ class Kernel:
     source: str = "farm"
     symbolic: tuple[str, ...] = ()
     interpretable: bool = True
+    reference: Callable[..., Any] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         for b in self.backends:
@@ -75,7 +79,7 @@ class Kernel:
                 raise UnknownName("pallas backend", b, tuple(CUSTOM_CALL))
 
     def describe(self) -> str:
-        return repr((self.backends, self.source, self.symbolic, self.interpretable))
+        return repr((self.backends, self.source, self.symbolic, self.interpretable, self.reference is not None))
 
 
 def interpreting(fun: Callable[..., Any], interpret: bool) -> Callable[..., Any]:

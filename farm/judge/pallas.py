@@ -10,6 +10,9 @@ float64 reference); JAX's refusals are the harness's limitations, applied with t
 """
 from __future__ import annotations
 
+from farm.catalog import Harness
+from farm.judge.outputs import compared
+from farm.judge.tolerance import own_reference_tolerance
 from farm.results import Record
 
 
@@ -31,3 +34,16 @@ def pallas(rec: Record) -> Record:
         return rec
     return rec.with_status("fail", error_type="PallasExportMismatch", error="; ".join(wrong)[:1000],
                            facts={**rec.facts, "mismatches": wrong})
+
+
+def own_reference(h: Harness, rec: Record) -> Record:
+    """The interpret-mode kernel against the jnp reference it ships, under twice the harness's
+    tolerance (``own_reference_tolerance``: both compute in the kernel's dtype; the farm's
+    float64 reference is the ``compare`` stage's); the outputs the stage carried are dropped."""
+    if rec.status != "ok" or rec.handle is None:
+        return rec.with_status(rec.status, handle=None)
+    got, want = rec.handle
+    rtol, atol = own_reference_tolerance(h, rec.platform)
+    out = compared(got, want, platform=rec.platform, against="the kernel's own jnp reference", rtol=rtol, atol=atol,
+                   exact=False, stage="pallas_reference")
+    return out.with_status(out.status, seconds=rec.seconds, facts={**out.facts, **rec.facts})

@@ -238,6 +238,14 @@ def harness_tolerance(h: Harness, platform: str, dtype: str | None = None) -> tu
     return declared(h, platform) or DEFAULT_TOL.get(dtype or h.dtype, (0.0, 0.0))
 
 
+def own_reference_tolerance(h: Harness, platform: str) -> tuple[float, float]:
+    """(rtol, atol) between a Pallas kernel and the jnp reference it ships: two computations of
+    the same math in the kernel's dtype, each allowed the harness's tolerance from the truth,
+    may differ by twice it (the triangle inequality)."""
+    rtol, atol = harness_tolerance(h, platform)
+    return 2 * rtol, 2 * atol
+
+
 def stored_tolerance(expected: list[np.ndarray], h: Harness | None, platform: str,
                      dtype: str | None = None) -> tuple[float, float]:
     """(rtol, atol) for a stored artifact's outputs, by the catalog's policy for its first

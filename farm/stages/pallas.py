@@ -191,3 +191,30 @@ def ops_inside(blob: bytes, target: str) -> dict[str, int]:
 
         module.operation.walk(visit)
     return dict(sorted(counts.items()))
+
+
+@dataclass(frozen=True, slots=True)
+class PallasReferenced(Record):
+    """stage ``pallas_reference``, platform this host's backend: the interpret-mode kernel
+    (``h.fun``) and the jnp reference it ships (``Kernel.reference``), each run here; ``handle``
+    holds (kernel outputs, reference outputs) for the judge. facts: ``reference``."""
+
+
+def run_reference(h: Harness, dyn: list[Any]) -> PallasReferenced:
+    """Run the kernel in interpret mode and its own jnp reference on the same arguments."""
+    import jax
+    import numpy as np
+
+    assert h.pallas is not None and h.pallas.reference is not None, "a kernel with its own reference"
+    reference = h.pallas.reference
+    name = getattr(getattr(reference, "__wrapped__", reference), "__qualname__", "reference")
+    platform = jax.default_backend()
+    timer = Timer()
+    try:
+        with timer():
+            got = [np.asarray(o) for o in jax.tree.leaves(jax.jit(h.fun)(*dyn))]
+            want = [np.asarray(o) for o in jax.tree.leaves(jax.jit(reference)(*dyn))]
+        return PallasReferenced("pallas_reference", platform, "ok", timer.seconds, facts={"reference": name},
+                                handle=(got, want))
+    except Exception as e:
+        return failure(PallasReferenced, "pallas_reference", platform, e, timer.seconds, facts={"reference": name})
