@@ -361,3 +361,38 @@ for h, s, d in [(2, 256, 128), (1, 384, 64)]:
            reference=functools.partial(_attention_ref, scale=1.0, causal=True),
            pallas=Kernel(functools.partial(_splash, h, s), TPU,
                          "jax.experimental.pallas.ops.tpu.splash_attention", reference=_splash_own(h, s)))
+
+
+# ---- random (tpu): threefry2x32 random bits, padded to the kernel's block where ragged ----
+
+def _threefry_bits(shape, interpret):
+    from jax.experimental.pallas.ops.tpu.random import threefry
+
+    return interpreting(lambda key: threefry.plthreefry_random_bits(key, 32, shape), interpret)
+
+
+def _threefry_ref(key, shape):
+    """Threefry-2x32 (20 rounds, Random123) in NumPy: the kernel hashes counter (0, i) for the
+    i-th element in row-major order of ``shape`` and returns the two words XORed."""
+    k0, k1 = (np.uint32(k) for k in np.asarray(key, np.uint32))
+    ks = (k0, k1, np.uint32(k0 ^ k1 ^ np.uint32(0x1BD11BDA)))
+    x0 = np.zeros(int(np.prod(shape)), np.uint32) + ks[0]
+    x1 = np.arange(int(np.prod(shape)), dtype=np.uint32) + ks[1]
+    rotations = ((13, 15, 26, 6), (17, 29, 16, 24))
+    with np.errstate(over="ignore"):
+        for i in range(5):
+            for r in rotations[i % 2]:
+                x0 = x0 + x1
+                x1 = (x1 << np.uint32(r)) | (x1 >> np.uint32(32 - r))
+                x1 = x0 ^ x1
+            x0 = x0 + ks[(i + 1) % 3]
+            x1 = x1 + ks[(i + 2) % 3] + np.uint32(i + 1)
+    return (x0 ^ x1).reshape(shape)
+
+
+for shape in [(8, 128), (256, 512), (20, 300)]:
+    define(FAMILY, "threefry_bits", _threefry_bits(shape, True),
+           [CustomArg("key=(42,7)", lambda r: np.asarray([42, 7], np.uint32), (2,), "uint32")], dtype="uint32",
+           group="tpu", params={"shape": "x".join(map(str, shape))}, catalog=CATALOG,
+           reference=functools.partial(_threefry_ref, shape=shape),
+           pallas=Kernel(functools.partial(_threefry_bits, shape), TPU, "jax.experimental.pallas.ops.tpu.random.threefry"))
