@@ -396,3 +396,49 @@ for shape in [(8, 128), (256, 512), (20, 300)]:
            group="tpu", params={"shape": "x".join(map(str, shape))}, catalog=CATALOG,
            reference=functools.partial(_threefry_ref, shape=shape),
            pallas=Kernel(functools.partial(_threefry_bits, shape), TPU, "jax.experimental.pallas.ops.tpu.random.threefry"))
+
+
+# ---- ragged paged attention (tpu): export only ----
+# Neither interpreter runs it in jax 0.10.2: the HLO interpreter raises "'TypedInt' object has no
+# attribute 'shape'" (_swap_discharge_rule), TPU interpret mode (InterpretParams) "'ReshapeTransform'
+# object has no attribute 'indices'". Its tuned block sizes are read from jax.devices()[0].device_kind
+# (not the abstract device: "TPU version must be 4 or higher" on this CPU host), so the block sizes
+# are given. The harness's fun is the real kernel; pallas_export exports it for every generation.
+
+#: A Mosaic TPU kernel lowers for tpu only: the other platforms refuse it, each in its words.
+MOSAIC_TPU_ONLY = [
+    Limitation("a Pallas kernel runs on the CPU only in interpret mode", platforms=("cpu",), stage="lower",
+               error="Only interpret mode is supported on CPU backend"),
+    Limitation("a Mosaic TPU kernel cannot be lowered for a GPU", platforms=("cuda", "rocm"), stage="lower",
+               error="Compiler params for platform tpu cannot be used for gpu lowering|Cannot lower pallas_call on "
+                     "platform: gpu"),
+    Limitation("the ordinary tpu lowering asks this host's default device for the TPU generation (docs/findings.md); "
+               "pallas_export tells it each generation", platforms=("tpu",), stage="lower",
+               error="Unsupported TPU device kind: cpu"),
+    Limitation("the CPU backend has no handler for tpu_custom_call", platforms=("tpu",), stage="crossexec"),
+]
+
+
+def _ragged_paged(interpret):
+    from jax.experimental.pallas.ops.tpu.ragged_paged_attention import kernel as rpa
+
+    return lambda q, kv, kv_lens, pages, cu_q_lens, num_seqs: rpa.ragged_paged_attention(
+        q, kv, kv_lens, pages, cu_q_lens, num_seqs, sm_scale=0.1, num_kv_pages_per_block=4, num_queries_per_block=8,
+        vmem_limit_bytes=32 * 2**20)
+
+
+for q_lens, kv_lens in [((5, 1, 20), (37, 100, 20))]:
+    hq, hkv, d, page, total, per_seq = 4, 2, 128, 16, 32, 8
+    n = len(q_lens)
+    define(FAMILY, "ragged_paged_attention", _ragged_paged(False),
+           [RandArg((sum(q_lens), hq, d), "float32"), RandArg((total, page, 2 * hkv, d), "float32"),
+            CustomArg(f"kv_lens={kv_lens}", lambda r, k=kv_lens: np.asarray(k, np.int32), (n,), "int32"),
+            CustomArg("pages=permutation", lambda r, n=n: np.asarray(r.permutation(total)[:n * per_seq].reshape(n, per_seq),
+                                                                     np.int32), (n, per_seq), "int32"),
+            CustomArg(f"cu_q_lens={q_lens}", lambda r, q=q_lens: np.asarray(np.concatenate([[0], np.cumsum(q)]), np.int32),
+                      (n + 1,), "int32"),
+            CustomArg(f"num_seqs={n}", lambda r, n=n: np.asarray([n], np.int32), (1,), "int32")],
+           dtype="float32", group="tpu", params={"q_lens": "-".join(map(str, q_lens))}, catalog=CATALOG,
+           compare="none", limitations=MOSAIC_TPU_ONLY,
+           pallas=Kernel(_ragged_paged, TPU, "jax.experimental.pallas.ops.tpu.ragged_paged_attention",
+                         interpretable=False))
