@@ -5,6 +5,7 @@ Pure functions over the store's plain result rows (``farm.store.queries.results`
 """
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -15,9 +16,11 @@ from farm.results import SEVERITY, worst_status
 NUMERICS = "interpret (cpu)"
 
 
-def _target_order(label: str) -> tuple[int, str]:
-    platform = label.partition(":")[0]
-    return ({"tpu": 0, "cuda": 1, "rocm": 2}.get(platform, 3), label)
+def _target_order(label: str) -> tuple[int, int, str]:
+    """tpu generations oldest first (v2 ... v6e, 7, 7x, 8i), then cuda, then rocm."""
+    platform, _, rest = label.partition(":")
+    m = re.match(r"v?(\d+)(.*)", rest) if platform == "tpu" else None
+    return ({"tpu": 0, "cuda": 1, "rocm": 2}.get(platform, 3), int(m.group(1)) if m else 0, m.group(2) if m else rest)
 
 
 def matrix(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
