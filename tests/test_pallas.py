@@ -101,6 +101,19 @@ def test_the_judge_fails_a_wrong_custom_call_and_a_changed_round_trip() -> None:
     assert judge.pallas(wrong).status == "fail" and "not tpu_custom_call" in judge.pallas(wrong).error
     changed = ok.with_status("ok", facts={**ok.facts, "round_trip": {"same_module": False}})
     assert "module changed" in judge.pallas(changed).error
+    rocm = Record("pallas_export", "rocm:mosaic_gpu", "ok", facts={
+        "platform": "rocm", "expected_call": "mosaic_gpu_v2", "custom_calls": ["mosaic_gpu_v2"], "round_trip": {}})
+    assert "CUDA-only mosaic_gpu_v2" in judge.pallas(rocm).error  # JAX's refusal, bypassed (docs/findings.md)
+
+
+def test_a_mosaic_gpu_kernel_of_the_wheel_exports_for_cuda_told_it_is_an_h100() -> None:
+    """The Hopper matmul reads the SM count from the default device: the cuda target is told
+    it is an H100 (132 SMs); its mosaic_gpu_v2 payload is read back to the ops inside."""
+    h = _one("gpu.hopper_matmul_float16_512x256*")
+    rec = _export(h, "cuda:mosaic_gpu")["cuda:mosaic_gpu"]
+    assert rec.status == "ok", rec.error
+    assert rec.facts["device_kind"] == "NVIDIA H100 80GB HBM3" and rec.facts["custom_calls"] == ["mosaic_gpu_v2"]
+    assert any("wgmma" in op or "nvvm" in op for op in rec.facts["payloads"][0]["ops"])
 
 
 def test_interpret_numerics_pass_and_a_planted_ragged_block_fault_fails_only_where_rows_are_ragged(monkeypatch) -> None:  # noqa: ANN001

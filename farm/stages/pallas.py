@@ -140,7 +140,8 @@ def payloads(module_text: str) -> list[dict[str, Any]]:
                 try:
                     entry["ops"] = ops_inside(blob, target)
                 except Exception as e:  # unreadable with this jaxlib: said, not hidden
-                    entry["unreadable"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:200]}"
+                    lines = [line.strip() for line in str(e).strip().splitlines()]
+                    entry["unreadable"] = f"{type(e).__name__}: {' '.join(lines[:2])[:300]}"
             out.append(entry)
         return ir.WalkResult.ADVANCE
 
@@ -182,6 +183,10 @@ def ops_inside(blob: bytes, target: str) -> dict[str, int]:
             module = ir.Module.parse(blob)
             PassManager.parse("builtin.module(mosaic-serde{serialize=false})").run(module.operation)
         else:
+            if target == "mosaic_gpu_v2":
+                from jax._src.lib import mosaic_gpu_dialect
+
+                mosaic_gpu_dialect.register_dialect(ctx)  # its barrier types inside memrefs
             module = ir.Module.parse(blob)
 
         def visit(op: Any) -> Any:
