@@ -19,6 +19,7 @@ import numpy as np
 from farm.catalog.args import Arg, StaticArg, _arg_dtype
 from farm.catalog.dtypes import X64_DTYPES
 from farm.catalog.effects import Effects
+from farm.catalog.features import ExportFeature
 from farm.catalog.specs import Point, check
 from farm.platforms import LOWERING_PLATFORMS
 from farm.results import LIMITATION_STAGES
@@ -195,6 +196,9 @@ class Harness:
     #: Has side effects (debug prints, callbacks, platform branches) the ``effects_export``
     #: stage checks on every export configuration: what they must show.
     effects: Effects | None = None
+    #: Exercises an export feature (donation, a typed PRNG key, a disabled safety check,
+    #: device-count polymorphism) the ``export_feature`` stage checks.
+    feature: ExportFeature | None = None
 
     @property
     def name(self) -> str:
@@ -236,6 +240,9 @@ class Harness:
             if self.effects is not None:
                 h.update(self.effects.describe().encode())
                 _code_digest(self.effects.build, h)
+            if self.feature is not None:
+                h.update(self.feature.describe().encode())
+                _code_digest(self.feature.fun, h)
             fp = h.hexdigest()[:20]
             object.__setattr__(self, "_fp", fp)
         return fp
@@ -284,6 +291,7 @@ class Harness:
             **({"constraints": [[[list(m) for m in mesh], list(spec)] for mesh, spec in self.constraints]}
                if self.constraints else {}),
             **({"effects": self.effects.describe()} if self.effects is not None else {}),
+            **({"feature": self.feature.describe()} if self.feature is not None else {}),
             "limitations": [
                 {"description": l.description, "platforms": list(l.platforms), "dtypes": list(l.dtypes),
                  "stage": l.stage, "tol": list(l.tol) if l.tol else None, "error": l.error, "status": l.status}
