@@ -21,7 +21,7 @@ from farm.errors import FarmError
 from farm.store import failures, open_store
 
 #: The page modules (``dashboards.views.<page>``), in navigation order: each registers its routes.
-PAGES = ("overview", "runs", "trends", "compare", "failures", "harness", "search", "coverage", "boundary", "pallas", "crosshost",
+PAGES = ("overview", "runs", "trends", "compare", "failures", "harness", "search", "coverage", "boundary", "features", "pallas", "crosshost",
          "versions", "accuracy", "api")
 
 

@@ -28,7 +28,7 @@ SEVERITY = {s: i for i, s in enumerate(("ok", "skipped", "not_runnable_here", "e
 #: run on a foreign backend adds ``<stage>_run`` records for crossexec's execution).
 STAGES = ("trace", "lower", "census", "sharding", "export", "serialize", "compile", "execute",
           "compare", "crossexec", "xhost", "symbolic_export", "symbolic_serialize", "symbolic_call",
-          "effects_export", "pallas_export", "pallas_reference")
+          "effects_export", "export_feature", "pallas_export", "pallas_reference")
 #: The stages of a harness's symbolic variant (``--shapes symbolic``): its leading dimension
 #: symbolic, exported, serialized and called at several sizes (``farm.pipeline.symbolic``).
 SYMBOLIC_STAGES = ("symbolic_export", "symbolic_serialize", "symbolic_call")
@@ -39,6 +39,10 @@ SHAPE_KINDS = ("static", "symbolic")
 #: deserialized and relabelled artifacts printed, received and returned on the CPU
 #: (``farm.pipeline.effects``).
 EFFECTS_STAGES = ("effects_export",)
+#: The stage of an export-feature harness (``Harness.feature``: donation, a typed PRNG key,
+#: a disabled safety check, device-count polymorphism): one record per export
+#: configuration, what its artifacts did with the feature (``farm.pipeline.features``).
+FEATURE_STAGES = ("export_feature",)
 #: The stage of a Pallas kernel (``Harness.pallas``): one record per target (a TPU generation,
 #: cuda with Mosaic GPU or Triton, rocm with Triton), the kernel lowered and exported for it,
 #: the census of its custom call and the serialize round trip (``farm.pipeline.pallas``); and,
@@ -47,12 +51,12 @@ PALLAS_STAGES = ("pallas_export", "pallas_reference")
 #: Stages that run before anything is compiled: always run again on a result-cache miss.
 #: Everything after them may be reused when the downstream key is unchanged.
 UPSTREAM_STAGES = ("trace", "lower", "census", "sharding", "export", "serialize", *SYMBOLIC_STAGES,
-                   *EFFECTS_STAGES, *PALLAS_STAGES)
+                   *EFFECTS_STAGES, *FEATURE_STAGES, *PALLAS_STAGES)
 #: Stages a Limitation can name, in pipeline order. ``export`` names the platforms whose
 #: part of the multi-platform export JAX refuses; ``serialize`` is the artifact's round
 #: trip; ``run`` is "does not work on this device" without saying where (see RUN_STAGES).
 LIMITATION_STAGES = ("trace", "lower", "census", "sharding", "export", "serialize", "compile", "execute",
-                     "compare", "crossexec", "run", *SYMBOLIC_STAGES, *EFFECTS_STAGES,
+                     "compare", "crossexec", "run", *SYMBOLIC_STAGES, *EFFECTS_STAGES, *FEATURE_STAGES,
                      *PALLAS_STAGES)
 #: ``stage="run"``: any of these native stages failing on the platform is the expected
 #: failure; all of them passing where the platform ran natively makes it stale.

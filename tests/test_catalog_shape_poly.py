@@ -201,6 +201,44 @@ def test_a_sweep_reads_the_catalog_in_its_workers_too(ray_local: None, sqlite_ur
     by = {(x["harness"].split("_")[0], x["stage"], x["platform"]): x["status"] for x in rows}
     assert by[("sin", "symbolic_call", "cpu")] == "ok"
     assert by[("reshape", "symbolic_export", "export")] == "expected_fail"
+    # this driver has imported JAX's test file, the workers of a farm-catalog sweep never
+    # do: the result cache still finds what they stored (CI failed on this once)
+    farm_hs = catalog.select(catalog.Filters.parse(primitive="sin", dtype="float32"))
+    for want in ((len(farm_hs), 0), (0, len(farm_hs))):
+        _, st = sweep(store, farm_hs, options=Options(platforms=("cpu",)), catalog="farm", filters={},
+                      config=SweepConfig(workers=1))
+        assert (st.done, st.cached) == want
+
+
+def test_the_imported_test_file_leaves_the_loaded_module_digest_alone_but_its_harnesses_are_keyed(
+        tmp_path: Path) -> None:
+    """A process that imported JAX's test file computes the loaded-module digest of one that
+    did not (a farm-catalog sweep's workers), while an edit to a harness in that file changes
+    that harness's own key: the file is covered, not ignored."""
+    edited = _repo(tmp_path / "edited", TEST_FILE.replace('PolyHarness("sin", "", jnp.sin,',
+                                                          'PolyHarness("sin", "", lambda x: jnp.sin(x) * 1.0,'))
+    script = f"""
+import json
+from farm import catalog
+from farm.cache import key
+before = key.loaded_digest()
+digests = []
+for repo in ({str(_repo(tmp_path / "clean"))!r}, {str(edited)!r}):
+    (h,) = catalog.select(catalog.Filters.parse(catalog="shape_poly", jax_repo=repo, group="sin"))
+    digests.append(key.harness_digest(h))
+import sys
+loaded = sorted(m for m in sys.modules if m.startswith("_farm_jax_shape_poly_test_"))
+print(json.dumps([before, key.loaded_digest(), digests, loaded]))
+"""
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    import json
+
+    before, after, digests, loaded = json.loads(out.stdout.strip().splitlines()[-1])
+    assert len(loaded) == 2  # both files are imported in this process
+    assert after == before
+    assert digests[0] != digests[1]
 
 
 def test_known_gaps_are_data_matched_by_group_and_name() -> None:

@@ -93,3 +93,41 @@ def test_a_configuration_sweep_again_keeps_finished_runs_resumes_others_and_refu
     assert "run k@x64=off finished earlier: kept" in again.stderr and "run k@x64=on (resumed)" in again.stderr
     changed = farm(*[("exp" if a == "sin" else a) for a in args])
     assert changed.returncode == 2 and "run k@x64=off exists with another selection (primitive)" in changed.stderr
+
+
+def test_calling_convention_versions_are_what_the_installed_jax_supports() -> None:
+    from jax._src.export import _export
+
+    lo, hi = _export.minimum_supported_calling_convention_version, _export.maximum_supported_calling_convention_version
+    out = configs.parse([f"cc={lo},{hi}"])
+    assert [c.env for c in out] == [{"JAX_EXPORT_CALLING_CONVENTION_VERSION": str(v)} for v in (lo, hi)]
+    with pytest.raises(ConfigError, match=rf"cc: unknown value '{hi + 1}' \(valid: {lo}.*{hi}\)"):
+        configs.parse([f"cc={hi + 1}"])
+
+
+def test_effects_artifacts_export_serialize_and_run_under_each_calling_convention(tmp_path) -> None:
+    """``--config cc=9,10``: the effects family's artifacts are exported, serialized,
+    deserialized and run under each version, the record says which version made them, and
+    the verdicts agree (on jax 0.10.2 every host callback is refused at export under both,
+    as ``Limitation`` data; ``platform_dependent`` exports and runs)."""
+    from jax._src.export import _export
+
+    versions = sorted({_export.minimum_supported_calling_convention_version,
+                       _export.maximum_supported_calling_convention_version})
+    db = f"sqlite:///{tmp_path / 'cc.db'}"
+    p = farm("sweep", "--config", "cc=" + ",".join(map(str, versions)), "--family", "effects", "--primitive", "io_callback,platform_dependent",
+             "--db", db, "--name", "cc", "--platforms", "cpu", "--workers", "1")
+    assert p.returncode == 0, p.stderr[-3000:]
+    from farm.store import open_store, queries  # noqa: PLC0415
+
+    store = open_store(db)
+    seen: dict[int, dict[tuple[str, str], str]] = {}
+    with store.session() as s:
+        for v in versions:
+            rows = queries.results(s, queries.resolve_run(s, f"cc@cc={v}").id)
+            exports = [x for x in rows if x["stage"] == "effects_export" and x["platform"] != "native"]
+            assert exports and {x["facts"].get("calling_convention_version") for x in exports if x["status"] == "ok"} == {v}
+            seen[v] = {(x["harness"], x["platform"]): x["status"] for x in rows}
+    store.dispose()
+    assert all(st in ("ok", "expected_fail", "skipped", "not_runnable_here") for st in seen[versions[0]].values())
+    assert seen[versions[0]] == seen[versions[-1]]

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from farm.cache import hermetic, units
+from farm.catalog import jaxrepo
 from farm.cache.filedigests import FileDigests
 
 #: Bump when the meaning of a key changes: every earlier result stops matching.
@@ -211,11 +212,13 @@ def farm_code() -> str:
 # ------------------------------------------------------------------ loaded modules
 def _covered(path: str) -> bool:
     """Whether a file's content is in the key already: the installation's trees, the
-    farm code, a harness family module (each harness's digest holds its own)."""
+    farm code, a harness family module or a jax test file a catalog adapter imported
+    (each of their harnesses' digests holds its own)."""
     if any(path.startswith(r + os.sep) or path == r for r in installation().roots):
         return True
     p = Path(path)
-    return p in _farm_code_set() or (p.parent == ROOT / "harnesses" and p.suffix == ".py")
+    return (p in _farm_code_set() or (p.parent == ROOT / "harnesses" and p.suffix == ".py")
+            or os.path.realpath(path) in jaxrepo.LOADED_FILES)
 
 
 @functools.lru_cache(maxsize=1)

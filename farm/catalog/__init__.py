@@ -15,6 +15,7 @@ harness modules use (``from farm import catalog; catalog.define(...)``). They li
 - ``registry``: ``define``, ``load``, ``select``, ``Filters``, ``by_fingerprint``, ``check_platforms``;
 - ``effects``: ``Effects``, what a harness's debug prints, callbacks and platform branches must show;
 - ``pallas``: ``Kernel``, a Pallas kernel's backends, and the ``Target``s (TPU generations, GPU backends) it lowers for;
+- ``features``: ``ExportFeature``, the export feature a harness exercises (donation, PRNG keys, safety checks, device counts);
 - ``coverage``: the coverage table built from the limitations (imported on its own);
 - ``special``: special-value inputs (NaN, ±Inf, ±0, subnormals, integer extremes) for harnesses.
 """
@@ -25,6 +26,7 @@ from farm.catalog.dtypes import (
     ALL, COMPLEX, DEFAULT_TOL, DTYPES, FLOAT, INEXACT, INTEGER, NUMERIC, SIGNED, UNSIGNED, X64_DTYPES, np_dtype,
 )
 from farm.catalog.effects import Effects
+from farm.catalog.features import ExportFeature
 from farm.catalog.pallas import Kernel, Target
 from farm.catalog.harness import Harness, HarnessKey, Limitation, Point, Poly, chlo_leak
 from farm.catalog.registry import CATALOGS, FARM_FAMILIES, Filters, by_fingerprint, check_platforms, define, load, select
@@ -44,7 +46,7 @@ __all__ = [
     # argument descriptors
     "Arg", "CustomArg", "DtypeArg", "RandArg", "StaticArg",
     # harnesses and their known gaps
-    "Effects", "Kernel", "Target", "Harness", "HarnessKey", "Limitation", "Point", "Poly", "chlo_leak", "LIMITATION_STAGES", "RUN_STAGES", "LOWERING_PLATFORMS",
+    "Effects", "ExportFeature", "Kernel", "Target", "Harness", "HarnessKey", "Limitation", "Point", "Poly", "chlo_leak", "LIMITATION_STAGES", "RUN_STAGES", "LOWERING_PLATFORMS",
     # the registry
     "CATALOGS", "FARM_FAMILIES", "Filters", "by_fingerprint", "check_platforms", "define", "load", "select",
 ]

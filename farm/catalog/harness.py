@@ -20,6 +20,7 @@ from farm.catalog.args import Arg, StaticArg, _arg_dtype
 from farm.catalog.dtypes import X64_DTYPES
 from farm.catalog.effects import Effects
 from farm.catalog.pallas import Kernel
+from farm.catalog.features import ExportFeature
 from farm.catalog.specs import Point, check
 from farm.platforms import LOWERING_PLATFORMS
 from farm.results import LIMITATION_STAGES
@@ -199,6 +200,9 @@ class Harness:
     #: A Pallas kernel (``fun`` is it in interpret mode): the ``pallas_export`` stage lowers
     #: the real kernel for each TPU generation and GPU backend it is written for.
     pallas: Kernel | None = None
+    #: Exercises an export feature (donation, a typed PRNG key, a disabled safety check,
+    #: device-count polymorphism) the ``export_feature`` stage checks.
+    feature: ExportFeature | None = None
 
     @property
     def name(self) -> str:
@@ -243,6 +247,9 @@ class Harness:
             if self.pallas is not None:
                 h.update(self.pallas.describe().encode())
                 _code_digest(self.pallas.build, h)
+            if self.feature is not None:
+                h.update(self.feature.describe().encode())
+                _code_digest(self.feature.fun, h)
             fp = h.hexdigest()[:20]
             object.__setattr__(self, "_fp", fp)
         return fp
@@ -292,6 +299,7 @@ class Harness:
                if self.constraints else {}),
             **({"effects": self.effects.describe()} if self.effects is not None else {}),
             **({"pallas": self.pallas.describe()} if self.pallas is not None else {}),
+            **({"feature": self.feature.describe()} if self.feature is not None else {}),
             "limitations": [
                 {"description": l.description, "platforms": list(l.platforms), "dtypes": list(l.dtypes),
                  "stage": l.stage, "tol": list(l.tol) if l.tol else None, "error": l.error, "status": l.status}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import importlib.metadata
 import importlib.util
+import os
 import shutil
 import subprocess
 import sys
@@ -21,6 +22,14 @@ from pathlib import Path
 from types import ModuleType
 
 from farm.errors import BadJaxRepo
+
+#: Files ``load`` imported (real paths). The result cache treats them like the farm's own
+#: harness family modules: what each of their harnesses runs is in that harness's digest
+#: (its function's source; the module's name carries the file's git blob id), so a
+#: driver that loaded a jax test file (``--catalog shape_poly``, or a test that did)
+#: and a worker that never did compute the same loaded-module digest
+#: (``farm.cache.hermetic``).
+LOADED_FILES: set[str] = set()
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +80,7 @@ def load(src: Source, name: str) -> ModuleType:
     atexit.register(shutil.rmtree, tmp, True)
     file = tmp / Path(src.path).name
     file.write_text(src.text)
+    LOADED_FILES.add(os.path.realpath(file))
     spec = importlib.util.spec_from_file_location(name, file)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)

@@ -12,6 +12,7 @@ from typing import Any
 from farm.catalog.args import Arg, _shape_of
 from farm.catalog.dtypes import DTYPES, INTEGER
 from farm.catalog.effects import Effects
+from farm.catalog.features import ExportFeature
 from farm.catalog.harness import Harness, HarnessKey, Limitation, Poly
 from farm.catalog.pallas import Kernel
 from farm.errors import ConfigError, UnknownName
@@ -25,7 +26,7 @@ FARM_FAMILIES: tuple[str, ...] = (
     "elementwise_unary", "elementwise_binary", "comparison", "bitwise", "conversion",
     "reduction", "cumulative", "dot_conv", "shape", "indexing", "sort", "control_flow",
     "linalg", "random", "fft", "special", "collective", "sharding", "found", "xla_cpu_findings", "symbolic",
-    "effects",
+    "effects", "export_features",
 )
 
 
@@ -67,6 +68,7 @@ def define(
     jax_config: Sequence[tuple[str, Any]] = (),
     effects: Effects | None = None,
     pallas: Kernel | None = None,
+    feature: ExportFeature | None = None,
 ) -> Harness:
     """Declare one harness and append it to its catalog's registry."""
     if dtype not in DTYPES:
@@ -85,6 +87,7 @@ def define(
         constraints=tuple((tuple((str(n), int(k)) for n, k in m), tuple(sp)) for m, sp in constraints),
         poly=poly, jax_config=tuple((str(k), v) for k, v in jax_config), effects=effects,
         pallas=pallas,
+        feature=feature,
     )
     _REGISTRY.setdefault(catalog, []).append(h)
     return h

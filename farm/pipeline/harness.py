@@ -27,6 +27,7 @@ from farm.reference.handwritten import reference_outputs
 from farm.pipeline.checks import Job, check
 from farm.pipeline.effects import run_effects
 from farm.pipeline.pallas import run_pallas
+from farm.pipeline.features import run_features
 from farm.pipeline.symbolic import run_symbolic
 from farm.platforms import native_platform
 from farm.results import UPSTREAM_STAGES, Artifact, Options, Outcome, Record, Reuse
@@ -106,6 +107,7 @@ def _run_traced(h: Harness, opts: Options, prior: xhost.Prior | None, reuse: Reu
         recs += run_symbolic(h, opts.platforms)
     recs += run_effects(h, tr.handle.dyn, opts.platforms)  # upstream too: never reused
     recs += run_pallas(h, tr.handle.dyn, opts)  # upstream too: never reused
+    recs += run_features(h, tr.handle.dyn, opts.platforms)  # the same
     arts = [*module_arts, *export_arts]
     if abstract:
         return recs + _too_big(h, opts), arts, None

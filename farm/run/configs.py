@@ -1,5 +1,5 @@
 """Configurations as a sweep dimension: x64, the partitioner, the default matmul
-precision and named XLA flag sets.
+precision, named XLA flag sets and ``jax.export``'s calling-convention version.
 
 A configuration is a set of JAX/XLA environment settings; ``farm sweep --config
 x64=on,off --config shardy=on,off`` sweeps the selection once per combination, each in a
@@ -20,17 +20,32 @@ import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from farm.errors import ConfigError
 
-#: key -> (environment variable, {value: setting}); None: any value, passed through
-KEYS: dict[str, tuple[str, dict[str, str] | None]] = {
+
+def calling_conventions() -> dict[str, str]:
+    """The calling-convention versions the installed jax exports and reads (9 and 10 on jax
+    0.10.2): every artifact of a ``cc=`` configuration is exported, serialized,
+    deserialized and run under that version (``export_test.py`` runs its ordered-effects
+    tests at each one)."""
+    from farm.stages import compat
+
+    lo, hi = compat.calling_convention_range()
+    return {str(v): str(v) for v in range(lo, hi + 1)}
+
+
+#: key -> (environment variable, {value: setting}, or a function giving them from what is
+#: installed); None: any value, passed through
+KEYS: dict[str, tuple[str, dict[str, str] | Callable[[], dict[str, str]] | None]] = {
     "x64": ("JAX_ENABLE_X64", {"on": "1", "off": "0"}),
     "shardy": ("JAX_USE_SHARDY_PARTITIONER", {"on": "1", "off": "0"}),
     "matmul_precision": ("JAX_DEFAULT_MATMUL_PRECISION",
                          {v: v for v in ("default", "high", "highest", "bfloat16", "tensorfloat32", "float32")}),
     "xla_flags": ("XLA_FLAGS", None),
+    "cc": ("JAX_EXPORT_CALLING_CONVENTION_VERSION", calling_conventions),
 }
 
 
@@ -68,7 +83,10 @@ def parse(specs: list[str], flag_sets: dict[str, str] | None = None) -> list[Con
             for combo in itertools.product(*axes)]
 
 
-def _setting(key: str, value: str, allowed: dict[str, str] | None, flag_sets: dict[str, str]) -> str:
+def _setting(key: str, value: str, allowed: dict[str, str] | Callable[[], dict[str, str]] | None,
+             flag_sets: dict[str, str]) -> str:
+    if callable(allowed):
+        allowed = allowed()
     if allowed is not None:
         if value not in allowed:
             raise ConfigError(f"--config {key}: unknown value {value!r} (valid: {', '.join(allowed)})")

@@ -41,6 +41,14 @@ def jax_export() -> Any:
     return jax.export
 
 
+def calling_convention_range() -> tuple[int, int]:
+    """The calling-convention versions this jax exports and reads, (lowest, highest)."""
+    from jax._src.export import _export  # noqa: PLC0415  (where every version so far keeps them)
+
+    return (_export.minimum_supported_calling_convention_version,
+            _export.maximum_supported_calling_convention_version)
+
+
 def aval_key(aval: Any) -> tuple[Any, ...]:
     """What identifies an abstract value across a serialization round trip: shape, dtype and
     (where the version has it) memory space."""

@@ -82,6 +82,7 @@ def run(h: Harness, dyn: list[Any], platforms: tuple[str, ...]) -> EffectsExport
     try:
         with timer():
             exp = export.export(jax.jit(fun), platforms=platforms)(*dyn)
+            facts["calling_convention_version"] = exp.calling_convention_version  # tokens differ by version
             step = "call"
             for name, art, branch in _runnable(exp, ""):
                 observed[name] = _observe(art.call, dyn, log) | {"branch": branch}
