@@ -1,0 +1,178 @@
+"""vjp, vjp2: a harness's multi-platform export serialized with its derivatives
+(``Exported.serialize(vjp_order=k)``), read back, and its vjp taken here.
+
+- ``serialize``: the export (the export stage's own ``jax.export.Exported``, which knows how
+  to export its vjp) serialized with ``vjp_order`` orders of vjp and deserialized;
+- ``pullbacks``: for each platform of the artifact, the cotangents of its inputs at order 1
+  (``vjp``) and, where asked, order 2 (``vjp2``). The cpu's are ``jax.vjp`` of the
+  deserialized ``Exported.call`` (the path a user takes: jax finds the serialized vjp
+  module through ``Exported.call``'s custom vjp); another platform's are its part of the
+  serialized vjp module, relabelled so the CPU backend runs it (as ``farm.stages.effects``
+  and crossexec do). A vjp module without a ``stablehlo.case`` has no platform branch: every
+  platform's part is the cpu's, and the other platforms take the cpu's results
+  (``same_module_as``) instead of compiling the same module again;
+- ``expected``: ``jax.vjp`` of the original function at the same point, the first
+  thing the judge holds them against (``farm.judge.gradients``).
+
+Order 2 is the vjp of the order-1 vjp function ``(x, ct) -> Jᵀct`` with a cotangent ``w``
+for its outputs: ``(∂x (w·Jᵀct), J w)``. Integer and bool inputs and outputs take
+``float0`` cotangents, as JAX defines them.
+
+Records say what ran; whether it is right is the judge's.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from farm.results import Record
+from farm.stages.compile import not_runnable
+from farm.stages.record import Timer, failure
+
+#: The orders of vjp the farm serializes and judges (``farm sweep --vjp``).
+ORDERS = (1, 2)
+#: Each order's stage name.
+STAGE_OF_ORDER = {1: "vjp", 2: "vjp2"}
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """Where the derivatives are taken: the primal inputs, the output cotangents ``ct`` and,
+    for order 2, the cotangents ``w`` of the order-1 vjp's outputs (one per input).
+    ``float0`` arrays where an input or output is an integer or a bool."""
+
+    primals: tuple[Any, ...]
+    ct: tuple[Any, ...]
+    w: tuple[Any, ...] = ()
+
+    def args(self, order: int) -> tuple[Any, ...]:
+        """The arguments of the order-``order`` vjp module (primals, cotangents...)."""
+        return self.primals + self.ct if order == 2 else self.primals
+
+    def cotangents(self, order: int) -> tuple[Any, ...]:
+        return self.ct if order == 1 else self.w
+
+
+@dataclass(frozen=True, slots=True)
+class GradSerialized(Record):
+    """stage ``vjp``, platform ``export``: the artifact with ``vjp_order`` orders of vjp;
+    facts: ``vjp_order``, ``platforms``, ``vjp_platforms`` (what the vjp modules were
+    exported for), ``branches`` ({order: whether the vjp module has a platform branch});
+    ``handle``: the deserialized ``jax.export.Exported``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Pullback(Record):
+    """stage ``vjp`` or ``vjp2`` on one platform: the input cotangents its module computed
+    (``handle``: a list of arrays, ``float0`` ones included); facts: ``order``, ``how``."""
+
+
+def serialize(exported: Any, order: int) -> GradSerialized:
+    """``exported`` (a live ``jax.export.Exported``) serialized with ``order`` orders of vjp,
+    then read back."""
+    from jax import export
+
+    timer = Timer()
+    facts: dict[str, Any] = {"vjp_order": order, "platforms": list(exported.platforms)}
+    try:
+        with timer():
+            blob = bytes(exported.serialize(vjp_order=order))
+            back = export.deserialize(bytearray(blob))
+            branches, vjp = {}, back
+            for k in range(1, order + 1):
+                vjp = vjp.vjp()
+                branches[str(k)] = "stablehlo.case" in vjp.mlir_module()
+        return GradSerialized("vjp", "export", "ok", timer.seconds, metrics={"artifact_bytes": float(len(blob))},
+                              facts={**facts, "vjp_platforms": list(back.vjp().platforms), "branches": branches},
+                              handle=back)
+    except Exception as e:
+        return failure(GradSerialized, "vjp", "export", e, timer.seconds, facts=facts)
+
+
+def pullbacks(ser: GradSerialized, order: int, point: Point) -> list[Pullback]:
+    """One record per platform of the artifact: the order-``order`` input cotangents its
+    serialized vjp module computes at ``point`` on the CPU backend."""
+    back = ser.handle
+    stage = STAGE_OF_ORDER[order]
+    platforms = tuple(back.platforms)
+    vjp = back
+    for _ in range(order):
+        vjp = vjp.vjp()
+    out: list[Pullback] = []
+    first: Pullback | None = None
+    branched = ser.facts.get("branches", {}).get(str(order), True)
+    for p in platforms:
+        if first is not None and first.status == "ok" and not branched:
+            out.append(dataclasses.replace(first, platform=p, seconds=0.0,
+                                           facts={**first.facts, "same_module_as": first.platform}))
+            continue
+        rec = _pullback(back, vjp, p, platforms, order, point, stage)
+        out.append(rec)
+        first = first or rec
+    return out
+
+
+def _pullback(back: Any, vjp: Any, p: str, platforms: tuple[str, ...], order: int, point: Point,
+              stage: str) -> Pullback:
+    import jax
+
+    timer = Timer()
+    how = "jax.vjp of the deserialized Exported.call" if p == "cpu" else \
+        f"the deserialized order-{order} vjp module, relabelled so the CPU runs {p}'s part"
+    facts: dict[str, Any] = {"order": order, "how": how}
+    try:
+        with timer():
+            if p == "cpu":
+                fun = back if order == 1 else back.vjp()
+                _, pull = jax.vjp(fun.call, *point.args(order))
+                cts = pull(jax.tree.unflatten(fun.out_tree, list(point.cotangents(order))))
+            else:
+                cts = _relabelled(vjp, p, platforms).call(*point.args(order), *point.cotangents(order))
+            arrays = [np.asarray(c) for c in jax.tree.leaves(cts)]
+        return Pullback(stage, p, "ok", timer.seconds, facts=facts, handle=arrays)
+    except Exception as e:
+        rec = failure(Pullback, stage, p, e, timer.seconds, facts=facts)
+        return not_runnable(rec, str(e))  # a platform's custom call with no CPU handler
+
+
+def _relabelled(exp: Any, p: str, platforms: tuple[str, ...]) -> Any:
+    """``exp`` with its platform labels changed so the CPU backend runs ``p``'s part."""
+    if "cpu" not in platforms:
+        if len(platforms) == 1:
+            return dataclasses.replace(exp, platforms=("cpu",))
+        swapped = tuple("cpu" if q == p else q for q in platforms)
+    else:
+        swapped = tuple("cpu" if q == p else p if q == "cpu" else q for q in platforms)
+    return dataclasses.replace(exp, platforms=swapped)
+
+
+def expected(fun: Any, point: Point, order: int) -> list[np.ndarray]:
+    """``jax.vjp`` of the original (flat-output) function at ``point``: what the artifact's
+    vjp modules should compute, by the same derivative rules."""
+    import jax
+
+    n = len(point.primals)
+
+    def flat(*xs: Any) -> list[Any]:
+        return jax.tree.leaves(fun(*xs))
+
+    if order == 1:
+        _, pull = jax.vjp(flat, *point.primals)
+        return [np.asarray(c) for c in jax.tree.leaves(pull(list(point.ct)))]
+
+    def first(*xs_and_ct: Any) -> tuple[Any, ...]:
+        return tuple(jax.vjp(flat, *xs_and_ct[:n])[1](list(xs_and_ct[n:])))
+
+    _, pull = jax.vjp(first, *point.primals, *point.ct)
+    return [np.asarray(c) for c in jax.tree.leaves(pull(tuple(point.w)))]
+
+
+def float0_like(shape: Sequence[int]) -> np.ndarray:
+    """JAX's cotangent of an integer or bool value of this shape."""
+    from jax import dtypes
+
+    return np.zeros(tuple(shape), dtype=dtypes.float0)
