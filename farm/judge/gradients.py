@@ -99,6 +99,14 @@ def pullback(rec: Record, expected: list[np.ndarray] | None, point: Point, jaxpr
                                handle=None)
 
 
+def same_module(verdict: Record, rec: Record) -> Record:
+    """The verdict on another platform's part of the same vjp module (``rec``: the results it
+    took from ``verdict``'s platform): the same verdict, on ``rec``'s platform."""
+    return verdict.with_status(verdict.status, platform=rec.platform, seconds=0.0,
+                               facts={**verdict.facts, "how": rec.facts.get("how"),
+                                      "same_module_as": rec.facts.get("same_module_as")})
+
+
 def _judge(rec: Record, expected: list[np.ndarray] | None, point: Point, jaxpr: Any, order: int,
            seed: int) -> Record:
     got = list(rec.handle)

@@ -52,7 +52,14 @@ def _run(h: Harness, jitted: Any, dyn: list[Any], jaxpr: Any, exported: Any, ord
         except Exception as e:  # jax.vjp of the original raised where the artifact's may not: recorded, not judged
             recs.append(failure(Record, STAGE_OF_ORDER[k], "expected", e, 0.0))
             want = None
-        recs += [judge.pullback(r, want, point, jaxpr, k, h.seed) for r in gradients.pullbacks(ser, k, point)]
+        judged: dict[str, Record] = {}
+        for r in gradients.pullbacks(ser, k, point):
+            same = r.facts.get("same_module_as")
+            if same in judged:  # the same module's results: the same verdict, judged once
+                recs.append(judge.same_module(judged[same], r))
+                continue
+            judged[r.platform] = judge.pullback(r, want, point, jaxpr, k, h.seed)
+            recs.append(judged[r.platform])
     return recs
 
 

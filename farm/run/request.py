@@ -26,7 +26,7 @@ FLAGS: tuple[tuple[str, str, str], ...] = (
     ("platforms", "--platforms", "str"), ("run_on", "--run-on", "str"), ("db", "--db", "str"),
     ("address", "--address", "str"), ("workers", "--workers", "int"), ("gpu_fraction", "--gpu-fraction", "float"),
     ("gpu_backend", "--gpu-backend", "str"), ("force", "--force", "on"), ("timeout", "--timeout", "float"), ("batch", "--batch", "int"),
-    ("repeats", "--repeats", "int"), ("crossexec", "--no-crossexec", "off"), ("shapes", "--shapes", "str"),
+    ("repeats", "--repeats", "int"), ("crossexec", "--no-crossexec", "off"), ("shapes", "--shapes", "str"), ("vjp", "--vjp", "str"),
     ("format", "--format", "str"),
     ("config", "--config", "many"), ("jax", "--jax", "str"), ("cross", "--no-cross", "off"),
     ("submit", "--submit", "on"), ("dashboard", "--dashboard", "str"), ("series", "--series", "str"),
@@ -64,6 +64,7 @@ class SweepRequest:
     repeats: int = 3
     crossexec: bool = True
     shapes: str = "static"
+    vjp: str = "0"  # vjp orders to differentiate and judge: 0 (none), 1 or 2
     format: str = "table"
     config: tuple[str, ...] = ()
     jax: str | None = None

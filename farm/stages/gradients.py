@@ -107,8 +107,9 @@ def pullbacks(ser: GradSerialized, order: int, point: Point) -> list[Pullback]:
     branched = ser.facts.get("branches", {}).get(str(order), True)
     for p in platforms:
         if first is not None and first.status == "ok" and not branched:
-            out.append(dataclasses.replace(first, platform=p, seconds=0.0,
-                                           facts={**first.facts, "same_module_as": first.platform}))
+            out.append(dataclasses.replace(first, platform=p, seconds=0.0, facts={
+                **first.facts, "how": f"{first.platform}'s results: the vjp module has no platform branch",
+                "same_module_as": first.platform}))
             continue
         rec = _pullback(back, vjp, p, platforms, order, point, stage)
         out.append(rec)
