@@ -129,8 +129,13 @@ def _pullback(back: Any, vjp: Any, p: str, platforms: tuple[str, ...], order: in
         with timer():
             if p == "cpu":
                 fun = back if order == 1 else back.vjp()
-                _, pull = jax.vjp(fun.call, *point.args(order))
-                cts = pull(jax.tree.unflatten(fun.out_tree, list(point.cotangents(order))))
+                n = len(point.args(order))
+
+                def pullback(*args: Any) -> Any:  # under jit: one compile, the forward call left out
+                    _, pull = jax.vjp(fun.call, *args[:n])
+                    return pull(jax.tree.unflatten(fun.out_tree, list(args[n:])))
+
+                cts = jax.jit(pullback)(*point.args(order), *point.cotangents(order))
             else:
                 cts = _relabelled(vjp, p, platforms).call(*point.args(order), *point.cotangents(order))
             arrays = [np.asarray(c) for c in jax.tree.leaves(cts)]
@@ -161,15 +166,17 @@ def expected(fun: Any, point: Point, order: int) -> list[np.ndarray]:
     def flat(*xs: Any) -> list[Any]:
         return jax.tree.leaves(fun(*xs))
 
-    if order == 1:
-        _, pull = jax.vjp(flat, *point.primals)
-        return [np.asarray(c) for c in jax.tree.leaves(pull(list(point.ct)))]
-
     def first(*xs_and_ct: Any) -> tuple[Any, ...]:
         return tuple(jax.vjp(flat, *xs_and_ct[:n])[1](list(xs_and_ct[n:])))
 
-    _, pull = jax.vjp(first, *point.primals, *point.ct)
-    return [np.asarray(c) for c in jax.tree.leaves(pull(tuple(point.w)))]
+    def second(*args: Any) -> tuple[Any, ...]:
+        m = n + len(point.ct)
+        return tuple(jax.vjp(first, *args[:m])[1](tuple(args[m:])))
+
+    # under jit, as the artifact's vjp modules are: one compile, not one per primitive
+    cts = jax.jit(first)(*point.primals, *point.ct) if order == 1 else \
+        jax.jit(second)(*point.primals, *point.ct, *point.w)
+    return [np.asarray(c) for c in jax.tree.leaves(cts)]
 
 
 def float0_like(shape: Sequence[int]) -> np.ndarray:
