@@ -134,3 +134,22 @@ def test_an_order_the_farm_does_not_judge_is_one_line_and_nothing_is_stored(orde
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"farm: error: --vjp {order}:"), lines
     assert not db.exists()
+
+
+def test_a_module_branches_only_where_a_platform_computes_differently() -> None:
+    from farm.stages.gradients import branched
+
+    case = ('func.func public @main(%arg0: tensor<i32>, %arg1: tensor<f32>) -> tensor<f32> {\n'
+            '  %0 = "stablehlo.case"(%arg0) ({\n    stablehlo.return %c : tensor<i32>\n  }, {\n'
+            '    stablehlo.return %c_0 : tensor<i32>\n  }) : (tensor<i32>) -> tensor<i32>\n'
+            '  %1 = "stablehlo.case"(%0) ({\n    %2 = stablehlo.sine %arg1 : tensor<f32> loc(#loc3)\n'
+            '    stablehlo.return %2 : tensor<f32>\n  }, {\n    %2 = stablehlo.sine %arg1 : tensor<f32> loc(#loc9)\n'
+            '    stablehlo.return %2 : tensor<f32>\n  }) : (tensor<i32>) -> tensor<f32>\n  return %1 : tensor<f32>\n}')
+    assert not branched(case)  # the same ops in every branch (jax's rule map aside)
+    assert branched(case.replace("%2 = stablehlo.sine %arg1 : tensor<f32> loc(#loc9)",
+                                 "%2 = stablehlo.cosine %arg1 : tensor<f32> loc(#loc9)"))
+    assert branched(case.replace("return %1", "return %0"))  # the rule map's result used as a value
+    assert branched(case.replace("%1 = ", "%1:2 = ").replace('"stablehlo.case"(%0) ({', "stablehlo.case(%0) ({"))
+    by = _gradients(_one("eigh_float32_4x4"), platforms=("cpu", "cuda", "rocm", "tpu"))  # LAPACK, cuSOLVER...
+    assert by[("vjp", "export")].facts["branches"] == {"1": True}
+    assert "same_module_as" not in by[("vjp", "cuda")].facts

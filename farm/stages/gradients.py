@@ -8,9 +8,11 @@
   deserialized ``Exported.call`` (the path a user takes: jax finds the serialized vjp
   module through ``Exported.call``'s custom vjp); another platform's are its part of the
   serialized vjp module, relabelled so the CPU backend runs it (as ``farm.stages.effects``
-  and crossexec do). A vjp module without a ``stablehlo.case`` has no platform branch: every
-  platform's part is the cpu's, and the other platforms take the cpu's results
-  (``same_module_as``) instead of compiling the same module again;
+  and crossexec do). A vjp module whose ``stablehlo.case`` ops (how a multi-platform module
+  branches on its platform) have no two branches that differ computes the same for every
+  platform (``branched``: jax emits a case wherever a primitive has platform-specific
+  lowering rules, even when they lower to the same ops, as dot_general's do): the other
+  platforms take the cpu's results (``same_module_as``) instead of compiling it again;
 - ``expected``: ``jax.vjp`` of the original function at the same point, the first
   thing the judge holds them against (``farm.judge.gradients``).
 
@@ -23,6 +25,7 @@ Records say what ran; whether it is right is the judge's.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -61,7 +64,7 @@ class Point:
 class GradSerialized(Record):
     """stage ``vjp``, platform ``export``: the artifact with ``vjp_order`` orders of vjp;
     facts: ``vjp_order``, ``platforms``, ``vjp_platforms`` (what the vjp modules were
-    exported for), ``branches`` ({order: whether the vjp module has a platform branch});
+    exported for), ``branches`` ({order: whether the vjp module's platforms compute differently});
     ``handle``: the deserialized ``jax.export.Exported``."""
 
 
@@ -85,7 +88,7 @@ def serialize(exported: Any, order: int) -> GradSerialized:
             branches, vjp = {}, back
             for k in range(1, order + 1):
                 vjp = vjp.vjp()
-                branches[str(k)] = "stablehlo.case" in vjp.mlir_module()
+                branches[str(k)] = branched(vjp.mlir_module())
         return GradSerialized("vjp", "export", "ok", timer.seconds, metrics={"artifact_bytes": float(len(blob))},
                               facts={**facts, "vjp_platforms": list(back.vjp().platforms), "branches": branches},
                               handle=back)
@@ -143,6 +146,60 @@ def _pullback(back: Any, vjp: Any, p: str, platforms: tuple[str, ...], order: in
     except Exception as e:
         rec = failure(Pullback, stage, p, e, timer.seconds, facts=facts)
         return not_runnable(rec, str(e))  # a platform's custom call with no CPU handler
+
+
+_LOCATIONS = re.compile(r"\bloc\([^)]*\)|#loc\d*( = .*)?")
+_CASE = re.compile(r'(%[\w#]+)(?::\d+)? = "stablehlo\.case"\(([^)]*)\)')
+_RETURNS_CONSTANT = re.compile(r"^stablehlo\.return %c(_\d+)? : tensor<i32>$")
+
+
+def branched(module_text: str) -> bool:
+    """Whether a module may compute differently on different platforms: whether, in any of its
+    functions, a ``stablehlo.case`` has two branches that differ (locations aside). A case
+    whose branches each return an i32 constant and whose result only selects the branch of
+    other cases is jax's map from platform index to lowering rule, not a computation: skipped.
+    Anything this cannot read counts as branched."""
+    text = _LOCATIONS.sub("", module_text)
+    for func in text.split("func.func")[1:]:
+        cases = list(_CASE.finditer(func))
+        if len(cases) != func.count("stablehlo.case"):  # a case op in a form not read here
+            return True
+        for m in cases:
+            regions = _regions(func, m.end())
+            if regions is None:
+                return True
+            if len(set(regions)) <= 1:
+                continue
+            result = m.group(1)
+            selector = all(_RETURNS_CONSTANT.match(r) for r in regions)
+            uses = re.findall(rf"{re.escape(result)}(?![\w#])", func)
+            as_selector = len(re.findall(rf'"stablehlo\.case"\({re.escape(result)}\)', func))
+            if not (selector and len(uses) == 1 + as_selector):
+                return True
+    return False
+
+
+def _regions(text: str, start: int) -> list[str] | None:
+    """The bodies of the regions of the op whose operands end at ``start``: `` ({ a }, { b })``;
+    None where the text is not that shape."""
+    open_at = text.find("({", start)
+    if open_at < 0 or text[start:open_at].strip():
+        return None
+    out: list[str] = []
+    depth, begin = 0, 0
+    for i in range(open_at + 1, len(text)):
+        c = text[i]
+        if c == "{":
+            depth += 1
+            if depth == 1:
+                begin = i + 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                out.append(" ".join(text[begin:i].split()))
+        elif depth == 0 and c == ")":
+            return out
+    return None
 
 
 def _relabelled(exp: Any, p: str, platforms: tuple[str, ...]) -> Any:
