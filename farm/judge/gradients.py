@@ -36,7 +36,7 @@ from farm.judge.outputs import compare_outputs
 from farm.judge.tolerance import gradient_tolerance
 from farm.reference import evaluate, missing, plan
 from farm.results import Record
-from farm.stages.gradients import Point
+from farm.stages.gradients import Point, VjpJaxpr, inexact
 
 #: JAX's own refusals to differentiate, as data: the error each one explains.
 KNOWN_GAPS = (
@@ -54,15 +54,6 @@ STEP_2 = 1e-4
 NOISE = 16 * float(np.finfo(np.float64).eps)
 
 
-def inexact(x: Any) -> bool:
-    """Whether ``x`` (an array or an aval) is a real floating value: one with a derivative."""
-    try:
-        dt = np.dtype(getattr(x, "dtype", np.float32))
-    except TypeError:  # a PRNG key
-        return False
-    return dt.kind == "f" or dt.name.startswith(("bfloat16", "float8", "float4"))
-
-
 def differenced(jaxpr: Any) -> tuple[list[bool], str | None]:
     """(per output: whether finite differences of the reference may see it, and why none may,
     or None). An output needs a floating dtype and a unique reference (``farm.reference.plan``)."""
@@ -76,6 +67,20 @@ def differenced(jaxpr: Any) -> tuple[list[bool], str | None]:
     return mask, None
 
 
+def expected(vj: VjpJaxpr) -> list[np.ndarray | None] | None:
+    """``jax.vjp``'s cotangents (its jaxpr, ``farm.stages.gradients.vjp_jaxpr``) evaluated by the
+    float64 reference, in the vjp module's output order (None where an output is a float0);
+    None where the reference has no rule for one of its primitives."""
+    if missing(vj.jaxpr):
+        return None
+    with np.errstate(all="ignore"):
+        values = evaluate(vj.jaxpr, *vj.args)
+    out: list[np.ndarray | None] = [None] * vj.outputs
+    for i, v in zip(vj.returns, values):
+        out[i] = v
+    return out
+
+
 def known_gap(rec: Record) -> Record:
     """A record of JAX refusing to differentiate: ``expected_fail`` with the gap named."""
     if rec.status != "error":
@@ -86,14 +91,14 @@ def known_gap(rec: Record) -> Record:
     return rec.with_status("expected_fail", facts={**rec.facts, "limitation": gap.description})
 
 
-def pullback(rec: Record, expected: list[np.ndarray] | None, point: Point, jaxpr: Any, order: int,
-             seed: int = 0) -> Record:
+def pullback(rec: Record, expected: list[np.ndarray | None] | None, point: Point, jaxpr: Any, order: int,
+             seed: int = 0, against: str = "jax.vjp") -> Record:
     """``rec`` (one platform's input cotangents in ``rec.handle``) against ``jax.vjp``'s and
     the finite differences of the reference; ``fail`` where either disagrees."""
     if rec.status != "ok":
         return known_gap(rec).with_status(known_gap(rec).status, handle=None)
     try:
-        return _judge(rec, expected, point, jaxpr, order, seed)
+        return _judge(rec, expected, point, jaxpr, order, seed, against)
     except Exception as e:  # the reference or the comparison raised: an error, never a pass
         return rec.with_status("error", error_type=type(e).__name__, error=f"judging the vjp raised: {e}"[:500],
                                handle=None)
@@ -107,8 +112,8 @@ def same_module(verdict: Record, rec: Record) -> Record:
                                       "same_module_as": rec.facts.get("same_module_as")})
 
 
-def _judge(rec: Record, expected: list[np.ndarray] | None, point: Point, jaxpr: Any, order: int,
-           seed: int) -> Record:
+def _judge(rec: Record, expected: list[np.ndarray | None] | None, point: Point, jaxpr: Any, order: int,
+           seed: int, against: str) -> Record:
     got = list(rec.handle)
     want_in = point.args(order)  # what each cotangent is the cotangent of
     facts: dict[str, Any] = {**rec.facts}
@@ -130,7 +135,8 @@ def _judge(rec: Record, expected: list[np.ndarray] | None, point: Point, jaxpr: 
         act = [np.asarray(got[i], dtype=np.float64) for i in idx]
         atol = tol * max([float(np.max(np.abs(e))) for e in exp if e.size and np.all(np.isfinite(e))] + [1e-30])
         status, err, metrics = compare_outputs(act, exp, tol, atol, False)
-        facts["against_jax"] = {"max_abs_err": metrics.get("max_abs_err", 0.0), "atol": atol, "rtol": tol}
+        facts["against_jax"] = {"max_abs_err": metrics.get("max_abs_err", 0.0), "atol": atol, "rtol": tol,
+                                "how": against}
         if status != "ok":
             wrong.append(f"against jax.vjp: {err}")
     mask, why = differenced(jaxpr)

@@ -47,8 +47,11 @@ def _run(h: Harness, jitted: Any, dyn: list[Any], jaxpr: Any, exported: Any, ord
     mask, _ = judge.differenced(jaxpr)
     point = draw(dyn, jaxpr, mask, order, np.random.default_rng(h.seed + 1))
     for k in range(1, order + 1):
+        want, how = None, "jax.vjp's jaxpr evaluated by the float64 reference"
         try:
-            want = gradients.expected(jitted, point, k)
+            want = judge.expected(gradients.vjp_jaxpr(jitted, point, k))
+            if want is None:  # a primitive the reference has no rule for: jax.vjp compiled and run here
+                want, how = gradients.expected(jitted, point, k), "jax.vjp compiled and run on the CPU"
         except Exception as e:  # jax.vjp of the original raised where the artifact's may not: recorded, not judged
             recs.append(failure(Record, STAGE_OF_ORDER[k], "expected", e, 0.0))
             want = None
@@ -58,7 +61,7 @@ def _run(h: Harness, jitted: Any, dyn: list[Any], jaxpr: Any, exported: Any, ord
             if same in judged:  # the same module's results: the same verdict, judged once
                 recs.append(judge.same_module(judged[same], r))
                 continue
-            judged[r.platform] = judge.pullback(r, want, point, jaxpr, k, h.seed)
+            judged[r.platform] = judge.pullback(r, want, point, jaxpr, k, h.seed, how)
             recs.append(judged[r.platform])
     return recs
 
@@ -72,7 +75,7 @@ def draw(dyn: list[Any], jaxpr: Any, mask: list[bool], order: int, rng: np.rando
     use_mask = any(mask)
     ct = []
     for a, m in zip(outs, mask):
-        if not judge.inexact(a):
+        if not gradients.inexact(a):
             ct.append(gradients.float0_like(a.shape))
         elif use_mask and not m:
             ct.append(np.zeros(a.shape, dtype=a.dtype))
@@ -80,7 +83,7 @@ def draw(dyn: list[Any], jaxpr: Any, mask: list[bool], order: int, rng: np.rando
             ct.append(rng.standard_normal(a.shape).astype(a.dtype))
     w = []
     if order >= 2:
-        w = [rng.standard_normal(np.shape(x)).astype(np.asarray(x).dtype) if judge.inexact(x)
+        w = [rng.standard_normal(np.shape(x)).astype(np.asarray(x).dtype) if gradients.inexact(x)
              else gradients.float0_like(np.shape(x)) for x in dyn]
     return Point(tuple(dyn), tuple(ct), tuple(w))
 
@@ -94,9 +97,9 @@ def not_differentiable(h: Harness, dyn: list[Any], jaxpr: Any) -> str | None:
     kinds = {_kind(x) for x in dyn} | {_kind(a) for a in jaxpr.out_avals}
     if "c" in kinds:
         return "complex values (finite differences of a complex function are not judged)"
-    if not any(judge.inexact(x) for x in dyn):
+    if not any(gradients.inexact(x) for x in dyn):
         return "no floating-point input"
-    if not any(judge.inexact(a) for a in jaxpr.out_avals):
+    if not any(gradients.inexact(a) for a in jaxpr.out_avals):
         return "no floating-point output"
     return None
 

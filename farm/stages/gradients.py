@@ -13,8 +13,10 @@
   platform (``branched``: jax emits a case wherever a primitive has platform-specific
   lowering rules, even when they lower to the same ops, as dot_general's do): the other
   platforms take the cpu's results (``same_module_as``) instead of compiling it again;
-- ``expected``: ``jax.vjp`` of the original function at the same point, the first
-  thing the judge holds them against (``farm.judge.gradients``).
+- ``vjp_jaxpr``: ``jax.vjp`` of the original function at the same point as a jaxpr, which
+  the judge evaluates with the float64 reference (``farm.judge.gradients``): the first thing
+  it holds them against; ``expected``: the same compiled and run here, where the reference
+  has no rule for a primitive of it.
 
 Order 2 is the vjp of the order-1 vjp function ``(x, ct) -> Jᵀct`` with a cotangent ``w``
 for its outputs: ``(∂x (w·Jᵀct), J w)``. Integer and bool inputs and outputs take
@@ -213,9 +215,10 @@ def _relabelled(exp: Any, p: str, platforms: tuple[str, ...]) -> Any:
     return dataclasses.replace(exp, platforms=swapped)
 
 
-def expected(fun: Any, point: Point, order: int) -> list[np.ndarray]:
-    """``jax.vjp`` of the original (flat-output) function at ``point``: what the artifact's
-    vjp modules should compute, by the same derivative rules."""
+def _vjp_of(fun: Any, point: Point, order: int) -> Any:
+    """``jax.vjp`` of the original (flat-output) function at order ``order``, as a function of
+    the order-``order`` vjp module's arguments (primals, cotangents...), returning its input
+    cotangents as a tuple."""
     import jax
 
     n = len(point.primals)
@@ -230,10 +233,58 @@ def expected(fun: Any, point: Point, order: int) -> list[np.ndarray]:
         m = n + len(point.ct)
         return tuple(jax.vjp(first, *args[:m])[1](tuple(args[m:])))
 
+    return first if order == 1 else second
+
+
+def expected(fun: Any, point: Point, order: int) -> list[np.ndarray]:
+    """``jax.vjp`` of the original function at ``point``, compiled and run here: what the
+    artifact's vjp modules should compute, by the same derivative rules."""
+    import jax
+
     # under jit, as the artifact's vjp modules are: one compile, not one per primitive
-    cts = jax.jit(first)(*point.primals, *point.ct) if order == 1 else \
-        jax.jit(second)(*point.primals, *point.ct, *point.w)
+    cts = jax.jit(_vjp_of(fun, point, order))(*point.args(order), *point.cotangents(order))
     return [np.asarray(c) for c in jax.tree.leaves(cts)]
+
+
+@dataclass(frozen=True, slots=True)
+class VjpJaxpr:
+    """``jax.vjp`` of the original function at ``point`` as a jaxpr over the point's floating
+    values alone (integer inputs and float0 cotangents bound), for the float64 reference to
+    evaluate (``farm.judge.gradients.expected``): ``returns[k]`` is the position, among the
+    vjp module's outputs, of the jaxpr's output ``k``."""
+
+    jaxpr: Any
+    args: tuple[Any, ...]
+    returns: tuple[int, ...]
+    outputs: int
+
+
+def vjp_jaxpr(fun: Any, point: Point, order: int) -> VjpJaxpr:
+    import jax
+
+    full = _vjp_of(fun, point, order)
+    args = point.args(order) + point.cotangents(order)
+    free = [i for i, a in enumerate(args) if inexact(a)]
+    returns = tuple(i for i, a in enumerate(point.args(order)) if inexact(a))
+
+    def floating(*values: Any) -> list[Any]:
+        bound = list(args)
+        for i, v in zip(free, values):
+            bound[i] = v
+        outs = full(*bound)
+        return [outs[i] for i in returns]
+
+    given = tuple(args[i] for i in free)
+    return VjpJaxpr(jax.make_jaxpr(floating)(*given), given, returns, len(point.args(order)))
+
+
+def inexact(x: Any) -> bool:
+    """Whether ``x`` (an array or an aval) is a real floating value: one with a derivative."""
+    try:
+        dt = np.dtype(getattr(x, "dtype", np.float32))
+    except TypeError:  # a PRNG key
+        return False
+    return dt.kind == "f" or dt.name.startswith(("bfloat16", "float8", "float4"))
 
 
 def float0_like(shape: Sequence[int]) -> np.ndarray:
