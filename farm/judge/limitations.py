@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from farm.catalog import Harness, Limitation
 from farm.platforms import native_platform
-from farm.results import EFFECTS_STAGES, PLATFORMS_OF_KIND, RUN_STAGES, SYMBOLIC_STAGES, Outcome, Record
+from farm.results import EFFECTS_STAGES, GRADIENT_STAGES, PLATFORMS_OF_KIND, RUN_STAGES, SYMBOLIC_STAGES, Outcome, Record
 
 #: Which Limitation stage judges a record of each pipeline stage. Export records are
 #: per platform that JAX refused to export ("cuda", ...) or for the artifact ("export",
 #: which only a limitation for all platforms covers); serialize records are for "export".
 _LIMIT_STAGE = {"trace": "trace", "lower": "lower", "census": "census", "sharding": "sharding", "export": "export",
                 "serialize": "serialize", "compile": "compile", "execute": "execute", "compare": "compare",
-                "crossexec": "crossexec", **{s: s for s in SYMBOLIC_STAGES + EFFECTS_STAGES}}
+                "crossexec": "crossexec", **{s: s for s in SYMBOLIC_STAGES + EFFECTS_STAGES + GRADIENT_STAGES}}
 
 
 #: A symbolic stage with no limitation of its own is judged by the static stage's on that
