@@ -153,3 +153,20 @@ def test_a_module_branches_only_where_a_platform_computes_differently() -> None:
     by = _gradients(_one("eigh_float32_4x4"), platforms=("cpu", "cuda", "rocm", "tpu"))  # LAPACK, cuSOLVER...
     assert by[("vjp", "export")].facts["branches"] == {"1": True}
     assert "same_module_as" not in by[("vjp", "cuda")].facts
+
+
+def test_what_finite_differences_cannot_judge_is_said_and_judged_against_jax_alone() -> None:
+    rec = _gradients(_one("reduce_precision_float32_3x4_format=bf16"))[("vjp", "cpu")]  # a staircase in float64
+    assert rec.status == "ok", rec.error
+    assert rec.facts["finite_differences"].startswith("not judged: reduce_precision rounds to a narrower float")
+    assert rec.facts["against_jax"]["agrees"]
+
+
+def test_where_float64_is_not_the_dtype_the_compiled_jax_vjp_has_the_last_word() -> None:
+    from farm.pipeline.gradients import COMPILED
+
+    # infinities, subnormals and overflowing intermediates: the float64 jax.vjp differs from the
+    # float16 one, which agrees with the artifact's
+    rec = _gradients(_one("special_values.div_float16_361_361"))[("vjp", "cpu")]
+    assert rec.status == "ok", rec.error
+    assert rec.facts["against_jax"]["how"] == COMPILED
