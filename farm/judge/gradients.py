@@ -83,6 +83,7 @@ def differenced(jaxpr: Any) -> tuple[list[bool], str | None]:
 
 #: Primitives whose value is its operand rounded to a narrower float: a staircase whose
 #: differences are 0 or a jump, where JAX differentiates it as the identity (straight through).
+#: Conversions are one too where they narrow, or where their grid is coarser than the steps.
 ROUNDING = frozenset({"reduce_precision"})
 
 
@@ -97,7 +98,10 @@ def _rounding(jaxpr: Any) -> set[str]:
         elif name == "convert_element_type" and inexact(eqn.invars[0].aval) and inexact(eqn.outvars[0].aval):
             import ml_dtypes  # noqa: PLC0415  (loaded by jax already)
 
-            if ml_dtypes.finfo(eqn.outvars[0].aval.dtype).nmant < ml_dtypes.finfo(eqn.invars[0].aval.dtype).nmant:
+            src, dst = ml_dtypes.finfo(eqn.invars[0].aval.dtype), ml_dtypes.finfo(eqn.outvars[0].aval.dtype)
+            # narrower than its operand, or a grid coarser than the steps (a float64 step off the bfloat16
+            # grid lands between float16 values)
+            if dst.nmant < src.nmant or float(dst.eps) > 10 * STEP_1:
                 out.add(f"convert_element_type to {np.dtype(eqn.outvars[0].aval.dtype).name}")
         for v in eqn.params.values():
             for sub in v if isinstance(v, (tuple, list)) else (v,):
