@@ -84,6 +84,7 @@ def test_integer_inputs_and_outputs_take_float0_cotangents() -> None:
     by = _gradients(_one("top_k_float32_3x6_k=3"))  # values and int32 indices
     rec = by[("vjp", "cpu")]
     assert rec.status == "ok", rec.error
+    assert rec.facts["float0_outputs"] == [1]
     assert [c["what"] for c in rec.facts["finite_differences"]] == ["u·Jᵀct"]
 
 

@@ -179,7 +179,10 @@ def _judge(rec: Record, expected: list[np.ndarray | None] | None, point: Point, 
         wrong.append(f"{len(got)} cotangents for {len(want_in)} inputs")
     float0 = [i for i, x in enumerate(want_in) if not _differentiable(x)]
     if float0:
-        facts["float0_inputs"] = float0
+        facts["float0_inputs"] = float0  # integer or bool arguments of the vjp module: float0 cotangents
+    given = [j for j, c in enumerate(point.ct) if not _differentiable(c)]
+    if given:
+        facts["float0_outputs"] = given  # integer or bool outputs: the float0 cotangents the point gave them
     for i in float0:
         if i < len(got) and str(got[i].dtype) != "[('float0', 'V')]" and got[i].dtype.name != "void":
             wrong.append(f"input {i}'s cotangent is {got[i].dtype}, JAX's is float0")
