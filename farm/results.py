@@ -28,7 +28,7 @@ SEVERITY = {s: i for i, s in enumerate(("ok", "skipped", "not_runnable_here", "e
 #: run on a foreign backend adds ``<stage>_run`` records for crossexec's execution).
 STAGES = ("trace", "lower", "census", "sharding", "export", "serialize", "compile", "execute",
           "compare", "crossexec", "xhost", "symbolic_export", "symbolic_serialize", "symbolic_call",
-          "effects_export", "export_feature", "pallas_export", "pallas_reference")
+          "effects_export", "export_feature", "pallas_export", "pallas_reference", "vjp", "vjp2")
 #: The stages of a harness's symbolic variant (``--shapes symbolic``): its leading dimension
 #: symbolic, exported, serialized and called at several sizes (``farm.pipeline.symbolic``).
 SYMBOLIC_STAGES = ("symbolic_export", "symbolic_serialize", "symbolic_call")
@@ -48,16 +48,23 @@ FEATURE_STAGES = ("export_feature",)
 #: the census of its custom call and the serialize round trip (``farm.pipeline.pallas``); and,
 #: where the kernel ships a jnp reference of its own, the interpret-mode kernel against it.
 PALLAS_STAGES = ("pallas_export", "pallas_reference")
+#: The stages of a harness's derivatives (``farm sweep --vjp [1|2]``): its export serialized
+#: with its vjp modules, read back, and each platform's vjp taken on the CPU, at order 1
+#: (``vjp``) and 2 (``vjp2``), judged against ``jax.vjp`` and finite differences of the
+#: float64 reference (``farm.pipeline.gradients``, docs/gradients.md).
+GRADIENT_STAGES = ("vjp", "vjp2")
+#: The vjp orders a sweep can ask for (0: none).
+VJP_ORDERS = (0, 1, 2)
 #: Stages that run before anything is compiled: always run again on a result-cache miss.
 #: Everything after them may be reused when the downstream key is unchanged.
 UPSTREAM_STAGES = ("trace", "lower", "census", "sharding", "export", "serialize", *SYMBOLIC_STAGES,
-                   *EFFECTS_STAGES, *FEATURE_STAGES, *PALLAS_STAGES)
+                   *EFFECTS_STAGES, *FEATURE_STAGES, *PALLAS_STAGES, *GRADIENT_STAGES)
 #: Stages a Limitation can name, in pipeline order. ``export`` names the platforms whose
 #: part of the multi-platform export JAX refuses; ``serialize`` is the artifact's round
 #: trip; ``run`` is "does not work on this device" without saying where (see RUN_STAGES).
 LIMITATION_STAGES = ("trace", "lower", "census", "sharding", "export", "serialize", "compile", "execute",
                      "compare", "crossexec", "run", *SYMBOLIC_STAGES, *EFFECTS_STAGES, *FEATURE_STAGES,
-                     *PALLAS_STAGES)
+                     *PALLAS_STAGES, *GRADIENT_STAGES)
 #: ``stage="run"``: any of these native stages failing on the platform is the expected
 #: failure; all of them passing where the platform ran natively makes it stale.
 RUN_STAGES = ("lower", "compile", "execute", "compare", "xhost")
@@ -155,15 +162,31 @@ class Options:
     #: the Pallas targets to export kernels for (labels "tpu:v5e", platforms "tpu", backends
     #: "triton"; ``farm.catalog.pallas``); empty: every target of the sweep's platforms
     pallas_targets: tuple[str, ...] = ()
+    vjp: int = 0  # VJP_ORDERS: the export serialized with this many orders of vjp, each judged (0: none)
+
+    def __post_init__(self) -> None:
+        if self.vjp not in VJP_ORDERS:
+            raise ValueError(f"vjp order must be one of {VJP_ORDERS}, got {self.vjp!r}")
 
     def to_dict(self) -> dict[str, Any]:
         d = {"platforms": list(self.platforms), "run_on": list(self.run_on), "warmup": self.warmup,
              "repeats": self.repeats, "crossexec": self.crossexec, "roundtrip": self.roundtrip,
              "keep_modules": self.keep_modules}
-        if self.pallas_targets:  # unset: the options (and result keys) of every run before it existed
+        # static alone is every run before shapes existed, no vjp every run before vjp existed,
+        # no Pallas targets every run before them: their options (and result keys) stay as they were
+        if self.pallas_targets:
             d["pallas_targets"] = list(self.pallas_targets)
-        # static alone is every run before shapes existed: its options (and result keys) stay as they were
-        return d if self.shapes == ("static",) else {**d, "shapes": list(self.shapes)}
+        if self.shapes != ("static",):
+            d["shapes"] = list(self.shapes)
+        if self.vjp:
+            d["vjp"] = self.vjp
+        return d
+
+    def key_fields(self) -> dict[str, Any]:
+        """The fields that make the result cache's options digest (``farm.cache.key``): every
+        field, less those at a default that older runs did not have (their keys stay as they were)."""
+        return {k: getattr(self, k) for k in self.__dataclass_fields__
+                if not (k == "vjp" and not self.vjp) and not (k == "pallas_targets" and not self.pallas_targets)}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Options":

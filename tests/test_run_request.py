@@ -30,6 +30,7 @@ def _random_request(rng: random.Random) -> SweepRequest:
         "repeats": lambda: rng.randint(1, 9), "crossexec": lambda: False, "format": lambda: "json",
         "shapes": lambda: rng.choice(["symbolic", "static,symbolic"]),
         "pallas_targets": lambda: rng.choice(["tpu:v5e,cuda:triton", "tpu", "triton"]),
+        "vjp": lambda: rng.choice(["1", "2"]),
         "config": lambda: tuple(rng.sample(["x64=on,off", "shardy=on", "matmul_precision=highest"], rng.randint(1, 3))),
         "jax": lambda: "0.9.2,0.10.2", "cross": lambda: False, "submit": lambda: True,
         "dashboard": lambda: "http://h:8265", "series": lambda: "cfg", "schedule": lambda: "nightly",

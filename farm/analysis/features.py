@@ -13,7 +13,7 @@ from typing import Any
 
 #: The stages the matrix reads, in the order their features are listed.
 STAGES = ("export", "serialize", "symbolic_export", "symbolic_serialize", "symbolic_call", "effects_export",
-          "export_feature", "vjp_export", "vjp_call", "vjp")
+          "export_feature", "vjp", "vjp2")
 #: Stage -> the feature its records are about (effects and export features: refined below).
 _FEATURE = {"export": "export (static shapes)", "serialize": "serialize round trip",
             "symbolic_export": "symbolic shapes: export", "symbolic_serialize": "symbolic shapes: round trip",
@@ -32,8 +32,8 @@ def feature_of(row: Mapping[str, Any]) -> str:
     if stage == "export_feature":
         kind = (row.get("facts") or {}).get("kind")
         return f"export feature: {kind or row['primitive']}"
-    if stage.startswith("vjp"):
-        return f"gradients: {stage}"
+    if stage in ("vjp", "vjp2"):
+        return f"gradients: order {2 if stage == 'vjp2' else 1}"
     return _FEATURE.get(stage, stage)
 
 

@@ -319,7 +319,8 @@ def options_digest(options: Any, env: Mapping[str, str] | None = None, device_ki
     and the Python version, as ``RESULT:DOWNSTREAM``: the downstream half leaves out the
     flags whose whole effect is in the modules and inputs (``CAPTURED_BY_MODULE``), so
     that configurations that make the same modules share compile, execute and compare."""
-    fields = {k: getattr(options, k) for k in getattr(options, "__dataclass_fields__", {})}
+    fields = options.key_fields() if hasattr(options, "key_fields") else \
+        {k: getattr(options, k) for k in getattr(options, "__dataclass_fields__", {})}
     environ = hermetic.environment({**os.environ, **{k: v for k, v in (env or {}).items()}})
     downstream = {k: v for k, v in environ.items() if k not in CAPTURED_BY_MODULE}
     kinds, version = sorted(device_kinds), sys.version

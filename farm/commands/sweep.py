@@ -9,7 +9,7 @@ from farm.commands import add_db, add_filters, filters_from, number, store_from
 from farm.commands.show import print_run
 from farm.errors import ConfigError
 from farm.platforms import DEVICE_KINDS, GPU_BACKEND_CHOICES, LOWERING_PLATFORMS, parse_list, parse_targets
-from farm.results import SHAPE_KINDS, Options, RunDims
+from farm.results import SHAPE_KINDS, VJP_ORDERS, Options, RunDims
 from farm.run.request import SweepRequest
 
 DEFAULT_PRIMITIVES = "exp,sin,tanh,log1p,add,mul,div,max"
@@ -47,6 +47,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with --catalog pallas: the targets to export kernels for, each a TPU generation (tpu:v5e), "
                         "a GPU platform and backend (cuda:triton, cuda:mosaic_gpu, rocm:triton), a platform (tpu) "
                         "or a backend (triton); default: every target of --platforms")
+    p.add_argument("--vjp", nargs="?", const="1", default="0", metavar="ORDER",
+                   help="also differentiate each harness with floating inputs: its export serialized with ORDER (1, "
+                        "the default, or 2) orders of vjp, read back, each platform's vjp run on the CPU and judged "
+                        "against jax.vjp and finite differences of the float64 reference (docs/gradients.md)")
     p.add_argument("--default", action="store_true",
                    help=f"the quick default selection ({DEFAULT_PRIMITIVES} in {DEFAULT_DTYPES})")
     p.add_argument("--format", choices=("table", "json"), default="table")
@@ -72,6 +76,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    vjp_order(args.vjp)  # a bad order is one line before anything is submitted, started or stored
     if args.submit:
         from farm.commands.schedule import submit_sweep  # noqa: PLC0415  (only with --submit)
 
@@ -98,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
     from farm.catalog.pallas import check_targets  # deferred: reads jax's TPU generations
 
     pallas_targets = check_targets(t.strip() for t in (args.pallas_targets or "").split(",") if t.strip())
+    vjp = vjp_order(args.vjp)
     # the catalog (and any --modules) is loaded before a database exists: a harness module that
     # fails to load (a symbolic spec that does not parse, a bad --jax-repo) is one line, and nothing is stored
     hs = None if args.resume else catalog.select(filters)
@@ -109,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
             r = queries.resolve_run(s, args.resume)
             filters = catalog.Filters.from_dict(r.filters)
             shapes = tuple((r.filters or {}).get("shapes") or ("static",))
+            vjp = int((r.filters or {}).get("vjp") or 0)
             platforms, run_on = tuple(r.platforms), tuple(r.run_on)
         hs = catalog.select(filters)
     if filters.catalog == "shape_poly":
@@ -119,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
         print("farm: no harness matches these filters", file=sys.stderr)
         return 2
     opts = Options(platforms=platforms, run_on=run_on, repeats=args.repeats, crossexec=not args.no_crossexec,
-                   shapes=shapes, pallas_targets=pallas_targets)
+                   shapes=shapes, pallas_targets=pallas_targets, vjp=vjp)
     cfg = SweepConfig(workers=args.workers, address=args.address, batch=args.batch, timeout_s=args.timeout,
                       modules=filters.modules, env=_config_env(filters.jax_repo), gpu_fraction=args.gpu_fraction,
                       gpu_backend=args.gpu_backend)
@@ -127,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
           file=sys.stderr)
     try:
         selection = filters.to_dict() if shapes == ("static",) else {**filters.to_dict(), "shapes": list(shapes)}
+        selection = {**selection, "vjp": vjp} if vjp else selection  # kept for --resume, as shapes is
         run_row, stats = sweep(store, hs, options=opts, catalog=filters.catalog, filters=selection,
                                config=cfg, name=args.run_name, resume=args.resume, force=args.force,
                                dims=_dims(args))
@@ -148,6 +156,20 @@ def run(args: argparse.Namespace) -> int:
     print(f"\nOpen the dashboard:  {_farm_command()} serve --db {url}   then browse http://127.0.0.1:8000/",
           file=sys.stderr)
     return 0
+
+
+def vjp_order(text: str | int | None) -> int:
+    """``--vjp``'s order: 0 (not given), 1 or 2; anything else is one line (``ConfigError``)."""
+    orders = tuple(o for o in VJP_ORDERS if o)
+    try:
+        order = int(str(text if text is not None else 0).strip())
+    except ValueError:
+        order = -1
+    if order not in VJP_ORDERS:
+        raise ConfigError(f"--vjp {text}: the farm serializes and judges vjp orders "
+                          f"{' and '.join(map(str, orders))} (jax.export serializes any order; "
+                          f"each order past 2 doubles the modules exported and is not judged)")
+    return order
 
 
 def _cluster_lines(store: object, run_id: int) -> None:
@@ -225,6 +247,9 @@ def _sweep_versions(args: argparse.Namespace) -> int:
     from farm import catalog  # deferred: farm.catalog; not needed by farm --help
     from farm.run.versions import matrix, venvs  # deferred: farm.run; not needed by farm --help
 
+    if vjp_order(args.vjp):
+        raise ConfigError("--jax and --vjp: a version sweep does not differentiate yet (sweep each version's "
+                          "venv with --vjp instead)")
     if args.resume or args.address or args.run_on != "cpu":
         raise ConfigError("--jax runs on this host's CPU in one standalone worker per version: without --resume "
                           "(the same command again continues), --address or --run-on")

@@ -30,6 +30,10 @@ Activated in a worker process by ``FARM_PLANT`` (comma list), before any harness
                                   (+1) where their count is not a multiple of BLOCK (default 8): an
                                   incomplete last block of rows, on every platform and in interpret mode
                                   alike; every shape whose rows fill whole blocks stays right
+  wrong_jvp:PRIM                  the primitive's JVP rule is its twin's (sin differentiates as cos does:
+                                  -sin(x)·t): every value stays right, and jax.vjp and the exported vjp
+                                  modules agree with each other (the same rule); only finite differences
+                                  of the float64 reference see it (`farm sweep --vjp`, docs/gradients.md)
   slow:PRIM:SECONDS               executing the primitive sleeps (a host callback)
   abort:PRIM                      running the primitive aborts the process
   hang:PRIM                       running the primitive never returns
@@ -158,6 +162,19 @@ def odd_reduction(prim: str = "reduce_sum", minimum: str = "16") -> None:
         mlir.register_lowering(p, rule, platform=platform)
 
 
+def wrong_jvp(prim: str) -> None:
+    """``prim`` is differentiated by its twin's JVP rule (its lowering, and so every value, unchanged)."""
+    from jax._src.interpreters import ad
+
+    p, twin = _prim(prim), _prim(TWINS[prim])
+    ad.primitive_jvps[p] = ad.primitive_jvps[twin]
+    # reverse mode linearizes by a rule of its own where a primitive has one (sin does): the twin's, or the JVP
+    if twin in ad.primitive_linearizations:
+        ad.primitive_linearizations[p] = ad.primitive_linearizations[twin]
+    else:
+        ad.primitive_linearizations.pop(p, None)
+
+
 def chlo_leak(prim: str, platform: str) -> None:
     def rule(ctx, x, **kw):  # noqa: ANN001, ANN202
         return [chlo.sinh(x)]
@@ -265,5 +282,5 @@ def ragged_block(kernel: str, block: str = "8") -> None:
 
 
 PLANTERS = {"wrong_lowering": wrong_lowering, "low_precision": low_precision, "wrong_groups": wrong_groups, "drop_dtype": drop_dtype, "chlo_leak": chlo_leak,
-            "wrong_constant": wrong_constant, "odd_reduction": odd_reduction, "symbolic_only": symbolic_only, "slow": slow,
+            "wrong_constant": wrong_constant, "odd_reduction": odd_reduction, "symbolic_only": symbolic_only, "wrong_jvp": wrong_jvp, "slow": slow,
             "abort": abort, "hang": hang, "ragged_block": ragged_block}

@@ -7,14 +7,16 @@ from __future__ import annotations
 
 from farm.catalog import Harness, Limitation
 from farm.platforms import native_platform
-from farm.results import EFFECTS_STAGES, FEATURE_STAGES, PALLAS_STAGES, PLATFORMS_OF_KIND, RUN_STAGES, SYMBOLIC_STAGES, Outcome, Record
+from farm.results import (EFFECTS_STAGES, FEATURE_STAGES, GRADIENT_STAGES, PALLAS_STAGES, PLATFORMS_OF_KIND, RUN_STAGES,
+                           SYMBOLIC_STAGES, Outcome, Record)
 
 #: Which Limitation stage judges a record of each pipeline stage. Export records are
 #: per platform that JAX refused to export ("cuda", ...) or for the artifact ("export",
 #: which only a limitation for all platforms covers); serialize records are for "export".
 _LIMIT_STAGE = {"trace": "trace", "lower": "lower", "census": "census", "sharding": "sharding", "export": "export",
                 "serialize": "serialize", "compile": "compile", "execute": "execute", "compare": "compare",
-                "crossexec": "crossexec", **{s: s for s in SYMBOLIC_STAGES + EFFECTS_STAGES + FEATURE_STAGES + PALLAS_STAGES}}
+                "crossexec": "crossexec",
+                **{s: s for s in SYMBOLIC_STAGES + EFFECTS_STAGES + FEATURE_STAGES + PALLAS_STAGES + GRADIENT_STAGES}}
 
 
 #: A symbolic stage with no limitation of its own is judged by the static stage's on that
@@ -29,7 +31,10 @@ _LIMIT_STAGE = {"trace": "trace", "lower": "lower", "census": "census", "shardin
 _CARRIED = {("symbolic_export", True): (("lower", None), ("export", None), ("run", None)),
             ("symbolic_export", False): (("lower", None), ("export", None), ("run", None)),
             ("symbolic_call", True): (("compare", None), ("execute", None), ("compile", None), ("run", None)),
-            ("symbolic_call", False): (("crossexec", None), ("lower", "cpu"), ("compare", "cpu"), ("run", "cpu"))}
+            ("symbolic_call", False): (("crossexec", None), ("lower", "cpu"), ("compare", "cpu"), ("run", "cpu")),
+            # every vjp module runs on the CPU backend: a known XLA CPU numerics gap shows in its derivatives too
+            **{(s, True): (("compare", None), ("execute", None), ("run", None)) for s in GRADIENT_STAGES},
+            **{(s, False): (("crossexec", None), ("compare", "cpu"), ("run", "cpu")) for s in GRADIENT_STAGES}}
 
 
 def judge_record(h: Harness, rec: Record) -> Record:

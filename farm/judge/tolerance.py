@@ -254,3 +254,17 @@ def stored_tolerance(expected: list[np.ndarray], h: Harness | None, platform: st
     if h is not None:
         return harness_tolerance(h, platform, first)
     return DEFAULT_TOL.get(first or "", (0.0, 0.0))
+
+
+#: How far a derivative computed in a dtype may be from another computation of it (the same
+#: rules compiled apart, or a float64 finite difference), relative to the size of what was
+#: summed: the values ``jax.test_util.check_grads`` holds derivatives to per dtype.
+GRADIENT_TOL = {"bfloat16": 1e-1, "float16": 1e-2, "float32": 2e-3, "float64": 1e-5}
+
+
+def gradient_tolerance(dtypes: Any) -> float:
+    """The loosest ``GRADIENT_TOL`` of some floating dtypes (a harness that mixes float16 and
+    float32 is as precise as its float16 part); float32's for none the table names."""
+    known = [GRADIENT_TOL.get(np.dtype(d).name if not isinstance(d, str) else d, GRADIENT_TOL["float32"])
+             for d in dtypes]
+    return max(known, default=GRADIENT_TOL["float32"])

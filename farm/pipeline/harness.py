@@ -28,6 +28,7 @@ from farm.pipeline.checks import Job, check
 from farm.pipeline.effects import run_effects
 from farm.pipeline.pallas import run_pallas
 from farm.pipeline.features import run_features
+from farm.pipeline.gradients import run_gradients
 from farm.pipeline.symbolic import run_symbolic
 from farm.platforms import native_platform
 from farm.results import UPSTREAM_STAGES, Artifact, Options, Outcome, Record, Reuse
@@ -101,13 +102,15 @@ def _run_traced(h: Harness, opts: Options, prior: xhost.Prior | None, reuse: Reu
     if "static" not in opts.shapes:  # the symbolic variant alone (a declared one runs whether or not its static twin traces)
         return [_without_handle(tr), *run_symbolic(h, opts.platforms)], [], None
     lowered, lower_recs, module_arts = _lower(tr, opts, h)
-    serialized, export_recs, export_arts = _export(tr, tuple(p for p in opts.platforms if lowered[p].ok), h)
+    serialized, exported, export_recs, export_arts = _export(tr, tuple(p for p in opts.platforms if lowered[p].ok), h)
     recs = [_without_handle(tr), *lower_recs, *export_recs]
     if "symbolic" in opts.shapes:  # never reused: its stages are upstream ones (farm.results.UPSTREAM_STAGES)
         recs += run_symbolic(h, opts.platforms)
     recs += run_effects(h, tr.handle.dyn, opts.platforms)  # upstream too: never reused
     recs += run_pallas(h, tr.handle.dyn, opts)  # upstream too: never reused
     recs += run_features(h, tr.handle.dyn, opts.platforms)  # the same
+    if opts.vjp and not abstract:  # upstream too: never reused
+        recs += run_gradients(h, tr.handle.jitted, tr.handle.dyn, tr.handle.traced.jaxpr, exported, opts.vjp)
     arts = [*module_arts, *export_arts]
     if abstract:
         return recs + _too_big(h, opts), arts, None
@@ -161,17 +164,18 @@ def _lower(tr: trace.Traced, opts: Options, h: Harness) -> tuple[dict[str, lower
 
 
 def _export(tr: trace.Traced, platforms: tuple[str, ...], h: Harness
-            ) -> tuple[export.Serialized | None, list[Record], list[Artifact]]:
-    """(the serialized artifact if its round trip held, records, its artifact): the
-    multi-platform export of the platforms that lowered, the serialize round trip, and
-    the census of the artifact."""
+            ) -> tuple[export.Serialized | None, Any, list[Record], list[Artifact]]:
+    """(the serialized artifact if its round trip held, the live ``jax.export.Exported`` if the
+    export succeeded, records, its artifact): the multi-platform export of the platforms that
+    lowered, the serialize round trip, and the census of the artifact."""
     if not platforms:
-        return None, [], []
+        return None, None, [], []
     ex, *refused = export.run_all(tr, platforms)
     se = judge_stage.serialize(export.serialize(ex))
     recs = [_without_handle(r) for r in (ex, *refused, se)]
+    exported = ex.handle.exported if ex.ok and ex.handle is not None else None
     if se.handle is None:  # no artifact (a "differs" round trip still has one: checked below too)
-        return None, recs, []
+        return None, exported, recs, []
     art = Artifact(se.artifact, "export", se.handle.blob, {
         "platforms": ex.facts["platforms"], "calling_convention_version": ex.facts["calling_convention_version"],
         "jax_version": jax_version(), "format": "jax.export.serialize"})
@@ -180,7 +184,7 @@ def _export(tr: trace.Traced, platforms: tuple[str, ...], h: Harness
     recs.append(judge_stage.census(census.run(module, "export"), exported=True))
     if h.mesh:
         recs.append(_sharding(h, module, "export", tr))
-    return se, recs, [art]
+    return se, exported, recs, [art]
 
 
 def _downstream_key(h: Harness, options_digest: str, args: list[Any], lowered: dict[str, lower.Lowered],

@@ -27,7 +27,7 @@ FLAGS: tuple[tuple[str, str, str], ...] = (
     ("address", "--address", "str"), ("workers", "--workers", "int"), ("gpu_fraction", "--gpu-fraction", "float"),
     ("gpu_backend", "--gpu-backend", "str"), ("force", "--force", "on"), ("timeout", "--timeout", "float"), ("batch", "--batch", "int"),
     ("repeats", "--repeats", "int"), ("crossexec", "--no-crossexec", "off"), ("shapes", "--shapes", "str"),
-    ("pallas_targets", "--pallas-targets", "str"), ("format", "--format", "str"),
+    ("pallas_targets", "--pallas-targets", "str"), ("vjp", "--vjp", "str"), ("format", "--format", "str"),
     ("config", "--config", "many"), ("jax", "--jax", "str"), ("cross", "--no-cross", "off"),
     ("submit", "--submit", "on"), ("dashboard", "--dashboard", "str"), ("series", "--series", "str"),
     ("schedule", "--schedule", "str"), ("slot", "--slot", "str"))
@@ -65,6 +65,7 @@ class SweepRequest:
     crossexec: bool = True
     shapes: str = "static"
     pallas_targets: str | None = None  # the Pallas targets (tpu:v5e, cuda:triton, tpu, triton); None: all
+    vjp: str = "0"  # vjp orders to differentiate and judge: 0 (none), 1 or 2
     format: str = "table"
     config: tuple[str, ...] = ()
     jax: str | None = None

@@ -1,6 +1,6 @@
 """One pytest case per harness of a family (FARM_FAMILY, of the catalog FARM_CATALOG: farm
 unless told, pallas for the Pallas kernels), through the same pipeline as
-a sweep, at the family's shape kinds (FARM_SHAPES). A case fails on any status that is not ok, expected_fail, skipped or
+a sweep, at the family's shape kinds (FARM_SHAPES) and, with FARM_VJP=1 or 2, its derivatives to that order. A case fails on any status that is not ok, expected_fail, skipped or
 not_runnable_here: wrong numbers, errors and stale limitations all show."""
 import os
 
@@ -15,12 +15,13 @@ FAMILY = os.environ.get("FARM_FAMILY", "elementwise_unary")
 PLATFORMS = parse_list(os.environ.get("FARM_PLATFORMS", ",".join(LOWERING_PLATFORMS)), LOWERING_PLATFORMS,
                        "platform")
 SHAPES = tuple(os.environ.get("FARM_SHAPES", "static").split(","))
+VJP = int(os.environ.get("FARM_VJP", "0") or 0)
 HARNESSES = catalog.select(catalog.Filters(catalog=os.environ.get("FARM_CATALOG", "farm"), family=(FAMILY,)))
 ACCEPTED = {"ok", "expected_fail", "skipped", "not_runnable_here"}
 
 
 @pytest.mark.parametrize("h", HARNESSES, ids=[h.name for h in HARNESSES])
 def test_harness(h: catalog.Harness) -> None:
-    out = run_harness(h, Options(platforms=PLATFORMS, run_on=("cpu",), repeats=1, shapes=SHAPES))
+    out = run_harness(h, Options(platforms=PLATFORMS, run_on=("cpu",), repeats=1, shapes=SHAPES, vjp=VJP))
     bad = [f"{r.stage}/{r.platform}: {r.status}: {r.error}" for r in out.records if r.status not in ACCEPTED]
     assert not bad, "\n".join(bad)

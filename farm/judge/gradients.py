@@ -1,0 +1,315 @@
+"""The verdict on a serialized artifact's derivatives (``farm.stages.gradients``), three ways:
+
+1. **against ``jax.vjp``** of the original function at the same point: the same derivative
+   rules, traced, lowered and compiled apart from the artifact (the serialize/deserialize
+   round trip of the vjp modules, the platform relabelling, float0 cotangents);
+2. **against finite differences** of the float64 reference (``farm.reference``: the
+   harness's jaxpr evaluated with NumPy): an independent derivative, which a wrong
+   derivative rule cannot fool (the artifact and ``jax.vjp`` share the rule). Scalar
+   directional derivatives keep it cheap: with a random direction ``u`` over the floating
+   inputs, ``u·(Jᵀct)`` against ``(F(x+hu) - F(x-hu)) / 2h`` where ``F = ct·f`` (two
+   evaluations);
+3. **order 2**, the same one level up: ``u·∂x(w·Jᵀct)`` against the mixed second
+   difference of ``F`` along ``u`` and ``w`` (four evaluations), and ``c·(J w)`` against
+   the central difference of ``c·f`` along ``w`` (two).
+
+The reference runs in float64, so its steps are small (about ``eps64^(1/3)`` and
+``eps64^(1/4)`` of the inputs' size) and its own error is negligible; the tolerance is the
+derivative's dtype's (``farm.judge.tolerance.gradient_tolerance``, the values JAX's
+``check_grads`` uses), relative to the size of what the dot product summed.
+
+Outputs without a unique reference (eigenvectors: their sign is free) take a zero
+cotangent, so neither side sees them; a harness whose outputs have none at all, or whose
+jaxpr has a primitive without a reference rule, is judged against ``jax.vjp`` alone and
+says why (``facts.finite_differences``). Integer and bool inputs must get ``float0``
+cotangents, as JAX defines them.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from farm.catalog import Limitation
+from farm.judge.outputs import compare_outputs
+from farm.judge.tolerance import gradient_tolerance
+from farm.reference import evaluate, missing, plan
+from farm.reference.evaluator import flushing_subnormals
+from farm.results import Record
+from farm.stages.gradients import Point, VjpJaxpr, inexact
+
+#: JAX's own refusals to differentiate, as data: the error each one explains.
+KNOWN_GAPS = (
+    Limitation("jax: reverse-mode differentiation of a while_loop (or fori_loop with dynamic bounds) is not "
+               "supported", stage="vjp", status="error", error=r"Reverse-mode differentiation does not work"),
+    Limitation("jax: a primitive without a differentiation rule (its vjp cannot be exported)",
+               stage="vjp", status="error", error=r"Differentiation rule for '\w+' not implemented"),
+    Limitation("jax: gradients of some operands are not implemented (scatter_mul without unique_indices, "
+               "betainc with respect to a and b, polygamma with respect to m)", stage="vjp", status="error",
+               error=r"gradients are only implemented if|gradient with respect to \w+( and \w+)? (is )?not supported"),
+    Limitation("jax 0.10.2: the vjp of a variadic reduce (max with its index) passes a symbolic Zero cotangent "
+               "to reshape", stage="vjp", status="error",
+               error=r"Error interpreting argument to reshape as a JAX value.*ad_util.Zero"),
+    Limitation("jax 0.10.2: the vjp of clamp with scalar bounds and an array operand selects between a "
+               "scalar and an array", stage="vjp", status="error",
+               error=r"select cases must have the same shapes"),
+)
+
+#: Relative steps of the central differences, times the inputs' size (at least 1).
+STEP_1 = 1e-5
+STEP_2 = 1e-4
+#: What float64 rounding of the reference's outputs can add to a difference quotient, in
+#: units of Σ|weight·output| over the step (to the power of the order): a few eps64.
+NOISE = 16 * float(np.finfo(np.float64).eps)
+
+
+def differenced(jaxpr: Any) -> tuple[list[bool], str | None]:
+    """(per output: whether finite differences of the reference may see it, and why none may,
+    or None). An output needs a floating dtype and a unique reference (``farm.reference.plan``)."""
+    gone = missing(jaxpr)
+    if gone:
+        return [False] * len(jaxpr.out_avals), f"no reference rule for {', '.join(gone)}"
+    rounding = sorted(_rounding(jaxpr.jaxpr))
+    if rounding:
+        return [False] * len(jaxpr.out_avals), (f"{', '.join(rounding)} rounds to a narrower float: piecewise "
+                                                f"constant, where JAX's derivative is the identity")
+    kinds = [o.kind for o in plan(jaxpr).outputs]
+    mask = [k == "reference" and inexact(a) for k, a in zip(kinds, jaxpr.out_avals)]
+    if not any(mask):
+        return mask, "no floating output has a unique reference"
+    return mask, None
+
+
+#: Primitives whose value is its operand rounded to a narrower float: a staircase whose
+#: differences are 0 or a jump, where JAX differentiates it as the identity (straight through).
+#: Conversions are one too where they narrow, or where their grid is coarser than the steps.
+ROUNDING = frozenset({"reduce_precision"})
+
+
+def _rounding(jaxpr: Any) -> set[str]:
+    """The rounding equations of ``jaxpr`` and its sub-jaxprs (``ROUNDING``, and conversions
+    from one float to a narrower one)."""
+    out: set[str] = set()
+    for eqn in jaxpr.eqns:
+        name = eqn.primitive.name
+        if name in ROUNDING:
+            out.add(name)
+        elif name == "convert_element_type" and inexact(eqn.invars[0].aval) and inexact(eqn.outvars[0].aval):
+            import ml_dtypes  # noqa: PLC0415  (loaded by jax already)
+
+            src, dst = ml_dtypes.finfo(eqn.invars[0].aval.dtype), ml_dtypes.finfo(eqn.outvars[0].aval.dtype)
+            # narrower than its operand, or a grid coarser than the steps (a float64 step off the bfloat16
+            # grid lands between float16 values)
+            if dst.nmant < src.nmant or float(dst.eps) > 10 * STEP_1:
+                out.add(f"convert_element_type to {np.dtype(eqn.outvars[0].aval.dtype).name}")
+        for v in eqn.params.values():
+            for sub in v if isinstance(v, (tuple, list)) else (v,):
+                inner = getattr(sub, "jaxpr", sub)
+                if hasattr(inner, "eqns"):
+                    out |= _rounding(inner)
+    return out
+
+
+def _free_outputs(jaxpr: Any) -> list[int]:
+    """The floating outputs without a unique value (eigenvectors, singular vectors: ``plan``)."""
+    if missing(jaxpr):
+        return []
+    return [j for j, (o, a) in enumerate(zip(plan(jaxpr).outputs, jaxpr.out_avals))
+            if o.kind != "reference" and inexact(a)]
+
+
+def expected(vj: VjpJaxpr) -> list[np.ndarray | None] | None:
+    """``jax.vjp``'s cotangents (its jaxpr, ``farm.stages.gradients.vjp_jaxpr``) evaluated by the
+    float64 reference, in the vjp module's output order (None where an output is a float0);
+    None where the reference has no rule for one of its primitives."""
+    if missing(vj.jaxpr):
+        return None
+    with np.errstate(all="ignore"), flushing_subnormals():  # as the CPU backend that runs every vjp module
+        values = evaluate(vj.jaxpr, *vj.args)
+    out: list[np.ndarray | None] = [None] * vj.outputs
+    for i, v in zip(vj.returns, values):
+        out[i] = v
+    return out
+
+
+def known_gap(rec: Record) -> Record:
+    """A record of JAX refusing to differentiate: ``expected_fail`` with the gap named."""
+    if rec.status != "error":
+        return rec
+    gap = next((g for g in KNOWN_GAPS if g.expects("error", rec.error_type, rec.error)), None)
+    if gap is None:
+        return rec
+    return rec.with_status("expected_fail", facts={**rec.facts, "limitation": gap.description})
+
+
+def pullback(rec: Record, expected: list[np.ndarray | None] | None, point: Point, jaxpr: Any, order: int,
+             seed: int = 0, against: str = "jax.vjp") -> Record:
+    """``rec`` (one platform's input cotangents in ``rec.handle``) against ``jax.vjp``'s and
+    the finite differences of the reference; ``fail`` where either disagrees."""
+    if rec.status != "ok":
+        return known_gap(rec).with_status(known_gap(rec).status, handle=None)
+    try:
+        return _judge(rec, expected, point, jaxpr, order, seed, against)
+    except Exception as e:  # the reference or the comparison raised: an error, never a pass
+        return rec.with_status("error", error_type=type(e).__name__, error=f"judging the vjp raised: {e}"[:500],
+                               handle=None)
+
+
+def disagrees_with_jax(verdict: Record) -> bool:
+    """Whether ``verdict`` found the artifact's cotangents away from jax.vjp's."""
+    return (verdict.facts.get("against_jax") or {}).get("agrees") is False
+
+
+def same_module(verdict: Record, rec: Record) -> Record:
+    """The verdict on another platform's part of the same vjp module (``rec``: the results it
+    took from ``verdict``'s platform): the same verdict, on ``rec``'s platform."""
+    return verdict.with_status(verdict.status, platform=rec.platform, seconds=0.0,
+                               facts={**verdict.facts, "how": rec.facts.get("how"),
+                                      "same_module_as": rec.facts.get("same_module_as")})
+
+
+def _judge(rec: Record, expected: list[np.ndarray | None] | None, point: Point, jaxpr: Any, order: int,
+           seed: int, against: str) -> Record:
+    got = list(rec.handle)
+    want_in = point.args(order)  # what each cotangent is the cotangent of
+    facts: dict[str, Any] = {**rec.facts}
+    wrong: list[str] = []
+    if len(got) != len(want_in):
+        wrong.append(f"{len(got)} cotangents for {len(want_in)} inputs")
+    float0 = [i for i, x in enumerate(want_in) if not _differentiable(x)]
+    if float0:
+        facts["float0_inputs"] = float0  # integer or bool arguments of the vjp module: float0 cotangents
+    given = [j for j, c in enumerate(point.ct) if not _differentiable(c)]
+    if given:
+        facts["float0_outputs"] = given  # integer or bool outputs: the float0 cotangents the point gave them
+    for i in float0:
+        if i < len(got) and str(got[i].dtype) != "[('float0', 'V')]" and got[i].dtype.name != "void":
+            wrong.append(f"input {i}'s cotangent is {got[i].dtype}, JAX's is float0")
+    tol = gradient_tolerance([x.dtype for x in want_in if _differentiable(x)] +
+                             [c.dtype for c in point.cotangents(order) if _differentiable(c)])
+    facts["tol"] = tol
+    mask, why = differenced(jaxpr)
+    free = _free_outputs(jaxpr)
+    if order == 2 and free:  # J w of an output whose sign or basis is free: another algorithm's is as right
+        facts["not_compared"] = [len(point.primals) + j for j in free]
+    if expected is not None and not wrong:
+        idx = [i for i in range(len(got)) if i not in float0 and i not in facts.get("not_compared", ())]
+        # rounding first: the reference held as the device holds it (a float64 value past the
+        # dtype's range is ±Inf there too), and values under the dtype's smallest normal are zeros
+        # (the CPU backend flushes them): the smallest normal is the absolute floor
+        with np.errstate(all="ignore"):
+            exp = [np.asarray(expected[i]).astype(got[i].dtype).astype(np.float64) for i in idx]
+        act = [np.asarray(got[i], dtype=np.float64) for i in idx]
+        finite = [float(np.max(np.abs(e[np.isfinite(e)]))) for e in exp if np.isfinite(e).any()]
+        tiny = max([_tiny(got[i].dtype) for i in idx] + [0.0])
+        atol = tol * max(finite + [0.0]) + tiny
+        status, err, metrics = compare_outputs(act, exp, tol, atol, False)
+        facts["against_jax"] = {"max_abs_err": metrics.get("max_abs_err", 0.0), "atol": atol, "rtol": tol,
+                                "how": against, "agrees": status == "ok"}
+        if status != "ok":
+            wrong.append(f"against jax.vjp: {err}")
+    if why is not None:
+        facts["finite_differences"] = f"not judged: {why}"
+    else:
+        checks = _finite_differences(got, point, jaxpr, mask, order, np.random.default_rng(seed + 7 * order))
+        facts["finite_differences"] = checks
+        for c in checks:
+            if c.get("skipped"):
+                continue
+            bound = tol * (abs(c["reference"]) + c["scale"]) + c["noise"]
+            if not abs(c["device"] - c["reference"]) <= bound:
+                wrong.append(f"{c['what']}: the artifact's {c['device']:.6g}, finite differences of the float64 "
+                             f"reference {c['reference']:.6g} (bound {bound:.3g})")
+    if wrong:
+        return rec.with_status("fail", error_type="GradientMismatch", error="; ".join(wrong)[:1000],
+                               facts={**facts, "mismatches": wrong}, handle=None)
+    return rec.with_status("ok", facts=facts, handle=None)
+
+
+def _tiny(dtype: Any) -> float:
+    import ml_dtypes  # noqa: PLC0415  (loaded by jax already)
+
+    return float(ml_dtypes.finfo(dtype).tiny)
+
+
+def _differentiable(x: Any) -> bool:
+    return inexact(x)
+
+
+def _finite_differences(got: list[np.ndarray], point: Point, jaxpr: Any, mask: list[bool], order: int,
+                        rng: np.random.Generator) -> list[dict[str, Any]]:
+    """The directional derivatives of ``got`` against central differences of the reference,
+    each at two steps (``_check``)."""
+    xs = [np.asarray(x) for x in point.primals]
+    flo = [i for i, x in enumerate(xs) if _differentiable(x)]
+    size = max([1.0] + [float(np.max(np.abs(xs[i].astype(np.float64)[np.isfinite(xs[i].astype(np.float64))])))
+                        for i in flo if np.isfinite(xs[i].astype(np.float64)).any()])
+    u = {i: rng.standard_normal(xs[i].shape) for i in flo}
+    cts = [np.asarray(c, dtype=np.float64) if m else None for c, m in zip(point.ct, mask)]
+
+    def f_at(steps: Sequence[tuple[float, dict[int, np.ndarray]]]) -> list[np.ndarray]:
+        args = [x.astype(np.float64) if i in u else x for i, x in enumerate(xs)]
+        for h, d in steps:
+            for i, v in d.items():
+                args[i] = args[i] + h * v
+        with np.errstate(all="ignore"):
+            return evaluate(jaxpr, *args)
+
+    def dot(weights: Sequence[np.ndarray | None], outs: list[np.ndarray]) -> float:
+        with np.errstate(all="ignore"):
+            return float(sum(np.sum(w * np.asarray(o, dtype=np.float64)) for w, o in zip(weights, outs)
+                             if w is not None))
+
+    def size_of(weights: Sequence[np.ndarray | None], outs: list[np.ndarray]) -> float:
+        """Σ|weight·output|: what rounding the reference's outputs can move a difference by."""
+        with np.errstate(all="ignore"):
+            return float(sum(np.sum(np.abs(w * np.asarray(o, dtype=np.float64))) for w, o in zip(weights, outs)
+                             if w is not None))
+
+    def device(ws: dict[int, np.ndarray], vs: Sequence[Any]) -> tuple[float, float, float]:
+        """(Σ w·v, Σ|w·v|, Σ|w|·the smallest normal of v's dtype: what flushing or rounding
+        cotangents below it may move the sum by)."""
+        with np.errstate(all="ignore"):
+            terms = [w * np.asarray(vs[i], dtype=np.float64) for i, w in ws.items()]
+            floor = sum(float(np.sum(np.abs(w))) * _tiny(np.asarray(vs[i]).dtype) for i, w in ws.items())
+            return float(sum(np.sum(t) for t in terms)), float(sum(np.sum(np.abs(t)) for t in terms)), floor
+
+    def first(weights: Sequence[np.ndarray | None], d: dict[int, np.ndarray], h: float) -> tuple[float, float]:
+        plus, minus = f_at([(h, d)]), f_at([(-h, d)])
+        return (dot(weights, plus) - dot(weights, minus)) / (2 * h), NOISE * size_of(weights, plus) / h
+
+    def mixed(h: float) -> tuple[float, float]:
+        c = [f_at([(a, u), (b, w)]) for a, b in ((h, h), (h, -h), (-h, h), (-h, -h))]
+        value = (dot(cts, c[0]) - dot(cts, c[1]) - dot(cts, c[2]) + dot(cts, c[3])) / (4 * h * h)
+        return value, NOISE * size_of(cts, c[0]) / (h * h)
+
+    if order == 1:
+        return [_check("u·Jᵀct", device(u, got), lambda h: first(cts, u, h), STEP_1 * size)]
+    n = len(xs)
+    w = {i: np.asarray(point.w[i], dtype=np.float64) for i in flo}
+    c2 = {j: rng.standard_normal(np.shape(point.ct[j])) for j, m in enumerate(mask) if m}
+    weights = [c2.get(j) for j in range(len(mask))]
+    return [_check("u·∂x(w·Jᵀct)", device(u, got[:n]), mixed, STEP_2 * size),
+            _check("c·(J w)", device(c2, got[n:]), lambda h: first(weights, w, h), STEP_1 * size)]
+
+
+def _check(what: str, dev: tuple[float, float, float], difference: Any, h: float) -> dict[str, Any]:
+    """One directional derivative: the device's (value, Σ|terms|, flush floor) against the
+    reference's central difference at steps ``h`` and ``h/2``, extrapolated (Richardson: the
+    difference's error is O(h²)), with its own error estimate (the two steps' disagreement
+    plus float64 rounding over the step) for the bound. Skipped where the reference is not
+    finite within a step (outside a domain), or where the two steps disagree by more than the
+    value (a jump within both steps makes them differ by half: rem, floor near an integer)."""
+    coarse, _ = difference(h)
+    fine, noise = difference(h / 2)
+    ref = fine + (fine - coarse) / 3
+    value, mag, floor = dev
+    err = abs(fine - coarse) + noise
+    c: dict[str, Any] = {"what": what, "device": value, "reference": ref, "scale": mag, "step": h,
+                         "noise": err + floor}
+    if not (np.isfinite(coarse) and np.isfinite(fine)):
+        c["skipped"] = "the reference is not finite within a step of the point"
+    elif abs(fine - coarse) > 0.25 * max(abs(fine), abs(coarse)) and abs(fine - coarse) > 8 * noise:
+        c["skipped"] = "the differences at two steps disagree: a jump or a kink within a step"
+    return c
