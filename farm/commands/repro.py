@@ -28,6 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--shapes", default="static", metavar="KINDS",
                    help="run the harness at static shapes, its symbolic variant's, or static,symbolic to find its "
                         "failure (as farm sweep --shapes; a --run's symbolic failure adds symbolic) (default: static)")
+    p.add_argument("--vjp", type=int, choices=(1, 2), default=0, metavar="ORDER",
+                   help="run the harness with its derivatives judged (as farm sweep --vjp 1|2) to find its failure "
+                        "(a --run's vjp or vjp2 failure sets it)")
     p.add_argument("--minimize", action="store_true", help="delta-debug to the smallest failing program and input")
     p.add_argument("--timeout", type=number("--timeout", float, above=0), default=60.0,
                    help="seconds one minimization candidate may run before it counts as a hang")
@@ -134,7 +137,8 @@ def repro_cmd(args: argparse.Namespace) -> int:
 
     shapes = parse_list(args.shapes, SHAPE_KINDS, "shape kind (--shapes)") or ("static",)
     rep = reproduce(catalog, modules, args.harness, out, platform=args.platform, stored=stored,
-                    do_minimize=args.minimize, timeout_s=args.timeout, shapes=tuple(shapes))
+                    do_minimize=args.minimize, timeout_s=args.timeout, shapes=tuple(shapes),
+                    vjp=args.vjp)
     f = rep.failure
     print(f"{rep.harness}: {f.stage} on {f.platform} {f.status}: {(f.error or '')[:200]}")
     ok = True

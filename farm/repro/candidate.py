@@ -135,6 +135,18 @@ def symbolic_export(h: Any, platforms: tuple[str, ...]) -> bytes:
     return bytes(rec.handle.serialize())
 
 
+def vjp_export(h: Any, platforms: tuple[str, ...], order: int) -> bytes:
+    """The harness's function exported for ``platforms`` and serialized with ``order`` orders
+    of vjp (``farm.stages.gradients.serialize``): made here, where a planted fault (a wrong
+    JVP rule) is in force, so its vjp modules carry it, for a reproducer to differentiate."""
+    import jax
+
+    from farm.stages import trace
+
+    jf, dyn = trace.jitted(h, h.make_args())
+    return bytes(jax.export.export(jf, platforms=platforms)(*dyn).serialize(vjp_order=order))
+
+
 def _serve(conn: Any, src: Source) -> None:
     os.environ.update(src.env)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -153,9 +165,10 @@ def _serve(conn: Any, src: Source) -> None:
             if req is None:
                 return
             kind, body = req
-            if kind == "symbolic_export":
+            if kind in ("symbolic_export", "vjp_export"):
                 try:
-                    conn.send(("export", symbolic_export(h, tuple(body))))
+                    conn.send(("export", symbolic_export(h, tuple(body)) if kind == "symbolic_export"
+                               else vjp_export(h, tuple(body[0]), int(body[1]))))
                 except Exception as e:  # a record, not a dead worker
                     conn.send(("record", _record(kind, "error", e)))
             elif kind in ("values", "export"):

@@ -93,10 +93,11 @@ def pick(outcome: Outcome, platform: str | None, stage: str | None = None) -> Re
 
 def load(catalog: str, modules: tuple[str, ...], name: str, platform: str | None,
          stored: dict[str, Any] | None = None, timeout_s: float = 300.0,
-         shapes: tuple[str, ...] = ("static",)) -> Case:
+         shapes: tuple[str, ...] = ("static",), vjp: int = 0) -> Case:
     """Run the harness here and pick its failure (the stored run's stage and platform, with --run).
     ``shapes``: the kinds of shape to run it at (``farm sweep --shapes``); a stored failure of
-    a symbolic stage adds ``symbolic``.
+    a symbolic stage adds ``symbolic``; ``vjp``: the vjp order to run it with (``farm sweep
+    --vjp``), at least the stored failure's (``vjp``: 1, ``vjp2``: 2).
 
     Raises:
         FarmError: unknown harness; NothingToReproduce: it does not fail."""
@@ -108,7 +109,8 @@ def load(catalog: str, modules: tuple[str, ...], name: str, platform: str | None
                                                      if os.environ.get("FARM_PLANT") else {})})
     if (stored or {}).get("stage") in SYMBOLIC_STAGES and "symbolic" not in shapes:
         shapes = (*shapes, "symbolic")
-    opts = Options(roundtrip=bool(stored and stored.get("stage") == "compare" and stored.get("platform") == "export"),
+    vjp = max(vjp, {"vjp": 1, "vjp2": 2}.get((stored or {}).get("stage") or "", 0))
+    opts = Options(vjp=vjp, roundtrip=bool(stored and stored.get("stage") == "compare" and stored.get("platform") == "export"),
                    shapes=shapes)
     outcome = run(h, src, opts, timeout_s)
     want_platform = (stored or {}).get("platform") or platform

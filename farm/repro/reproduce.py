@@ -20,8 +20,9 @@ from farm.repro.minimize import Minimized, NotReproduced, minimize
 from farm.repro.same import same_failure
 from farm.repro.script import Check, Script
 from farm.repro.write import Written, _story, compact, correctly_rounded, header, npz, verify, write_full
+from farm.repro.gradients import write_gradients
 from farm.repro.symbolic import write_symbolic
-from farm.results import SYMBOLIC_STAGES, Record
+from farm.results import GRADIENT_STAGES, SYMBOLIC_STAGES, Record
 
 #: The failures the minimizer can judge candidates for: this host's own run of the program
 MINIMIZABLE = ("trace", "lower", "compile", "execute", "compare")
@@ -44,10 +45,12 @@ class Report:
 def reproduce(catalog: str, modules: tuple[str, ...], name: str, out: Path, *, platform: str | None = None,
               stored: dict[str, Any] | None = None, do_minimize: bool = False, timeout_s: float = 60.0,
               same: Callable[[dict[str, Any], dict[str, Any]], bool] = same_failure,
-              shapes: tuple[str, ...] = ("static",)) -> Report:
+              shapes: tuple[str, ...] = ("static",), vjp: int = 0) -> Report:
     """Write ``out``/repro.py (and with ``do_minimize`` the minimized one, the full one kept
     as repro_full.py); a failure of a symbolic stage is written by ``farm.repro.symbolic``
-    (``shapes``: the kinds of shape the harness is run at to find its failure).
+    (``shapes``: the kinds of shape the harness is run at to find its failure), and one of
+    the derivatives' stages by ``farm.repro.gradients`` (``vjp``: the vjp order the harness
+    is run with to find it, as ``farm sweep --vjp``).
 
     Raises:
         FarmError: an unknown harness, one that does not fail, or one whose failure cannot
@@ -56,7 +59,7 @@ def reproduce(catalog: str, modules: tuple[str, ...], name: str, out: Path, *, p
 
     from farm.stages import compat
 
-    case = load(catalog, modules, name, platform, stored, shapes=shapes)
+    case = load(catalog, modules, name, platform, stored, shapes=shapes, vjp=vjp)
     if do_minimize and (case.failure.stage not in MINIMIZABLE and case.failure.status not in ("crashed", "timeout")
                         or case.failure.platform not in ("cpu", "any")):
         raise FarmError(f"{name}: --minimize judges candidates on this host's own run; this failure is "
@@ -65,6 +68,10 @@ def reproduce(catalog: str, modules: tuple[str, ...], name: str, out: Path, *, p
     with compat.enable_x64(case.harness.needs_x64 or bool(jax.config.jax_enable_x64)):
         if case.failure.stage in SYMBOLIC_STAGES:
             return Report(out, case.harness.name, case.failure, write_symbolic(case, out))
+        if case.failure.stage in GRADIENT_STAGES:
+            if do_minimize:
+                raise FarmError(f"{name}: a {case.failure.stage} failure is not minimized (write it without --minimize)")
+            return Report(out, case.harness.name, case.failure, write_gradients(case, out))
         program, dyn = traced_program(case.harness)
         full = write_full(case, program, dyn, out, "repro_full.py" if do_minimize else "repro.py")
         if not do_minimize:
