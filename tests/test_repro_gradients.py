@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import ast
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +23,7 @@ from tests.helpers.repro import run_without_farm
 pytestmark = pytest.mark.slow
 PLANT = "wrong_jvp:sin"
 SIN = "sin_float32_3x4"
+ROOT = Path(__file__).resolve().parents[1]
 ALLOWED = {"os", "sys", "pathlib", "dataclasses", "traceback", "jax", "numpy", "ml_dtypes"}
 
 
@@ -30,13 +34,13 @@ def _imports(script: Path) -> set[str]:
     return {n.split(".")[0] for n in names}
 
 
-@pytest.mark.parametrize("platform", ["cpu", "tpu"])
 def test_a_planted_wrong_jvp_reproduces_standalone_and_a_clean_artifact_passes(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], platform: str) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """sin run with --vjp 1 in an isolated worker under the plant: its vjp on ``platform``
     fails against finite differences; the script reproduces those numbers (exit 1) and passes
     (exit 0) once vjp_export.bin is made without the plant, and again with the script's own
     export of f in its place."""
+    platform = "cpu"
     monkeypatch.setenv("FARM_PLANT", PLANT)
     out = tmp_path / "repro"
     rc = main(["repro", SIN, "--vjp", "1", "--platform", platform, "-o", str(out)])
@@ -73,6 +77,30 @@ def test_a_planted_wrong_jvp_reproduces_standalone_and_a_clean_artifact_passes(
     own = run_without_farm(script)
     assert own.returncode == 0, own.stdout + own.stderr
     assert "fixed: the derivatives agree" in own.stdout
+
+
+def test_a_stored_vjp_failure_on_tpu_reproduces_standalone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """`farm sweep --vjp 1` of sin under the plant into SQLite (its own process and Ray
+    cluster), then `farm repro --run` for tpu's record: the run's stage sets the vjp order;
+    tpu's part of the serialized vjp module, relabelled for the CPU, fails the same way."""
+    url = f"sqlite:///{tmp_path / 'farm.db'}"
+    env = {k: v for k, v in os.environ.items() if k != "FARM_PLANT"} | {
+        "PYTHONPATH": str(ROOT), "RAY_USAGE_STATS_ENABLED": "0", "FARM_PLANT": PLANT}
+    p = subprocess.run([sys.executable, "-m", "farm", "sweep", "--primitive", "sin", "--dtype", "float32",
+                        "--vjp", "1", "--repeats", "1", "--workers", "1", "--force", "--name", "grad", "--db", url],
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode in (0, 1), p.stdout[-2000:] + p.stderr[-4000:]  # 1: the sweep found failures
+    monkeypatch.setenv("FARM_PLANT", PLANT)
+    out = tmp_path / "repro"
+    rc = main(["repro", SIN, "--run", "grad", "--platform", "tpu", "--db", url, "-o", str(out)])
+    said = capsys.readouterr().out
+    assert rc == 0, said
+    assert "vjp on tpu fail" in said and "exits 1 standalone" in said
+    assert "PLATFORM = 'tpu'" in (out / "repro.py").read_text()
+    ran = run_without_farm(out / "repro.py")
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    assert "tpu's order-1 vjp taken on the CPU" in ran.stdout and "the artifact's 0.710517" in ran.stdout
 
 
 def test_a_harness_that_does_not_fail_its_vjp_is_nothing_to_reproduce(tmp_path: Path,
