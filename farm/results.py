@@ -28,7 +28,7 @@ SEVERITY = {s: i for i, s in enumerate(("ok", "skipped", "not_runnable_here", "e
 #: run on a foreign backend adds ``<stage>_run`` records for crossexec's execution).
 STAGES = ("trace", "lower", "census", "sharding", "export", "serialize", "compile", "execute",
           "compare", "crossexec", "xhost", "symbolic_export", "symbolic_serialize", "symbolic_call",
-          "effects_export", "export_feature", "pallas_export", "pallas_reference", "vjp", "vjp2")
+          "effects_export", "export_feature", "pallas_export", "pallas_reference", "pallas_xver", "vjp", "vjp2")
 #: The stages of a harness's symbolic variant (``--shapes symbolic``): its leading dimension
 #: symbolic, exported, serialized and called at several sizes (``farm.pipeline.symbolic``).
 SYMBOLIC_STAGES = ("symbolic_export", "symbolic_serialize", "symbolic_call")
@@ -46,8 +46,10 @@ FEATURE_STAGES = ("export_feature",)
 #: The stage of a Pallas kernel (``Harness.pallas``): one record per target (a TPU generation,
 #: cuda with Mosaic GPU or Triton, rocm with Triton), the kernel lowered and exported for it,
 #: the census of its custom call and the serialize round trip (``farm.pipeline.pallas``); and,
-#: where the kernel ships a jnp reference of its own, the interpret-mode kernel against it.
-PALLAS_STAGES = ("pallas_export", "pallas_reference")
+#: where the kernel ships a jnp reference of its own, the interpret-mode kernel against it;
+#: in a version sweep's cross run, another jax's ``pallas_export`` artifact deserialized here
+#: (``pallas_xver``, one record per target: deserialize only).
+PALLAS_STAGES = ("pallas_export", "pallas_reference", "pallas_xver")
 #: The stages of a harness's derivatives (``farm sweep --vjp [1|2]``): its export serialized
 #: with its vjp modules, read back, and each platform's vjp taken on the CPU, at order 1
 #: (``vjp``) and 2 (``vjp2``), judged against ``jax.vjp`` and finite differences of the

@@ -65,7 +65,34 @@ def cross_summary(rows: Iterable[Row], stats: Mapping[str, Any] | None = None, e
     stats = stats or {}
     return {"xhost": dict(status), **{a: dict(c) for a, c in against.items()},
             "artifacts": int(stats.get("jobs") or 0), "no_harness_here": int(stats.get("missing") or 0),
-            "error_kinds": dict(errors.most_common()), "examples": first}
+            "error_kinds": dict(errors.most_common()), "examples": first, "pallas": pallas_summary(rows, examples)}
+
+
+def pallas_summary(rows: Iterable[Row], examples: int = 5) -> dict[str, Any]:
+    """A pair's ``pallas_xver`` records (kernel artifacts deserialized only): statuses, and by
+    target kind (``tpu``, ``cuda:triton``...) how many deserialized and how many read back the
+    same in every respect; what differed, counted; the first failures."""
+    status: Counter = Counter()
+    by_target: dict[str, Counter] = {}
+    differs: Counter = Counter()
+    first: list[dict[str, Any]] = []
+    for r in rows:
+        if r["stage"] != "pallas_xver":
+            continue
+        status[r["status"]] += 1
+        facts = r.get("facts") or {}
+        kind = "tpu" if r["platform"].startswith("tpu:") else r["platform"]
+        c = by_target.setdefault(kind, Counter())
+        c["artifacts"] += 1
+        c["deserialized"] += bool(facts.get("deserialized"))
+        c["same"] += bool(facts.get("deserialized")) and all((facts.get("same") or {}).values())
+        for k in facts.get("differs") or {}:
+            differs[k] += 1
+        if r["status"] not in ("ok", "expected_fail", "skipped") and len(first) < examples:
+            first.append({"harness": r["harness"], "target": r["platform"], "status": r["status"],
+                          "error": (r.get("error") or "")[:300]})
+    return {"status": dict(status), "by_target": {k: dict(v) for k, v in sorted(by_target.items())},
+            "differs": dict(differs), "examples": first}
 
 
 def _kind(error: str) -> str:
@@ -123,4 +150,12 @@ def render_text(m: Mapping[str, Any]) -> str:
             lines.append(f"  {n} x {kind}")
         for e in p["examples"]:
             lines.append(f"  e.g. {e['harness']}: {e['status']}: {e['error']}")
+        px = p.get("pallas") or {}
+        if px.get("status"):
+            per = ", ".join(f"{t} {c.get('deserialized', 0)}/{c.get('artifacts', 0)} deserialized, {c.get('same', 0)} same"
+                            for t, c in px["by_target"].items())
+            lines.append(f"  pallas kernel artifacts (deserialize only, not run: no TPU/GPU): {_cell(px['status'])}; "
+                         f"{per}" + (f"; differs: {_cell(px['differs'])}" if px["differs"] else ""))
+            for e in px["examples"]:
+                lines.append(f"  e.g. {e['harness']} {e['target']}: {e['status']}: {e['error']}")
     return "\n".join(lines)

@@ -124,6 +124,17 @@ def all_targets() -> tuple[Target, ...]:
     return generations() + tuple(Target(p, b, "", *GPU_DEVICES[p]) for p, b in GPU_TARGETS)
 
 
+def abstract_device(kind: str, cores: int | None, platform: str) -> Any:
+    """An ``AbstractDevice`` of this device kind (with its platform where the installed jax
+    takes one: jax 0.9.2's has the device kind and core count only)."""
+    from jax._src import mesh as mesh_lib
+
+    try:
+        return mesh_lib.AbstractDevice(device_kind=kind, num_cores=cores, platform=platform)
+    except TypeError:
+        return mesh_lib.AbstractDevice(device_kind=kind, num_cores=cores)
+
+
 def on_device(fun: Callable[..., Any], platform: str) -> Callable[..., Any]:
     """``fun`` traced as if on ``platform``'s GPU (``GPU_DEVICES``): for a kernel that asks the
     default device about itself at trace time."""
@@ -131,9 +142,8 @@ def on_device(fun: Callable[..., Any], platform: str) -> Callable[..., Any]:
 
     def told(*args: Any) -> Any:
         import jax
-        from jax._src import mesh as mesh_lib
 
-        device = mesh_lib.AbstractDevice(device_kind=kind, num_cores=cores, platform=platform)
+        device = abstract_device(kind, cores, platform)
         with jax.sharding.use_abstract_mesh(jax.sharding.AbstractMesh((1,), ("pallas",), abstract_device=device)):
             return fun(*args)
 

@@ -47,3 +47,23 @@ def own_reference(h: Harness, rec: Record) -> Record:
     out = compared(got, want, platform=rec.platform, against="the kernel's own jnp reference", rtol=rtol, atol=atol,
                    exact=False, stage="pallas_reference")
     return out.with_status(out.status, seconds=rec.seconds, facts={**out.facts, **rec.facts})
+
+
+def cross_version(rec: Record) -> Record:
+    """Another jax's kernel artifact read by this one (``farm.stages.pallas.cross_version``):
+    ``fail`` where what this jax reads back differs from what the exporting jax saw (platforms,
+    avals, disabled checks, custom-call targets or payload sha256), or where its calling
+    convention is outside what this jax promises to read; a deserialize failure stands as the
+    error JAX raised (with ``facts.reason``)."""
+    if rec.status != "ok":
+        return rec.with_status(rec.status, handle=None)
+    wrong = [f"{k} changed: exported {v['exported']!r:.150}, read {v['read']!r:.150}"
+             for k, v in (rec.facts.get("differs") or {}).items()]
+    cc = rec.facts.get("calling_convention") or {}
+    lo, hi = cc.get("supported") or (None, None)
+    if isinstance(cc.get("read"), int) and lo is not None and not lo <= cc["read"] <= hi:
+        wrong.append(f"calling convention {cc['read']} outside this jax's {lo}..{hi}")
+    if not wrong:
+        return rec.with_status(rec.status, handle=None)
+    return rec.with_status("fail", error_type="PallasCrossVersionMismatch", error="; ".join(wrong)[:1000],
+                           handle=None, facts={**rec.facts, "mismatches": wrong})

@@ -26,7 +26,7 @@ from farm.judge.limitations import judge_record, judge_run
 from farm.reference.handwritten import reference_outputs
 from farm.pipeline.checks import Job, check
 from farm.pipeline.effects import run_effects
-from farm.pipeline.pallas import run_pallas
+from farm.pipeline.pallas import run_pallas_kept, run_pallas_prior
 from farm.pipeline.features import run_features
 from farm.pipeline.gradients import run_gradients
 from farm.pipeline.symbolic import run_symbolic
@@ -97,8 +97,8 @@ def _run_traced(h: Harness, opts: Options, prior: xhost.Prior | None, reuse: Reu
     (trace, lower, export and the structural checks only: nothing compiles or runs)."""
     args = h.make_args()
     tr = trace.run(h, args, abstract=(lambda dyn: meshes.sharded_args(h, dyn, abstract)) if h.mesh else None)
-    if not tr.ok and not (h.poly is not None and "static" not in opts.shapes):
-        return [_without_handle(tr)], [], None
+    if not tr.ok and not (h.poly is not None and "static" not in opts.shapes):  # another jax's kernel artifacts need no trace
+        return [_without_handle(tr), *(run_pallas_prior(h, prior.pallas) if prior is not None else [])], [], None
     if "static" not in opts.shapes:  # the symbolic variant alone (a declared one runs whether or not its static twin traces)
         return [_without_handle(tr), *run_symbolic(h, opts.platforms)], [], None
     lowered, lower_recs, module_arts = _lower(tr, opts, h)
@@ -107,11 +107,16 @@ def _run_traced(h: Harness, opts: Options, prior: xhost.Prior | None, reuse: Reu
     if "symbolic" in opts.shapes:  # never reused: its stages are upstream ones (farm.results.UPSTREAM_STAGES)
         recs += run_symbolic(h, opts.platforms)
     recs += run_effects(h, tr.handle.dyn, opts.platforms)  # upstream too: never reused
-    recs += run_pallas(h, tr.handle.dyn, opts)  # upstream too: never reused
+    pallas_recs, pallas_arts = run_pallas_kept(h, tr.handle.dyn, opts)  # upstream too: never reused
+    recs += pallas_recs
+    if prior is not None and prior.pallas:  # another jax's kernel artifacts (a version sweep's cross run)
+        recs += run_pallas_prior(h, prior.pallas)
+    if prior is not None and not prior.export:  # it carried kernel artifacts only
+        prior = None
     recs += run_features(h, tr.handle.dyn, opts.platforms)  # the same
     if opts.vjp and not abstract:  # upstream too: never reused
         recs += run_gradients(h, tr.handle.jitted, tr.handle.dyn, tr.handle.traced.jaxpr, exported, opts.vjp)
-    arts = [*module_arts, *export_arts]
+    arts = [*module_arts, *export_arts, *pallas_arts]
     if abstract:
         return recs + _too_big(h, opts), arts, None
     dkey = _downstream_key(h, options_digest, args, lowered, serialized if opts.roundtrip else None)

@@ -2,34 +2,65 @@
 among the sweep's platforms and ``Options.pallas_targets`` (``farm.catalog.pallas.targets``),
 each judged (``farm.judge.pallas``), and the interpret-mode kernel against its own jnp
 reference where it ships one; its limitations are applied with the others by ``run_harness``.
+
+Each target's serialized artifact is kept (an ``export`` artifact, meta ``stage:
+pallas_export``) so that a version sweep's cross run can hand it to another jax
+(``run_pallas_prior``: the ``pallas_xver`` stage, deserialize only).
 """
 from __future__ import annotations
 
+import base64
+from collections.abc import Mapping
 from typing import Any
 
 from farm.catalog import Harness
 from farm.catalog.pallas import targets
 from farm.judge import pallas as judge
-from farm.results import Options, Record
+from farm.results import Artifact, Options, Record
 from farm.stages import pallas
 from farm.stages.record import failure
 
 
 def run_pallas(h: Harness, dyn: list[Any], opts: Options) -> list[Record]:
-    """One judged record per target (none for a harness without a kernel). Never raises:
-    the harness's other records must survive."""
+    """``run_pallas_kept``'s records alone."""
+    return run_pallas_kept(h, dyn, opts)[0]
+
+
+def run_pallas_kept(h: Harness, dyn: list[Any], opts: Options) -> tuple[list[Record], list[Artifact]]:
+    """One judged record per target (none for a harness without a kernel), and each target's
+    serialized artifact. Never raises: the harness's other records must survive."""
     if h.pallas is None:
-        return []
+        return [], []
     out: list[Record] = []
+    arts: list[Artifact] = []
     for t in targets(h.pallas, opts.platforms, opts.pallas_targets):
         try:
             rec: Record = pallas.run(h, dyn, t)
         except Exception as e:  # the farm's own bug: an error record, never a pass
             rec = failure(Record, "pallas_export", t.label, e, 0.0)
-        out.append(judge.pallas(rec))
+        if rec.ok and isinstance(rec.handle, tuple) and rec.artifact and rec.artifact not in {a.sha256 for a in arts}:
+            blob, meta = rec.handle  # one artifact for the generations that got the same bytes
+            arts.append(Artifact(rec.artifact, "export", blob, meta))
+        judged = judge.pallas(rec)
+        out.append(judged.with_status(judged.status, handle=None))
     if h.pallas.reference is not None:
         try:
             out.append(judge.own_reference(h, pallas.run_reference(h, dyn)))
         except Exception as e:  # the farm's own bug: an error record, never a pass
             out.append(failure(Record, "pallas_reference", "cpu", e, 0.0))
+    return out, arts
+
+
+def run_pallas_prior(h: Harness, kept: Mapping[str, Mapping[str, Any]]) -> list[Record]:
+    """Another jax's ``pallas_export`` artifacts of ``h``'s kernel ({target label: {"export":
+    base64, "meta": ...}}, ``farm.run.bundles.priors``), each deserialized here and judged
+    (``pallas_xver``). Never raises."""
+    out: list[Record] = []
+    for label, kept_one in sorted(kept.items()):
+        try:
+            rec: Record = pallas.cross_version(base64.b64decode(kept_one["export"]), dict(kept_one.get("meta") or {}),
+                                               label)
+        except Exception as e:  # the farm's own bug: an error record, never a pass
+            rec = failure(Record, "pallas_xver", label, e, 0.0)
+        out.append(judge.cross_version(rec))
     return out

@@ -3,6 +3,7 @@ CPU host's artifacts (priors) a device host's jobs file carries. The file format
 ``farm.formats.bundles`` (a device host writes it without the store)."""
 from __future__ import annotations
 
+import base64
 import dataclasses
 from typing import Any
 
@@ -78,7 +79,9 @@ def priors(store: Any, run_ref: str, fingerprints: list[str],
            names: list[str] | None = None) -> dict[str, dict[str, Any]]:
     """For each job the run exported and executed on CPU: its serialized export, inputs
     and CPU outputs (``xhost.Prior`` as JSON), keyed by the job's fingerprint, for a device
-    host's jobs file. A stored harness matches by fingerprint, else by name."""
+    host's jobs file. A stored harness matches by fingerprint, else by name. A Pallas
+    harness's kernel artifacts (its ``pallas_export`` records', one per target) come too,
+    under ``"pallas"`` (with or without the ordinary export)."""
     from sqlalchemy import select  # deferred: sqlalchemy; bundle reading/writing needs no store
 
     from farm.store import artifacts, queries  # deferred: farm.store (sqlalchemy); bundle reading/writing needs no store
@@ -93,13 +96,24 @@ def priors(store: Any, run_ref: str, fingerprints: list[str],
             select(HarnessRow.fingerprint, HarnessRow.name, ResultRow.stage, ResultRow.artifact_sha)
             .join(HarnessRow, HarnessRow.id == ResultRow.harness_id)
             .where(ResultRow.run_id == run.id, ResultRow.artifact_sha.is_not(None),
-                   ((ResultRow.stage == "serialize") | ((ResultRow.stage == "execute") & (ResultRow.platform == "cpu"))))
+                   ((ResultRow.stage == "serialize") | ((ResultRow.stage == "execute") & (ResultRow.platform == "cpu"))
+                    | (ResultRow.stage == "pallas_export")))
+            .add_columns(ResultRow.platform)
         ).all()
         shas: dict[str, dict[str, str]] = {}
-        for fp, name, stage, sha in rows:
+        kernels: dict[str, dict[str, str]] = {}  # job -> {target label: sha}
+        for fp, name, stage, sha, platform in rows:
             job = fp if fp in wanted else by_name.get(name)
-            if job is not None:
+            if job is not None and stage == "pallas_export":
+                kernels.setdefault(job, {})[platform] = sha
+            elif job is not None:
                 shas.setdefault(job, {})[stage] = sha
+        for fp, labels in kernels.items():
+            kept = {}
+            for label, sha in labels.items():
+                row, blob = artifacts.get(s, sha)
+                kept[label] = {"export": base64.b64encode(blob).decode(), "meta": {**(row.meta or {}), "target": label}}
+            out[fp] = {"meta": {"jax_version": run.jax_version, "run": run.name}, "pallas": kept}
         for fp, d in shas.items():
             if "serialize" not in d or "execute" not in d:
                 continue
@@ -107,7 +121,8 @@ def priors(store: Any, run_ref: str, fingerprints: list[str],
             _, io_npz = artifacts.get(s, d["execute"])
             meta = {"jax_version": row.jax_version, "platforms": (row.meta or {}).get("platforms"),
                     "run": run.name, "sha256": d["serialize"]}
-            out[fp] = _typed(Prior.from_blobs(blob, io_npz, meta)).to_json()
+            out[fp] = {**_typed(Prior.from_blobs(blob, io_npz, meta)).to_json(),
+                       **({"pallas": out[fp]["pallas"]} if fp in out else {})}
     return out
 
 

@@ -202,8 +202,8 @@ def from_run(session: Session, run_ref: str) -> list[StoredExport]:
     run = queries.resolve_run(session, run_ref)
     rows = session.execute(select(ResultRow.harness_id, ResultRow.artifact_sha, ArtifactRow.kind, ResultRow.facts)
                            .join(ArtifactRow, ArtifactRow.sha256 == ResultRow.artifact_sha)
-                           .where(ResultRow.run_id == run.id)).all()
-    exports: dict[int, str] = {}
+                           .where(ResultRow.run_id == run.id, ResultRow.stage != "pallas_export")).all()
+    exports: dict[int, str] = {}  # a Pallas kernel's per-target artifacts (TPU, GPU only) are not replayed
     ios: dict[int, str] = {}
     for hid, sha, kind, facts in rows:
         if kind == "export":
@@ -229,7 +229,8 @@ def since(session: Session, when: dt.date) -> list[StoredExport]:
         row = session.execute(select(ResultRow.run_id, ResultRow.harness_id, HarnessRow.definition, Run.name)
                               .join(HarnessRow, HarnessRow.id == ResultRow.harness_id)
                               .join(Run, Run.id == ResultRow.run_id)
-                              .where(ResultRow.artifact_sha == sha, Run.kind != "replay")
+                              .where(ResultRow.artifact_sha == sha, Run.kind != "replay",
+                                     ResultRow.stage != "pallas_export")
                               .order_by(ResultRow.run_id.desc()).limit(1)).first()
         if row is not None:
             run_id, hid, definition, run_name = row

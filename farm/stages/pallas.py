@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from farm.catalog import Harness, Kernel, Target
+from farm.catalog.pallas import abstract_device
 from farm.results import Record
 from farm.stages.census import guaranteed_targets
 from farm.stages.record import Timer, failure
@@ -85,28 +86,106 @@ def run(h: Harness, dyn: list[Any], target: Target) -> PallasExported:
                 == sorted(map(str, exp.disabled_safety_checks)),
             }
         calls = sum(len(p["ops"] or {}) for p in facts["payloads"])
+        blob = bytes(blob)
         return PallasExported("pallas_export", target.label, "ok", timer.seconds, facts=facts,
                               metrics={"artifact_bytes": float(len(blob)), "payload_op_kinds": float(calls),
-                                       "payload_bytes": float(sum(p["bytes"] for p in facts["payloads"]))})
+                                       "payload_bytes": float(sum(p["bytes"] for p in facts["payloads"]))},
+                              artifact=hashlib.sha256(blob).hexdigest(),
+                              handle=(blob, artifact_meta(exp, target, facts["payloads"])))
     except Exception as e:
         return failure(PallasExported, "pallas_export", target.label, e, timer.seconds,
                        facts={**facts, "failed_at": step})
+
+
+def artifact_meta(exp: Any, target: Target, found: list[dict[str, Any]]) -> dict[str, Any]:
+    """What another jax checks a kernel's artifact against when it deserializes it
+    (``cross_version``): the target, and what this jax saw in the export it made."""
+    import jax
+
+    return {"stage": "pallas_export", "target": target.label, "format": "jax.export.serialize",
+            "jax_version": jax.__version__, **exported_view(exp),
+            "payloads": [{"target": p["target"], "sha256": p["sha256"]} for p in found]}
+
+
+def exported_view(exp: Any) -> dict[str, Any]:
+    """An ``Exported``'s platforms, avals, disabled checks and calling convention, as text."""
+    return {"platforms": list(exp.platforms), "in_avals": str(exp.in_avals), "out_avals": str(exp.out_avals),
+            "disabled_checks": sorted(map(str, exp.disabled_safety_checks)),
+            "calling_convention_version": int(exp.calling_convention_version)}
+
+
+#: What ``cross_version`` compares between the exporting jax's view and this jax's.
+SAME = ("platforms", "in_avals", "out_avals", "disabled_checks", "payloads")
+
+
+@dataclass(frozen=True, slots=True)
+class PallasCrossVersion(Record):
+    """stage ``pallas_xver``, platform the target's label: a kernel's ``pallas_export``
+    artifact made by another jax (``facts.exported_on``), deserialized by this one
+    (``facts.run_on``). Deserialize only: no TPU or GPU here (``facts.execution``
+    "not_runnable_here"). facts: ``same`` ({platforms, in_avals, out_avals, disabled_checks,
+    payloads (custom-call targets and payload sha256)}: what this jax reads back against what
+    the exporting jax saw), ``differs`` (for each that differs: {"exported", "read"}),
+    ``calling_convention`` ({"exported", "read", "supported": this jax's range}), ``reason``
+    (a deserialize failure, in one word)."""
+
+
+def cross_version(blob: bytes, meta: dict[str, Any], label: str) -> PallasCrossVersion:
+    """Deserialize another jax's artifact of this kernel for ``label`` and compare what this
+    jax reads with what the exporting jax recorded in ``meta``; a failure is a record."""
+    import jax
+    from jax import export
+    from jax._src.export import _export
+
+    from farm.stages.stored import reason_of
+
+    facts: dict[str, Any] = {"exported_on": meta.get("jax_version"), "run_on": jax.__version__,
+                             "artifact_sha256": hashlib.sha256(blob).hexdigest(), "execution": "not_runnable_here",
+                             "why_not_run": "deserialize only: no TPU or GPU on this host"}
+    timer = Timer()
+    try:
+        with timer():
+            back = export.deserialize(bytearray(blob))
+            read = {**exported_view(back),
+                    "payloads": [{"target": p["target"], "sha256": p["sha256"]} for p in payloads(back.mlir_module())]}
+    except Exception as e:  # this jax does not read the artifact: JAX's error is the finding
+        return failure(PallasCrossVersion, "pallas_xver", label, e, timer.seconds,
+                       facts={**facts, "deserialized": False, "reason": reason_of(e)})
+    facts["deserialized"] = True
+    facts["same"] = {k: read[k] == meta.get(k) for k in SAME}
+    facts["differs"] = {k: {"exported": meta.get(k), "read": read[k]} for k, same in facts["same"].items() if not same}
+    facts["calling_convention"] = {"exported": meta.get("calling_convention_version"),
+                                   "read": read["calling_convention_version"],
+                                   "supported": [_export.minimum_supported_calling_convention_version,
+                                                 _export.maximum_supported_calling_convention_version]}
+    return PallasCrossVersion("pallas_xver", label, "ok", timer.seconds, facts=facts)
 
 
 @contextlib.contextmanager
 def _reach(target: Target) -> Iterator[None]:
     """The context a lowering for ``target`` is traced in (see the module's docstring)."""
     import jax
-    from jax._src import config
-    from jax._src import mesh as mesh_lib
 
-    device = mesh_lib.AbstractDevice(device_kind=target.device_kind, num_cores=target.cores, platform=target.platform)
+    device = abstract_device(target.device_kind, target.cores, target.platform)
     with jax.sharding.use_abstract_mesh(jax.sharding.AbstractMesh((1,), ("pallas",), abstract_device=device)):
         if target.platform == "tpu":
             yield
         else:
-            with config.jax_pallas_use_mosaic_gpu(target.backend == "mosaic_gpu"):
+            with _use_mosaic_gpu()(target.backend == "mosaic_gpu"):
                 yield
+
+
+def _use_mosaic_gpu() -> Any:
+    """The ``jax_pallas_use_mosaic_gpu`` state (in ``jax._src.config`` from 0.10; jax 0.9.2
+    defines it in ``pallas_call``)."""
+    from jax._src import config
+
+    flag = getattr(config, "jax_pallas_use_mosaic_gpu", None)
+    if flag is None:
+        from jax._src.pallas import pallas_call
+
+        flag = pallas_call._PALLAS_USE_MOSAIC_GPU
+    return flag
 
 
 def _specs(kernel: Kernel, dyn: list[Any]) -> list[Any]:

@@ -11,7 +11,7 @@ or this host's lowering rules.
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -36,20 +36,32 @@ class CrossHost(Record):
 
 @dataclass(frozen=True)
 class Prior:
-    """What the lowering host sends: the serialized export, its inputs and outputs."""
+    """What the lowering host sends: the serialized export, its inputs and outputs; and, for
+    a Pallas harness, each target's kernel artifact ({target label: {"export": base64,
+    "meta": ...}}, deserialized by the ``pallas_xver`` stage). ``export`` is empty where only
+    kernel artifacts came (no xhost stage then)."""
 
     export: bytes
     inputs: list[np.ndarray]
     outputs: list[np.ndarray]
     meta: dict[str, Any]
+    pallas: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"export": base64.b64encode(self.export).decode(),
-                "io": base64.b64encode(iofile.pack(self.inputs, self.outputs)).decode(), "meta": self.meta}
+        out: dict[str, Any] = {"meta": self.meta}
+        if self.export:
+            out.update(export=base64.b64encode(self.export).decode(),
+                       io=base64.b64encode(iofile.pack(self.inputs, self.outputs)).decode())
+        if self.pallas:
+            out["pallas"] = self.pallas
+        return out
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Prior":
-        return cls.from_blobs(base64.b64decode(d["export"]), base64.b64decode(d["io"]), d.get("meta") or {})
+        if "export" not in d:
+            return cls(b"", [], [], d.get("meta") or {}, dict(d.get("pallas") or {}))
+        prior = cls.from_blobs(base64.b64decode(d["export"]), base64.b64decode(d["io"]), d.get("meta") or {})
+        return cls(prior.export, prior.inputs, prior.outputs, prior.meta, dict(d.get("pallas") or {}))
 
     @classmethod
     def from_blobs(cls, export: bytes, io_npz: bytes, meta: dict[str, Any]) -> "Prior":

@@ -11,7 +11,9 @@ catalog differs between versions), one run per version named ``NAME@jax=V``.
 Then every ordered pair (A, B) of versions: the serialized exports A made (with the
 inputs A ran and the outputs A got) are deserialized and run by B, and compared with the
 reference, with A's outputs and with B's own lowering of the same harness (the ``xhost``
-stage), one run per pair named ``NAME@xver=A>B``. Old artifacts on a newer jax is JAX's
+stage), one run per pair named ``NAME@xver=A>B``. A Pallas kernel's per-target artifacts
+(``pallas_export``: TPU generations, cuda, rocm) travel too and are deserialized only by B
+(``pallas_xver``: no TPU or GPU here), checked against what A saw. Old artifacts on a newer jax is JAX's
 backward-compatibility promise; new artifacts on an older jax is forward compatibility.
 ``farm versions NAME`` prints the exported-on × run-on table.
 
@@ -203,7 +205,7 @@ def load(store: Any, base: str) -> tuple[dict[str, list[dict[str, Any]]], dict[t
             if r.jax_version and not r.exported_on:  # what the table reads of a version's own run
                 native[r.jax_version] = queries.results(s, r.id, stage="trace,compare,export,census")
             elif r.jax_version and r.exported_on:
-                cross[(r.exported_on, r.jax_version)] = queries.results(s, r.id, stage="xhost")
+                cross[(r.exported_on, r.jax_version)] = queries.results(s, r.id, stage="xhost,pallas_xver")
                 stats[(r.exported_on, r.jax_version)] = dict(r.stats or {})
     if not native:
         raise FarmError(f"no version sweep named {base!r} (runs {base}@jax=V): run farm sweep --jax V1,V2 --name {base}")
