@@ -133,3 +133,13 @@ def test_farm_sweep_family_effects_on_ray_stores_the_stage(tmp_path, ray_local, 
     assert got[(_one("print").name, "effects_export", "cpu+cuda+rocm+tpu")] == "expected_fail"
     assert all(got[(_one("branches").name, "effects_export", p)] == "ok" for p in (*MULTI, *SINGLE))
     assert not [k for k, v in got.items() if v in ("fail", "error", "crashed", "timeout", "unexpected_pass")]
+
+
+def test_effects_harnesses_have_no_symbolic_variant_and_say_why() -> None:
+    """vmap over a callback is another program (pure_callback refuses it without a
+    vmap_method): the symbolic variant is skipped with its reason, counted, not a false fail."""
+    from farm.pipeline.symbolic import run_symbolic
+
+    for variant in ("pure", "print", "ordered"):
+        (rec,) = run_symbolic(_one(variant))
+        assert rec.status == "skipped" and "side effects" in rec.facts["reason"]

@@ -103,6 +103,9 @@ def variant(h: Harness) -> Variant | str:
 
     if h.mesh:
         return "a sharded harness: its mesh fixes the shapes"
+    if h.effects is not None:
+        return ("a harness with side effects: vmap changes what its callbacks receive (pure_callback needs a "
+                "vmap_method), so a leading variant is another program; the effects_export stage checks its exports")
     if h.devices > 1:
         return f"a {h.devices}-device harness: called on one device, its export would need device-count polymorphism"
     args = _draw(h, 0)
