@@ -107,3 +107,27 @@ def test_a_harness_that_does_not_fail_its_vjp_is_nothing_to_reproduce(tmp_path: 
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["repro", SIN, "--vjp", "1", "-o", str(tmp_path / "out")]) == 2
     assert "does not fail here" in capsys.readouterr().err
+
+
+def test_stage_picks_the_order_two_failure_and_a_bad_stage_is_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Under the plant sin fails at vjp and at vjp2; without --stage the first (vjp) is
+    written, with --stage vjp2 the order-2 one (the harness run with --vjp 2 to find it),
+    and the script reproduces it standalone. An unknown stage is one line and exit 2."""
+    monkeypatch.setenv("FARM_PLANT", PLANT)
+    out = tmp_path / "two"
+    rc = main(["repro", SIN, "--stage", "vjp2", "--platform", "cpu", "-o", str(out)])
+    said = capsys.readouterr().out
+    assert rc == 0, said
+    assert "vjp2 on cpu fail" in said
+    text = (out / "repro.py").read_text()
+    assert "ORDER = 2" in text
+    p = run_without_farm(out / "repro.py")
+    assert p.returncode == 1, p.stdout + p.stderr
+    bad = subprocess.run([sys.executable, "-m", "farm", "repro", SIN, "--stage", "vjp3", "-o", str(tmp_path / "x")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert bad.returncode == 2
+    lines = bad.stderr.strip().splitlines()
+    assert len(lines) == 1 and "unknown stage 'vjp3'" in lines[0] and "vjp2" in lines[0], lines
+    assert not (tmp_path / "x").exists()

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from farm.commands import add_db, number, store_from
-from farm.errors import ConfigError, FarmError
+from farm.errors import ConfigError, FarmError, UnknownName
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,6 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--vjp", type=int, choices=(1, 2), default=0, metavar="ORDER",
                    help="run the harness with its derivatives judged (as farm sweep --vjp 1|2) to find its failure "
                         "(a --run's vjp or vjp2 failure sets it)")
+    p.add_argument("--stage", metavar="STAGE",
+                   help="the failure of this stage (e.g. vjp2, symbolic_call), where the harness fails at several; "
+                        "a symbolic or vjp stage runs the harness with what it needs (default: the first failure)")
     p.add_argument("--minimize", action="store_true", help="delta-debug to the smallest failing program and input")
     p.add_argument("--timeout", type=number("--timeout", float, above=0), default=60.0,
                    help="seconds one minimization candidate may run before it counts as a hang")
@@ -62,7 +65,7 @@ def _stored(args: argparse.Namespace) -> dict[str, Any]:
     if not rows:
         raise FarmError(f"run {info['name']!r} has no results for {args.harness!r}")
     bad = [r for r in rows if r["status"] in ("fail", "error", "crashed", "timeout", "expected_fail")
-           and (not args.platform or r["platform"] == args.platform)]
+           and (not args.platform or r["platform"] == args.platform) and (not args.stage or r["stage"] == args.stage)]
     if not bad:
         raise FarmError(f"{args.harness} did not fail in run {info['name']!r}: nothing to reproduce")
     # as farm.repro.case.pick: undeclared before declared failures; structural checks (nothing to run) last
@@ -117,6 +120,10 @@ def _foreign_cmd(args: argparse.Namespace, stored: dict[str, Any], catalog: str,
 
 
 def repro_cmd(args: argparse.Namespace) -> int:
+    from farm.results import STAGES
+
+    if args.stage and args.stage not in STAGES:
+        raise UnknownName("stage", args.stage, STAGES)
     stored = _stored(args) if args.run else None
     specs = list(args.config) or ([s for s in stored["config"].split(",") if s] if stored and stored["config"] else [])
     os.environ.update(_configure(specs))
@@ -138,7 +145,7 @@ def repro_cmd(args: argparse.Namespace) -> int:
     shapes = parse_list(args.shapes, SHAPE_KINDS, "shape kind (--shapes)") or ("static",)
     rep = reproduce(catalog, modules, args.harness, out, platform=args.platform, stored=stored,
                     do_minimize=args.minimize, timeout_s=args.timeout, shapes=tuple(shapes),
-                    vjp=args.vjp)
+                    vjp=args.vjp, stage=args.stage)
     f = rep.failure
     print(f"{rep.harness}: {f.stage} on {f.platform} {f.status}: {(f.error or '')[:200]}")
     ok = True

@@ -93,11 +93,13 @@ def pick(outcome: Outcome, platform: str | None, stage: str | None = None) -> Re
 
 def load(catalog: str, modules: tuple[str, ...], name: str, platform: str | None,
          stored: dict[str, Any] | None = None, timeout_s: float = 300.0,
-         shapes: tuple[str, ...] = ("static",), vjp: int = 0) -> Case:
+         shapes: tuple[str, ...] = ("static",), vjp: int = 0, stage: str | None = None) -> Case:
     """Run the harness here and pick its failure (the stored run's stage and platform, with --run).
     ``shapes``: the kinds of shape to run it at (``farm sweep --shapes``); a stored failure of
     a symbolic stage adds ``symbolic``; ``vjp``: the vjp order to run it with (``farm sweep
-    --vjp``), at least the stored failure's (``vjp``: 1, ``vjp2``: 2).
+    --vjp``), at least the stored failure's (``vjp``: 1, ``vjp2``: 2); ``stage``: the failure of
+    this stage (``farm repro --stage``; a stored failure's own stage comes first), which
+    also sets the shapes and the vjp order it needs.
 
     Raises:
         FarmError: unknown harness; NothingToReproduce: it does not fail."""
@@ -107,17 +109,18 @@ def load(catalog: str, modules: tuple[str, ...], name: str, platform: str | None
         cfg["JAX_ENABLE_X64"] = "1"
     src = Source(catalog, modules, h.name, {**cfg, **({"FARM_PLANT": os.environ["FARM_PLANT"]}
                                                      if os.environ.get("FARM_PLANT") else {})})
-    if (stored or {}).get("stage") in SYMBOLIC_STAGES and "symbolic" not in shapes:
+    stage = (stored or {}).get("stage") or stage
+    if stage in SYMBOLIC_STAGES and "symbolic" not in shapes:
         shapes = (*shapes, "symbolic")
-    vjp = max(vjp, {"vjp": 1, "vjp2": 2}.get((stored or {}).get("stage") or "", 0))
+    vjp = max(vjp, {"vjp": 1, "vjp2": 2}.get(stage or "", 0))
     opts = Options(vjp=vjp, roundtrip=bool(stored and stored.get("stage") == "compare" and stored.get("platform") == "export"),
                    shapes=shapes)
     outcome = run(h, src, opts, timeout_s)
     want_platform = (stored or {}).get("platform") or platform
-    rec = pick(outcome, want_platform, (stored or {}).get("stage"))
+    rec = pick(outcome, want_platform, stage)
     if rec is None:
         seen = sorted({f"{r.stage}/{r.platform}: {r.status}" for r in outcome.records if r.status != "ok"})
-        where = f" on {want_platform}" if want_platform else ""
+        where = (f" on {want_platform}" if want_platform else "") + (f" at stage {stage}" if stage else "")
         ran = f"; {stored['run']} recorded {stored['stage']}/{stored['platform']}: {stored['status']}" if stored else ""
         raise NothingToReproduce(f"{h.name} does not fail here{where} (worst: {outcome.worst}"
                                  f"{'; ' + ', '.join(seen) if seen else ''}){ran}: nothing to reproduce")

@@ -45,7 +45,7 @@ class Report:
 def reproduce(catalog: str, modules: tuple[str, ...], name: str, out: Path, *, platform: str | None = None,
               stored: dict[str, Any] | None = None, do_minimize: bool = False, timeout_s: float = 60.0,
               same: Callable[[dict[str, Any], dict[str, Any]], bool] = same_failure,
-              shapes: tuple[str, ...] = ("static",), vjp: int = 0) -> Report:
+              shapes: tuple[str, ...] = ("static",), vjp: int = 0, stage: str | None = None) -> Report:
     """Write ``out``/repro.py (and with ``do_minimize`` the minimized one, the full one kept
     as repro_full.py); a failure of a symbolic stage is written by ``farm.repro.symbolic``
     (``shapes``: the kinds of shape the harness is run at to find its failure), and one of
@@ -59,7 +59,7 @@ def reproduce(catalog: str, modules: tuple[str, ...], name: str, out: Path, *, p
 
     from farm.stages import compat
 
-    case = load(catalog, modules, name, platform, stored, shapes=shapes, vjp=vjp)
+    case = load(catalog, modules, name, platform, stored, shapes=shapes, vjp=vjp, stage=stage)
     if do_minimize and (case.failure.stage not in MINIMIZABLE and case.failure.status not in ("crashed", "timeout")
                         or case.failure.platform not in ("cpu", "any")):
         raise FarmError(f"{name}: --minimize judges candidates on this host's own run; this failure is "
