@@ -6,7 +6,6 @@ the finite differences alone, while the same run without it is clean."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from farm.cache import key as digest
 from farm.pipeline.gradients import run_gradients
 from farm.results import Options
 from farm.stages import trace
+from tests.helpers.fresh import run_json
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,17 +38,6 @@ def _gradients(h: catalog.Harness, order: int = 1, platforms: tuple[str, ...] = 
     return {(r.stage, r.platform): r for r in recs}
 
 
-def _run_json(code: str, plant: str | None = None) -> dict:
-    """``code`` in a fresh interpreter (under ``FARM_PLANT=plant`` where given, never an
-    inherited one); the JSON its last line prints."""
-    env = {k: v for k, v in os.environ.items() if k != "FARM_PLANT"} | {"PYTHONPATH": str(ROOT)}
-    if plant:
-        env["FARM_PLANT"] = plant
-    res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0, res.stderr[-2000:]
-    return json.loads(res.stdout.strip().splitlines()[-1])
-
-
 _SIN = ("import json\nfrom farm.faults import plant_from_env\nplant_from_env()\n"
         "from farm import catalog\nfrom farm.pipeline import run_harness\nfrom farm.results import Options\n"
         "h = catalog.select(catalog.Filters.parse(name='sin_float32_3x4'))[0]\n"
@@ -58,8 +47,8 @@ _SIN = ("import json\nfrom farm.faults import plant_from_env\nplant_from_env()\n
 
 
 def test_a_wrong_derivative_rule_is_caught_by_finite_differences_alone() -> None:
-    clean = _run_json(_SIN)
-    planted = _run_json(_SIN, "wrong_jvp:sin")
+    clean = run_json(_SIN)
+    planted = run_json(_SIN, "wrong_jvp:sin")
     grads = lambda rows: {(s, p): (st, err, aj) for s, p, st, err, aj in rows if s in ("vjp", "vjp2")}  # noqa: E731
     assert all(st == "ok" for s, p, st, _, _ in clean), [r for r in clean if r[2] != "ok"]
     assert set(grads(clean)) == {("vjp", "export"), ("vjp", "cpu"), ("vjp", "tpu"), ("vjp2", "cpu"), ("vjp2", "tpu")}

@@ -16,6 +16,7 @@ import pytest
 from farm import catalog
 from farm.pipeline.symbolic import run_symbolic
 from farm.stages import symbolic
+from tests.helpers.fresh import run_json
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -62,17 +63,6 @@ def test_clean_harnesses_export_round_trip_and_agree_at_every_size(spec: dict[st
         assert sizes[0].startswith("b=1,") and sizes[2].startswith("b=7,")  # a 1 and a size that is not a power of two
 
 
-def _run_json(code: str, plant: str | None = None) -> dict:
-    """``code`` in a fresh interpreter (under ``FARM_PLANT=plant`` where given, never an
-    inherited one); the JSON its last line prints."""
-    env = {k: v for k, v in os.environ.items() if k != "FARM_PLANT"} | {"PYTHONPATH": str(ROOT)}
-    if plant:
-        env["FARM_PLANT"] = plant
-    res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0, res.stderr[-2000:]
-    return json.loads(res.stdout.strip().splitlines()[-1])
-
-
 def _planted(plant: str) -> dict[str, str]:
     code = ("import json\nfrom farm.faults import plant_from_env\nplant_from_env()\n"
             "from farm import catalog\nfrom farm.pipeline import run_harness\nfrom farm.pipeline.symbolic import run_symbolic\n"
@@ -81,7 +71,7 @@ def _planted(plant: str) -> dict[str, str]:
             "out = {'static': run_harness(h, Options()).worst}\n"
             "out.update({r.platform: r.status for r in run_symbolic(h) if r.stage == 'symbolic_call'})\n"
             "print(json.dumps(out))\n")
-    return _run_json(code, plant)
+    return run_json(code, plant)
 
 
 def test_a_rule_wrong_only_for_symbolic_shapes_is_caught_on_every_platform() -> None:
@@ -117,7 +107,7 @@ def test_reused_compile_execute_compare_never_hide_a_symbolic_change() -> None:
             "  'first': sorted({r.status for r in first.records}),\n"
             "  'calls': {r.platform: r.status for r in again.records if r.stage == 'symbolic_call'},\n"
             "  'compare': [(r.status, r.facts.get('reused_from')) for r in again.records if r.stage == 'compare']}))\n")
-    out = _run_json(code)
+    out = run_json(code)
     assert out["same_key"] and out["first"] == ["ok"] and out["compare"] == [["ok", 1]]  # reused from run 1
     assert out["calls"] == {"cpu": "fail", "cuda": "fail", "rocm": "fail", "tpu": "fail"}
 
@@ -298,7 +288,7 @@ def test_a_platform_whose_module_is_the_same_text_reuses_the_call_and_a_changed_
             "h = catalog.select(catalog.Filters.parse(primitive='sin', dtype='float32'))[0]\n"
             "print(json.dumps({r.platform: [r.status, r.facts.get('same_module_as')] for r in run_symbolic(h)"
             " if r.stage == 'symbolic_call'}))\n")
-    out = _run_json(code)
+    out = run_json(code)
     assert out["tpu"] == ["fail", None] and out["rocm"] == ["ok", "cuda"]
 
 

@@ -39,7 +39,7 @@ from farm.errors import FarmError
 from farm.repro import emit
 from farm.repro.candidate import Worker
 from farm.repro.case import Case
-from farm.repro.script import IMPORTS, LOAD_CODE, _literal
+from farm.repro.script import IMPORTS, LOAD_CODE, RUN_CODE, _literal
 from farm.repro.write import Written, _environment, _story, header, npz, verify, write_needs
 from farm.results import LOWERING_PLATFORMS
 
@@ -177,17 +177,6 @@ def main():
                        lambda h: first(c2, w, h), STEPS[1]) or failed
     print("still fails" if failed else "fixed: the derivatives agree with finite differences")
     return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    try:
-        status = main()
-    except Exception:  # the script itself broke: not the failure it reproduces
-        import traceback
-        traceback.print_exc()
-        print("the reproducer could not run (exit 2): see the error above")
-        status = 2
-    sys.exit(status)
 '''
 
 
@@ -289,6 +278,7 @@ def write_gradients(case: Case, out: Path, name: str = "repro.py") -> Written:
         prepare,
         '\nPOINT = load("point.npz")  # the farm\'s primals x, cotangents ct (and w), the judge\'s directions u (and c)\n',
         MAIN_CODE,
+        RUN_CODE,
     ]
     path = out / name
     path.write_text("\n".join(parts))

@@ -151,7 +151,10 @@ def main():
         failed = judge(outs, expected(), inputs, check) or failed
     print("still fails" if failed else "fixed: every output agrees")
     return 1 if failed else 0
+'''
 
+#: The end of every emitted script: main()'s status, or 2 where the script itself broke.
+RUN_CODE = '''
 
 if __name__ == "__main__":
     try:
@@ -238,6 +241,7 @@ class Script:
 
             parts.append(CODE)
         parts.append(MAIN_CODE.format())
+        parts.append(RUN_CODE)
         return "\n".join(parts)
 
 
