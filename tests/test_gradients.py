@@ -163,3 +163,29 @@ def test_where_float64_is_not_the_dtype_the_compiled_jax_vjp_has_the_last_word()
     rec = _gradients(_one("special_values.div_float16_361_361"))[("vjp", "cpu")]
     assert rec.status == "ok", rec.error
     assert rec.facts["against_jax"]["how"] == COMPILED
+
+
+def test_where_nothing_here_runs_the_derivative_it_is_not_runnable_here_not_an_error() -> None:
+    # float16 lu: the CPU's LAPACK has no float16 kernel (jax.vjp does not compile here) and the
+    # artifact's vjp modules call the other platforms' solvers: nothing here to judge
+    by = _gradients(_one("lu_float16_4x4"), order=2, platforms=("cuda", "rocm", "tpu"))
+    assert not [k for k, r in by.items() if r.status in ("error", "fail")], \
+        {k: r.error for k, r in by.items() if r.status in ("error", "fail")}
+    rec = by[("vjp2", "expected")]
+    assert rec.status == "not_runnable_here" and "Unsupported dtype float16" in rec.error
+
+
+def test_where_a_pullback_ran_a_jax_vjp_that_raises_stays_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from farm.judge import gradients as judge
+    from farm.stages import gradients
+
+    def broken(*args: object) -> None:
+        raise RuntimeError("jax.vjp broke")
+
+    monkeypatch.setattr(judge, "expected", broken)
+    monkeypatch.setattr(gradients, "expected", broken)
+    by = _gradients(_one("sin_float32_3x4"))
+    assert by[("vjp", "expected")].status == "error" and "jax.vjp broke" in by[("vjp", "expected")].error
+    cpu = by[("vjp", "cpu")]  # still judged by finite differences, and compiled as every pullback is
+    assert cpu.status == "ok" and cpu.facts["finite_differences"]
+    assert cpu.facts["compiler_options"] == gradients.COMPILER_OPTIONS
