@@ -130,7 +130,7 @@ def test_an_order_the_farm_does_not_judge_is_one_line_and_nothing_is_stored(orde
 
 
 def test_a_module_branches_only_where_a_platform_computes_differently() -> None:
-    from farm.stages.gradients import branched
+    from farm.stages.parts import branched
 
     case = ('func.func public @main(%arg0: tensor<i32>, %arg1: tensor<f32>) -> tensor<f32> {\n'
             '  %0 = "stablehlo.case"(%arg0) ({\n    stablehlo.return %c : tensor<i32>\n  }, {\n'
@@ -177,7 +177,7 @@ def test_where_nothing_here_runs_the_derivative_it_is_not_runnable_here_not_an_e
 
 def test_where_a_pullback_ran_a_jax_vjp_that_raises_stays_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
     from farm.judge import gradients as judge
-    from farm.stages import gradients
+    from farm.stages import compile as compile_stage, gradients
 
     def broken(*args: object) -> None:
         raise RuntimeError("jax.vjp broke")
@@ -188,4 +188,4 @@ def test_where_a_pullback_ran_a_jax_vjp_that_raises_stays_an_error(monkeypatch: 
     assert by[("vjp", "expected")].status == "error" and "jax.vjp broke" in by[("vjp", "expected")].error
     cpu = by[("vjp", "cpu")]  # still judged by finite differences, and compiled as every pullback is
     assert cpu.status == "ok" and cpu.facts["finite_differences"]
-    assert cpu.facts["compiler_options"] == gradients.COMPILER_OPTIONS
+    assert cpu.facts["compiler_options"] == compile_stage.CHECK_OPTIONS

@@ -322,3 +322,22 @@ def test_a_missing_handler_in_a_native_cpu_compile_is_an_error_not_cannot_run_he
     assert native.status == "error" and "lapack_sgetrf_ffi" in native.error
     foreign = compile_stage.run(Lowered("lower", "cuda", "ok", handle=LoweredModule(_Fails(), None, "")), "crossexec")
     assert foreign.status == "not_runnable_here" and foreign.facts["missing_handler"] == "lapack_sgetrf_ffi"
+
+
+def test_checked_calls_share_an_executable_only_for_the_same_module_text() -> None:
+    import jax.numpy as jnp
+
+    from farm.stages import compile as compile_stage
+
+    compile_stage.clear_checked()
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(compile_stage.checked_call(lambda a: a * 2, x), x * 2)
+    np.testing.assert_array_equal(compile_stage.checked_call(lambda a: a * 2, x + 1), (x + 1) * 2)  # same text
+    assert len(compile_stage._CHECKED) == 1
+    # a constant, a dtype, a shape of difference: another module, never the cached executable
+    np.testing.assert_array_equal(compile_stage.checked_call(lambda a: a * 3, x), x * 3)
+    np.testing.assert_array_equal(compile_stage.checked_call(lambda a: a * 2, x.astype(np.int32)), x.astype(np.int32) * 2)
+    np.testing.assert_array_equal(compile_stage.checked_call(lambda a: jnp.sum(a * 2), x), np.sum(x * 2))
+    assert len(compile_stage._CHECKED) == 4
+    compile_stage.clear_checked()
+    assert not compile_stage._CHECKED

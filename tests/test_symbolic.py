@@ -275,21 +275,22 @@ def test_the_hand_written_family_is_clean_and_its_expected_errors_are_the_ones_d
     assert seen["take_rows"] == {"ok"}
 
 
-def test_a_platform_whose_module_is_the_same_text_reuses_the_call_and_a_changed_one_does_not() -> None:
-    """sin lowers to the same module for cuda, rocm and tpu: one call, reused (same_module_as);
-    a lowering rule changed only for tpu makes its module differ, so it is called and caught
-    (test_a_rule_wrong_only_in_one_platforms_symbolic_lowering_is_caught_there)."""
+def test_a_module_without_a_platform_branch_is_called_once_and_a_changed_rule_is_called_on_its_own() -> None:
+    """sin's four-platform symbolic module has no platform branch that computes differently:
+    the cpu's call is every platform's (same_module_as), each judged; a lowering rule changed
+    only for tpu gives the module a branch, so each platform's part is called and tpu's is
+    caught (test_a_rule_wrong_only_in_one_platforms_symbolic_lowering_is_caught_there)."""
     by = {(r.stage, r.platform): r for r in run_symbolic(_one(primitive="sin", dtype="float32"))}
-    assert "same_module_as" not in by[("symbolic_call", "cuda")].facts
-    assert by[("symbolic_call", "rocm")].facts["same_module_as"] == "cuda"
-    assert by[("symbolic_call", "tpu")].facts["same_module_as"] == "cuda"
+    assert "same_module_as" not in by[("symbolic_call", "cpu")].facts
+    for p in ("cuda", "rocm", "tpu"):
+        assert by[("symbolic_call", p)].status == "ok" and by[("symbolic_call", p)].facts["same_module_as"] == "cpu"
     code = ("import json\nfrom farm.faults.planted import plant\nplant('symbolic_only:sin:tpu')\n"
             "from farm import catalog\nfrom farm.pipeline.symbolic import run_symbolic\n"
             "h = catalog.select(catalog.Filters.parse(primitive='sin', dtype='float32'))[0]\n"
             "print(json.dumps({r.platform: [r.status, r.facts.get('same_module_as')] for r in run_symbolic(h)"
             " if r.stage == 'symbolic_call'}))\n")
     out = run_json(code)
-    assert out["tpu"] == ["fail", None] and out["rocm"] == ["ok", "cuda"]
+    assert out == {"cpu": ["ok", None], "cuda": ["ok", None], "rocm": ["ok", None], "tpu": ["fail", None]}
 
 
 def test_a_symbolic_spec_that_does_not_parse_is_one_line_and_exit_2(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from farm.judge.outputs import compare_outputs
 from farm.judge.tolerance import declared, harness_tolerance
 from farm.catalog import Limitation
 from farm.results import SEVERITY, Record
+from farm.stages.compile import checked_call
 from farm.stages.record import failure
 from farm.stages.variants import label
 from farm.stages.symbolic import SHAPE_ASSERTION, SymbolicCall, Variant
@@ -35,14 +36,16 @@ def serialize(rec: Record) -> Record:
     return rec.with_status("fail", error="the deserialized symbolic artifact's avals differ from the exported one's")
 
 
-def calls(rec: SymbolicCall, v: Variant) -> SymbolicCall:
-    """Each size's outputs against the reference and the static lowering at that size."""
+def calls(rec: SymbolicCall, v: Variant, statics: dict[str, list[Any]] | None = None) -> SymbolicCall:
+    """Each size's outputs against the reference and the static lowering at that size
+    (``statics``: the static lowering's outputs by size, filled and reused across the
+    platforms' calls of one variant)."""
     import jax
 
     if rec.status != "ok":
         return rec
     try:
-        return _calls(rec, v)
+        return _calls(rec, v, {} if statics is None else statics)
     except Exception as e:  # the static lowering or the reference at a size raised: say so, never lose the outcome
         return failure(SymbolicCall, "symbolic_call", rec.platform, e, rec.seconds,
                        facts={**rec.facts, "raised_while": "judging against the static lowering and the reference"})
@@ -65,7 +68,7 @@ def _within_band(outs: list[np.ndarray], static: list[np.ndarray], policy: dict[
     return True
 
 
-def _calls(rec: SymbolicCall, v: Variant) -> SymbolicCall:
+def _calls(rec: SymbolicCall, v: Variant, statics: dict[str, list[Any]]) -> SymbolicCall:
     import jax
 
     h, platform = v.harness, rec.platform
@@ -73,7 +76,9 @@ def _calls(rec: SymbolicCall, v: Variant) -> SymbolicCall:
     points = {label(p): p for p in v.points}
     for n, outs in rec.handle.items():
         rows = v.rows(points[n])
-        static = [np.asarray(o) for o in jax.tree.leaves(jax.jit(v.fun)(*rows))]
+        if n not in statics:  # compiled as the calls are, once per size for every platform's call
+            statics[n] = [np.asarray(o) for o in jax.tree.leaves(checked_call(v.fun, *rows))]
+        static = statics[n]
         verdicts = {}
         ref = judge_jaxpr(jax.make_jaxpr(v.fun)(*rows), rows, outs, floor=declared(h, platform))
         if ref.status != "skipped":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from farm.pipeline.compile_cache import CACHE
+from farm.stages.compile import clear_checked
 
 
 def clear_caches() -> None:
@@ -12,6 +13,7 @@ def clear_caches() -> None:
     import jax  # here, not at top: see farm.pipeline (the store imports this package)
 
     CACHE.clear()
+    clear_checked()
     jax.clear_caches()
 
 

@@ -14,6 +14,7 @@ from farm.catalog import Harness
 from farm.judge import symbolic as judge
 from farm.results import LOWERING_PLATFORMS, Record
 from farm.stages import compat, symbolic
+from farm.stages.parts import branched, relabelled
 from farm.stages.record import failure
 
 
@@ -42,23 +43,58 @@ def _run(h: Harness, platforms: tuple[str, ...]) -> list[Record]:
         multi = exported[0]
         ser = judge.serialize(symbolic.serialize(multi))
         recs: list[Record] = [*exported, ser]
-        own = {r.platform: r for r in exported[1:]}
-        if ser.status == "ok" and "cpu" in platforms:
-            recs.append(judge.calls(symbolic.call(ser.handle, "cpu", v, artifact="deserialized"), v))
-        called: dict[str, symbolic.SymbolicCall] = {}
-        for p in platforms:
-            if p == "cpu" and ser.status == "ok":
-                continue
-            one = own.get(p) or symbolic.export_one(v, (p,), p)  # the platform's own module
-            if one.status != "ok":
-                if p not in own:
-                    recs.append(one)
-                continue
-            digest = symbolic.module_digest(one.handle)  # the same text as a platform already called: its outputs
-            raw = symbolic.same_call(called[digest], p) if digest in called else symbolic.call(one.handle, p, v)
-            called.setdefault(digest, raw)
-            recs.append(judge.calls(raw, v))
+        statics: dict[str, list[Any]] = {}  # the static lowering's outputs at each size, for every platform's call
+        if ser.status == "ok" and "cpu" in platforms and multi.status == "ok":
+            recs += _parts(ser.handle, multi.handle, v, platforms, statics)
+        else:
+            recs += _own_modules(v, platforms, {r.platform: r for r in exported[1:]}, ser, statics)
     return [r.with_status(r.status, handle=None) for r in recs]
+
+
+def _parts(back: Any, live: Any, v: symbolic.Variant, platforms: tuple[str, ...],
+           statics: dict[str, list[Any]]) -> list[Record]:
+    """Every platform's part of the multi-platform artifact called at each size: the cpu's
+    deserialized (``back``), another platform's in the live export (``live``: it keeps the
+    constraints a round trip drops) relabelled so the CPU runs it, its own symbolic lowering
+    inside the artifact's platform branches. Where no platform branch computes differently,
+    the cpu's outputs are every platform's (``same_module_as``), each judged with its own
+    tolerance, and only the calls that break a constraint are made again."""
+    first = symbolic.call(back, "cpu", v, artifact="deserialized")
+    differs = branched(back.mlir_module())
+    recs: list[Record] = []
+    for p in platforms:
+        if p == "cpu":
+            raw = first
+        elif not differs and first.status == "ok":
+            raw = symbolic.shared_call(first, p, live, v)
+        else:
+            raw = symbolic.call(relabelled(live, p), p, v)
+        recs.append(judge.calls(raw, v, statics))
+    return recs
+
+
+def _own_modules(v: symbolic.Variant, platforms: tuple[str, ...], own: dict[str, Record], ser: Record,
+                 statics: dict[str, list[Any]]) -> list[Record]:
+    """Where the multi-platform artifact did not make it (an export sunk by one platform, a
+    failed round trip): each platform's own symbolic module, exported alone, called; the cpu's
+    deserialized artifact where there is one."""
+    recs: list[Record] = []
+    if ser.status == "ok" and "cpu" in platforms:
+        recs.append(judge.calls(symbolic.call(ser.handle, "cpu", v, artifact="deserialized"), v, statics))
+    called: dict[str, symbolic.SymbolicCall] = {}
+    for p in platforms:
+        if p == "cpu" and ser.status == "ok":
+            continue
+        one = own.get(p) or symbolic.export_one(v, (p,), p)  # the platform's own module
+        if one.status != "ok":
+            if p not in own:
+                recs.append(one)
+            continue
+        digest = symbolic.module_digest(one.handle)  # the same text as a platform already called: its outputs
+        raw = symbolic.same_call(called[digest], p) if digest in called else symbolic.call(one.handle, p, v)
+        called.setdefault(digest, raw)
+        recs.append(judge.calls(raw, v, statics))
+    return recs
 
 
 def census(harnesses: Sequence[Harness]) -> dict[str, Any]:

@@ -27,7 +27,6 @@ Records say what ran; whether it is right is the judge's.
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,19 +34,14 @@ from typing import Any
 import numpy as np
 
 from farm.results import Record
-from farm.stages.compile import not_runnable
+from farm.stages.compile import CHECK_OPTIONS, checked_call as compiled, not_runnable
+from farm.stages.parts import branched, relabelled
 from farm.stages.record import Timer, failure
 
 #: The orders of vjp the farm serializes and judges (``farm sweep --vjp``).
 ORDERS = (1, 2)
 #: Each order's stage name.
 STAGE_OF_ORDER = {1: "vjp", 2: "vjp2"}
-#: How every pullback (and the compiled ``jax.vjp`` it may be held against) is compiled. These
-#: stages judge the exported derivative, not XLA's optimizer (the compile stage judges that,
-#: at XLA's defaults), and a pullback is one more compile per differentiable harness: without
-#: LLVM optimization and with XLA:CPU's elemental emitters instead of its fusion emitters, a
-#: small module compiles in ~15 ms instead of ~36 ms. Recorded in each pullback's facts.
-COMPILER_OPTIONS: dict[str, Any] = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,9 +109,9 @@ def pullbacks(ser: GradSerialized, order: int, point: Point) -> list[Pullback]:
         vjp = vjp.vjp()
     out: list[Pullback] = []
     first: Pullback | None = None
-    branched = ser.facts.get("branches", {}).get(str(order), True)
+    differs = ser.facts.get("branches", {}).get(str(order), True)
     for p in platforms:
-        if first is not None and first.status == "ok" and not branched:
+        if first is not None and first.status == "ok" and not differs:
             out.append(dataclasses.replace(first, platform=p, seconds=0.0, facts={
                 **first.facts, "how": f"{first.platform}'s results: the vjp module has no platform branch",
                 "same_module_as": first.platform}))
@@ -135,7 +129,7 @@ def _pullback(back: Any, vjp: Any, p: str, platforms: tuple[str, ...], order: in
     timer = Timer()
     how = "jax.vjp of the deserialized Exported.call" if p == "cpu" else \
         f"the deserialized order-{order} vjp module, relabelled so the CPU runs {p}'s part"
-    facts: dict[str, Any] = {"order": order, "how": how, "compiler_options": COMPILER_OPTIONS}
+    facts: dict[str, Any] = {"order": order, "how": how, "compiler_options": CHECK_OPTIONS}
     try:
         with timer():
             if p == "cpu":
@@ -147,78 +141,13 @@ def _pullback(back: Any, vjp: Any, p: str, platforms: tuple[str, ...], order: in
                     return pull(jax.tree.unflatten(fun.out_tree, list(args[n:])))
 
             else:
-                pullback = _relabelled(vjp, p, platforms).call
+                pullback = relabelled(vjp, p).call
             cts = compiled(pullback, *point.args(order), *point.cotangents(order))
             arrays = [np.asarray(c) for c in jax.tree.leaves(cts)]
         return Pullback(stage, p, "ok", timer.seconds, facts=facts, handle=arrays)
     except Exception as e:
         rec = failure(Pullback, stage, p, e, timer.seconds, facts=facts)
         return not_runnable(rec, str(e))  # a platform's custom call with no CPU handler
-
-
-_LOCATIONS = re.compile(r"\bloc\([^)]*\)|#loc\d*( = .*)?")
-_CASE = re.compile(r'(%[\w#]+)(?::\d+)? = "stablehlo\.case"\(([^)]*)\)')
-_RETURNS_CONSTANT = re.compile(r"^stablehlo\.return %c(_\d+)? : tensor<i32>$")
-
-
-def branched(module_text: str) -> bool:
-    """Whether a module may compute differently on different platforms: whether, in any of its
-    functions, a ``stablehlo.case`` has two branches that differ (locations aside). A case
-    whose branches each return an i32 constant and whose result only selects the branch of
-    other cases is jax's map from platform index to lowering rule, not a computation: skipped.
-    Anything this cannot read counts as branched."""
-    text = _LOCATIONS.sub("", module_text)
-    for func in text.split("func.func")[1:]:
-        cases = list(_CASE.finditer(func))
-        if len(cases) != func.count("stablehlo.case"):  # a case op in a form not read here
-            return True
-        for m in cases:
-            regions = _regions(func, m.end())
-            if regions is None:
-                return True
-            if len(set(regions)) <= 1:
-                continue
-            result = m.group(1)
-            selector = all(_RETURNS_CONSTANT.match(r) for r in regions)
-            uses = re.findall(rf"{re.escape(result)}(?![\w#])", func)
-            as_selector = len(re.findall(rf'"stablehlo\.case"\({re.escape(result)}\)', func))
-            if not (selector and len(uses) == 1 + as_selector):
-                return True
-    return False
-
-
-def _regions(text: str, start: int) -> list[str] | None:
-    """The bodies of the regions of the op whose operands end at ``start``: `` ({ a }, { b })``;
-    None where the text is not that shape."""
-    open_at = text.find("({", start)
-    if open_at < 0 or text[start:open_at].strip():
-        return None
-    out: list[str] = []
-    depth, begin = 0, 0
-    for i in range(open_at + 1, len(text)):
-        c = text[i]
-        if c == "{":
-            depth += 1
-            if depth == 1:
-                begin = i + 1
-        elif c == "}":
-            depth -= 1
-            if depth == 0:
-                out.append(" ".join(text[begin:i].split()))
-        elif depth == 0 and c == ")":
-            return out
-    return None
-
-
-def _relabelled(exp: Any, p: str, platforms: tuple[str, ...]) -> Any:
-    """``exp`` with its platform labels changed so the CPU backend runs ``p``'s part."""
-    if "cpu" not in platforms:
-        if len(platforms) == 1:
-            return dataclasses.replace(exp, platforms=("cpu",))
-        swapped = tuple("cpu" if q == p else q for q in platforms)
-    else:
-        swapped = tuple("cpu" if q == p else p if q == "cpu" else q for q in platforms)
-    return dataclasses.replace(exp, platforms=swapped)
 
 
 def _vjp_of(fun: Any, point: Point, order: int) -> Any:
@@ -251,12 +180,6 @@ def expected(fun: Any, point: Point, order: int) -> list[np.ndarray]:
     cts = compiled(_vjp_of(fun, point, order), *point.args(order), *point.cotangents(order))
     return [np.asarray(c) for c in jax.tree.leaves(cts)]
 
-
-def compiled(fun: Any, *args: Any) -> Any:
-    """``fun(*args)`` under ``jax.jit``, compiled with ``COMPILER_OPTIONS``."""
-    import jax
-
-    return jax.jit(fun).lower(*args).compile(compiler_options=COMPILER_OPTIONS)(*args)
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,12 +25,13 @@ from typing import Any
 import numpy as np
 
 from farm.results import LOWERING_PLATFORMS, Record
-from farm.stages.compile import not_runnable
+from farm.stages.compile import CHECK_OPTIONS, checked_call, not_runnable
+from farm.stages.parts import relabelled
 from farm.stages.record import Timer, failure
 from farm.stages.variants import FIRST_ONLY, SIZES, Variant, label, variant, widen
 
 __all__ = ["FIRST_ONLY", "SIZES", "SymbolicCall", "SymbolicExported", "Variant", "call", "export_all",
-           "export_one", "serialize", "variant", "widen", "widened"]
+           "export_one", "serialize", "shared_call", "variant", "widen", "widened"]
 #: What a call that breaks a constraint must raise: JAX's check of the arguments' shapes
 #: against the specification, or the module's own shape assertion.
 SHAPE_ASSERTION = re.compile(r"Input shapes do not match|shape assertion|shape_assertion")
@@ -144,13 +145,14 @@ def call(exported: Any, platform: str, v: Variant, points: tuple[Any, ...] | Non
     points = v.points if points is None else points
     timer = Timer()
     outs: dict[str, list[np.ndarray]] = {}
-    facts: dict[str, Any] = {"sizes": [label(p) for p in points], "specs": list(v.specs), "artifact": artifact}
+    facts: dict[str, Any] = {"sizes": [label(p) for p in points], "specs": list(v.specs), "artifact": artifact,
+                             "compiler_options": CHECK_OPTIONS}
     raised: dict[str, str] = {}
     try:
         with timer():
             for k, pt in enumerate(points):
                 try:
-                    res = here.call(*v.rows(pt))
+                    res = checked_call(here.call, *v.rows(pt))
                 except Exception as e:
                     if k == 0:  # at the harness's own sizes: the artifact does not run at all
                         raise
@@ -186,10 +188,23 @@ def same_call(first: SymbolicCall, platform: str) -> SymbolicCall:
                                facts={**first.facts, "same_module_as": first.platform})
 
 
+def shared_call(first: SymbolicCall, platform: str, exported: Any, v: Variant) -> SymbolicCall:
+    """``first``'s outputs (the cpu's call of a module with no platform branch: every platform's
+    part is the same computation) for ``platform``, with the calls that break a constraint
+    made again with ``exported`` (the live artifact, which keeps its constraints: a
+    deserialized one has lost them). Those calls stop at JAX's check of the arguments, before
+    any compile."""
+    facts = {**first.facts, "same_module_as": first.platform, "artifact": "exported"}
+    if v.violations:
+        here = relabelled(exported, platform)
+        facts["violations"] = {label(pt): _violation(here, v, pt) for pt in v.violations}
+    return dataclasses.replace(first, platform=platform, seconds=0.0, facts=facts)
+
+
 def _violation(exported: Any, v: Variant, pt: Any) -> str | None:
     """The error a call at a point that breaks a constraint raised (None: it returned)."""
     try:
-        exported.call(*v.rows(pt))
+        checked_call(exported.call, *v.rows(pt))
         return None
     except Exception as e:
         return f"{type(e).__name__}: {str(e)[:300]}"
