@@ -383,3 +383,20 @@ def test_farm_show_filters_the_matrix_by_shape_kind(ray_local, sqlite_url, capsy
         stages[kind] = {k for h in data["harnesses"] for p in h["platforms"].values() for k in p}
     assert stages["symbolic"] == {"symbolic_export", "symbolic_serialize", "symbolic_call"}
     assert "compare" in stages["static"] and not stages["static"] & stages["symbolic"]
+
+
+def test_an_export_sunk_by_two_platforms_is_judged_by_the_limitation_that_explains_its_error() -> None:
+    """The four-platform export fails with the error of whichever platform lowered first: the
+    sinking platform's limitation that names that error explains it; one that names none
+    of the sinking platforms' errors leaves it a fail."""
+    from farm.judge.limitations import judge_record
+    from farm.results import Record
+
+    h = _one(catalog="upstream", primitive="tridiagonal_solve", dtype="float32")
+    tpu_error = "slice slice_sizes must be less than or equal to operand shape, got slice_sizes (1, 32, b)"
+    rec = Record("symbolic_export", "export", "error", error_type="TypeError", error=tpu_error,
+                 facts={"sunk_by": ["rocm", "tpu"]})
+    assert judge_record(h, rec).status == "expected_fail"
+    assert "tpu tridiagonal_solve" in judge_record(h, rec).facts["limitation"]
+    other = rec.with_status("error", error="something else broke")
+    assert judge_record(h, other).status == "fail"

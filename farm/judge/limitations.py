@@ -52,11 +52,10 @@ def judge_record(h: Harness, rec: Record) -> Record:
         platforms += tuple(p for p in (rec.platform.partition(":")[0], rec.facts.get("backend")) if p)
     if rec.stage == "symbolic_export" and rec.platform == "export" and rec.status != "ok":
         platforms += tuple(rec.facts.get("sunk_by", ()))  # a platform whose own export fails sinks it
-    lim = None
-    for platform in platforms:
-        lim = h.limitation(platform, stage)
-        if lim:
-            break
+    # the first limitation that explains the failure (a four-platform export sunk by two
+    # platforms fails with the error of whichever lowered first), else the first one
+    own = [lim for lim in (h.limitation(platform, stage) for platform in platforms) if lim]
+    lim = next((x for x in own if x.expects(rec.status, rec.error_type, rec.error)), own[0] if own else None)
     carried = lim is None
     for platform in platforms if carried else ():
         lim = next(filter(None, (h.limitation(on or platform, s)
