@@ -339,5 +339,11 @@ def test_checked_calls_share_an_executable_only_for_the_same_module_text() -> No
     np.testing.assert_array_equal(compile_stage.checked_call(lambda a: a * 2, x.astype(np.int32)), x.astype(np.int32) * 2)
     np.testing.assert_array_equal(compile_stage.checked_call(lambda a: jnp.sum(a * 2), x), np.sum(x * 2))
     assert len(compile_stage._CHECKED) == 4
+    # an argument the module does not use is pruned from its text, not from the executable's signature
+    unused = lambda a, b: a * 2  # noqa: E731
+    np.testing.assert_array_equal(compile_stage.checked_call(unused, x, np.int32(1)), x * 2)
+    np.testing.assert_array_equal(compile_stage.checked_call(unused, x, 1), x * 2)  # a weakly typed int
+    np.testing.assert_array_equal(compile_stage.checked_call(unused, x, np.float32(1)), x * 2)
+    assert len(compile_stage._CHECKED) == 7
     compile_stage.clear_checked()
     assert not compile_stage._CHECKED

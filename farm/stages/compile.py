@@ -30,15 +30,17 @@ _CHECKED: OrderedDict[str, Any] = OrderedDict()  # module text digest -> executa
 
 def checked_call(fun: Any, *args: Any) -> Any:
     """``fun(*args)`` under ``jax.jit``, compiled with ``CHECK_OPTIONS`` on the CPU; an executable is
-    reused for a module of the same text (the judge's static lowering at one size, held against
-    every platform's call at that size), up to 64 of them."""
+    reused for a module of the same text and the same arguments' types (the judge's static
+    lowering at one size, held against every platform's call at that size), up to 64 of them."""
     import hashlib
 
     import jax
 
     lowered = jax.jit(fun).lower(*args)
     options = CHECK_OPTIONS if jax.default_backend() == "cpu" else None  # a GPU's native call: its defaults
-    key = hashlib.sha256(lowered.as_text().encode()).hexdigest()
+    # the text alone is not the executable's signature: an argument the module does not use is
+    # pruned from it, but the executable still checks its type
+    key = hashlib.sha256(f"{lowered.as_text()}\n{lowered.args_info}\n{lowered.in_tree}".encode()).hexdigest()
     exe = _CHECKED.get(key)
     if exe is None:
         exe = _CHECKED[key] = lowered.compile(compiler_options=options)
