@@ -180,6 +180,18 @@ def test_window_reductions() -> None:
          [[1, 2, 3, 4, 5, 5]])
 
 
+def test_a_generic_window_reduction_whose_init_is_no_identity_is_ambiguous_only_where_it_pads() -> None:
+    # how often XLA applies a non-identity init value in a padded window is implementation-defined
+    # (JAX's shape_poly reduce_window "generic" harness: init 1.0 with add, padded)
+    x = np.arange(6, dtype=np.float32).reshape(1, 6)
+    add = lambda u, v: u + v  # noqa: E731  not lax.add: the generic reduce_window primitive
+    padded = ((0, 0), (1, 1))
+    with pytest.raises(R.AmbiguousResult, match="not the reduction's identity"):
+        ev(lambda a: lax.reduce_window(a, 1.0, add, (1, 2), (1, 2), padded), x)
+    same(ev(lambda a: lax.reduce_window(a, 0.0, add, (1, 2), (1, 2), padded), x), [[0, 3, 7, 5]])
+    same(ev(lambda a: lax.reduce_window(a, 1.0, add, (1, 2), (1, 2), "VALID"), x), [[2, 6, 10]])
+
+
 def test_sort_and_top_k() -> None:
     x = f32(3, NAN, -0.0, 0.0, -INF, 1)
     same(ev(lambda a: lax.sort(a), x), [-INF, -0.0, 0.0, 1, 3, NAN])  # NaN last; -0.0 == 0.0, stable

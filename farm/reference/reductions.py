@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from farm.reference.evaluator import Ctx, UnsupportedPrimitive, register
+from farm.reference.evaluator import AmbiguousResult, Ctx, UnsupportedPrimitive, register
 from farm.reference.shapes import pad
 
 
@@ -208,6 +208,11 @@ def _reduce_window(ctx: Ctx, *args: np.ndarray, jaxpr: Any, consts: Any = (), wi
                    **_: Any) -> list[np.ndarray]:
     n = len(args) // 2
     operands, inits = args[:n], args[n:]
+    if _fills(padding, base_dilation) and not _identity(ctx, jaxpr, consts, operands, inits):
+        # XLA's semantics need the init value to be the reduction's identity; where it is not,
+        # how often it enters a padded window is implementation-defined (HLO ReduceWindow)
+        raise AmbiguousResult("reduce_window with padding and an init value that is not the reduction's identity: "
+                              "implementation-defined")
     per = [_windows(o, i, window_dimensions, window_strides, padding, base_dilation, window_dilation)
            for o, i in zip(operands, inits)]
     out_shape = per[0][1]
@@ -219,6 +224,23 @@ def _reduce_window(ctx: Ctx, *args: np.ndarray, jaxpr: Any, consts: Any = (), wi
         for o, a in zip(outs, acc):
             o[pos] = a
     return outs
+
+
+def _fills(padding: Any, base_dilation: Any) -> bool:
+    """Whether the windows see elements that are not the operand's (padding, base dilation)."""
+    return any(lo > 0 or hi > 0 for lo, hi in padding) or any(b > 1 for b in (base_dilation or ()))
+
+
+def _identity(ctx: Ctx, jaxpr: Any, consts: Any, operands: tuple[np.ndarray, ...], inits: tuple[np.ndarray, ...]) -> bool:
+    """Whether the init values leave a few of the operands' own elements unchanged, from the left
+    and from the right: the reduction's identity on them."""
+    flat = [np.asarray(o).reshape(-1) for o in operands]
+    for j in range(min(4, flat[0].size)):
+        xs = [f[j] for f in flat]
+        for res in (ctx.call(jaxpr, *inits, *xs, consts=consts), ctx.call(jaxpr, *xs, *inits, consts=consts)):
+            if not all(np.array_equal(np.asarray(r), np.asarray(x), equal_nan=True) for r, x in zip(res, xs)):
+                return False
+    return True
 
 
 def _selected(operand: np.ndarray, select_prim: Any, window_dimensions: Any, window_strides: Any,
