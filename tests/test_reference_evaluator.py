@@ -192,6 +192,15 @@ def test_a_generic_window_reduction_whose_init_is_no_identity_is_ambiguous_only_
     same(ev(lambda a: lax.reduce_window(a, 1.0, add, (1, 2), (1, 2), "VALID"), x), [[2, 6, 10]])
 
 
+def test_a_while_loop_the_reference_cannot_end_is_no_answer_not_a_hang() -> None:
+    from farm.reference.control import MAX_WHILE_ITERATIONS
+
+    long = MAX_WHILE_ITERATIONS - 1  # the longest loop the reference still evaluates
+    same(ev(lambda n: lax.while_loop(lambda c: c < n, lambda c: c + 1, np.int32(0)), np.int32(long)), long)
+    with pytest.raises(R.AmbiguousResult, match="did not end"):
+        ev(lambda x: lax.while_loop(lambda c: c < 2.0, lambda c: c * 1.0, x), np.float32(1.0))
+
+
 def test_sort_and_top_k() -> None:
     x = f32(3, NAN, -0.0, 0.0, -INF, 1)
     same(ev(lambda a: lax.sort(a), x), [-INF, -0.0, 0.0, 1, 3, NAN])  # NaN last; -0.0 == 0.0, stable

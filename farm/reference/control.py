@@ -9,7 +9,12 @@ from typing import Any
 
 import numpy as np
 
-from farm.reference.evaluator import Ctx, register
+from farm.reference.evaluator import AmbiguousResult, Ctx, register
+
+#: Where the reference gives up on a while loop (a few seconds; above the 2,000 iterations jax's
+#: igamma series and continued fractions may take): past it, the reference has no answer
+#: rather than hanging the worker until the harness times out.
+MAX_WHILE_ITERATIONS = 5_000
 
 
 @register("jit", "pjit", "closed_call", "core_call", "remat", "remat2", "checkpoint", "custom_jvp_call",
@@ -32,7 +37,7 @@ def _while(ctx: Ctx, *args: Any, cond_jaxpr: Any, body_jaxpr: Any, cond_nconsts:
            body_nconsts: int, **_: Any) -> list[np.ndarray]:
     cconsts, bconsts = args[:cond_nconsts], args[cond_nconsts:cond_nconsts + body_nconsts]
     carry = list(args[cond_nconsts + body_nconsts:])
-    while True:
+    for _ in range(MAX_WHILE_ITERATIONS):
         pred = ctx.call(cond_jaxpr, *cconsts, *carry)[0]
         if not pred.any():
             return carry
@@ -42,6 +47,9 @@ def _while(ctx: Ctx, *args: Any, cond_jaxpr: Any, body_jaxpr: Any, cond_nconsts:
         else:  # a batched predicate (from vmap): only the lanes still looping advance, as XLA lowers it
             carry = [np.where(pred.reshape(pred.shape + (1,) * (n.ndim - pred.ndim)), n, c)
                      for n, c in zip(new, carry)]
+    # the device's loop ended (it returned), the reference's did not: its condition hangs on values
+    # the reference computes otherwise (a rejection sampler fed implementation-defined random bits)
+    raise AmbiguousResult(f"a while loop of the reference did not end within {MAX_WHILE_ITERATIONS:,} iterations")
 
 
 @register("scan")
