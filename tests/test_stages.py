@@ -347,3 +347,17 @@ def test_checked_calls_share_an_executable_only_for_the_same_module_text() -> No
     assert len(compile_stage._CHECKED) == 7
     compile_stage.clear_checked()
     assert not compile_stage._CHECKED
+
+
+def test_checked_calls_give_each_call_its_own_result_and_raise_where_one_does() -> None:
+    import jax.numpy as jnp
+
+    from farm.stages import compile as compile_stage
+
+    sizes = [np.arange(n, dtype=np.float32) for n in (1, 3, 7)]
+    got = compile_stage.checked_calls(lambda a: (jnp.cumsum(a), a.sum()), [[a] for a in sizes])
+    for a, (c, s) in zip(sizes, got):
+        np.testing.assert_allclose(c, np.cumsum(a))
+        np.testing.assert_allclose(s, a.sum())
+    with pytest.raises(TypeError):  # one argument list the function refuses: the whole batch raises
+        compile_stage.checked_calls(lambda a: jnp.dot(a, a), [[np.ones(3, np.float32)], [np.ones((2, 3), np.float32)]])

@@ -14,7 +14,7 @@ from farm.judge.outputs import compare_outputs
 from farm.judge.tolerance import declared, harness_tolerance
 from farm.catalog import Limitation
 from farm.results import SEVERITY, Record
-from farm.stages.compile import checked_call
+from farm.stages.compile import checked_call, checked_calls
 from farm.stages.record import failure
 from farm.stages.variants import label
 from farm.stages.symbolic import SHAPE_ASSERTION, SymbolicCall, Variant
@@ -74,6 +74,13 @@ def _calls(rec: SymbolicCall, v: Variant, statics: dict[str, list[Any]]) -> Symb
     h, platform = v.harness, rec.platform
     worst, first, per_size = "ok", None, {}
     points = {label(p): p for p in v.points}
+    missing = [n for n in rec.handle if n not in statics]
+    if missing:  # every size's static lowering in one program: one compile
+        try:
+            for n, r in zip(missing, checked_calls(v.fun, [v.rows(points[n]) for n in missing])):
+                statics[n] = [np.asarray(o) for o in jax.tree.leaves(r)]
+        except Exception:  # noqa: BLE001  one size raises: each on its own below
+            pass
     for n, outs in rec.handle.items():
         rows = v.rows(points[n])
         if n not in statics:  # compiled as the calls are, once per size for every platform's call

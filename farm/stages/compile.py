@@ -51,6 +51,22 @@ def checked_call(fun: Any, *args: Any) -> Any:
     return exe(*args)
 
 
+def checked_calls(fun: Any, arg_lists: list[list[Any]]) -> list[Any]:
+    """``[fun(*args) for args in arg_lists]`` as one program, compiled once (``checked_call``):
+    a symbolic module called at three sizes is one compile, not three. Raises where any of
+    them does; the caller then calls them one by one to see which."""
+    counts = [len(a) for a in arg_lists]
+
+    def each(*flat: Any) -> list[Any]:
+        out, i = [], 0
+        for c in counts:
+            out.append(fun(*flat[i:i + c]))
+            i += c
+        return out
+
+    return checked_call(each, *[x for a in arg_lists for x in a])
+
+
 def clear_checked() -> None:
     """Drop ``checked_call``'s executables (a worker clearing its caches)."""
     _CHECKED.clear()

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from farm.results import LOWERING_PLATFORMS, Record
-from farm.stages.compile import CHECK_OPTIONS, checked_call, not_runnable
+from farm.stages.compile import CHECK_OPTIONS, checked_call, checked_calls, not_runnable
 from farm.stages.parts import relabelled
 from farm.stages.record import Timer, failure
 from farm.stages.variants import FIRST_ONLY, SIZES, Variant, label, variant, widen
@@ -150,7 +150,16 @@ def call(exported: Any, platform: str, v: Variant, points: tuple[Any, ...] | Non
     raised: dict[str, str] = {}
     try:
         with timer():
+            try:  # every size in one program: one compile
+                rows = [v.rows(pt) for pt in points]
+                outs = {label(pt): [np.asarray(o) for o in jax.tree.leaves(r)]
+                        for pt, r in zip(points, checked_calls(here.call, rows))}
+                facts["batched"] = True
+            except Exception:  # noqa: BLE001  one size raises: each on its own, to see which
+                outs = {}
             for k, pt in enumerate(points):
+                if label(pt) in outs:
+                    continue
                 try:
                     res = checked_call(here.call, *v.rows(pt))
                 except Exception as e:
