@@ -79,6 +79,21 @@ def test_a_rule_wrong_only_for_symbolic_shapes_is_caught_on_every_platform() -> 
                                                  "tpu": "fail"}
 
 
+def test_the_static_lowering_computed_in_the_calls_program_still_differs_from_a_wrong_symbolic_one() -> None:
+    """The cpu's calls and the static lowering at every size are one program (one compile):
+    each size's verdict against the static lowering still fails where the symbolic lowering is
+    wrong, as it does against the reference."""
+    code = ("import json\nfrom farm.faults import plant_from_env\nplant_from_env()\n"
+            "from farm import catalog\nfrom farm.pipeline.symbolic import run_symbolic\n"
+            "h = catalog.select(catalog.Filters.parse(primitive='sin', dtype='float32'))[0]\n"
+            "r = [r for r in run_symbolic(h) if r.stage == 'symbolic_call' and r.platform == 'cpu'][0]\n"
+            "print(json.dumps([r.facts.get('batched'), r.facts['verdicts']]))\n")
+    for plant, want in (("symbolic_only:sin:all", "fail"), (None, "ok")):
+        batched, verdicts = run_json(code, plant)
+        assert batched and len(verdicts) == 3
+        assert all(v == {"reference": want, "static": want} for v in verdicts.values()), (plant, verdicts)
+
+
 def test_a_rule_wrong_only_in_one_platforms_symbolic_lowering_is_caught_there() -> None:
     assert _planted("symbolic_only:sin:tpu") == {"static": "ok", "cpu": "ok", "cuda": "ok", "rocm": "ok",
                                                  "tpu": "fail"}

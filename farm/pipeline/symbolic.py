@@ -59,7 +59,7 @@ def _parts(back: Any, live: Any, v: symbolic.Variant, platforms: tuple[str, ...]
     inside the artifact's platform branches. Where no platform branch computes differently,
     the cpu's outputs are every platform's (``same_module_as``), each judged with its own
     tolerance, and only the calls that break a constraint are made again."""
-    first = symbolic.call(back, "cpu", v, artifact="deserialized")
+    first = symbolic.call(back, "cpu", v, artifact="deserialized", statics=statics)
     differs = branched(back.mlir_module())
     recs: list[Record] = []
     for p in platforms:

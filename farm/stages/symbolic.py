@@ -131,14 +131,16 @@ def widened(v: Variant, platforms: tuple[str, ...] = LOWERING_PLATFORMS) -> tupl
 
 
 def call(exported: Any, platform: str, v: Variant, points: tuple[Any, ...] | None = None, *,
-         native: bool = False, artifact: str = "exported") -> SymbolicCall:
+         native: bool = False, artifact: str = "exported", statics: dict[str, list[Any]] | None = None) -> SymbolicCall:
     """``exported`` (a symbolic artifact) called at each point on the CPU backend, and at each
     point that breaks a constraint (it must raise); a module for another platform is
     relabelled for the CPU first, so jax refines its symbolic shapes to the call's and the
     CPU backend compiles it (``native``: called as it is, on this host's device for its
     platform; ``artifact``: "deserialized" where it went through a round trip). ``handle``:
     {point label: outputs}; ``facts.violations``: {label: the error
-    raised, or None where the call returned}."""
+    raised, or None where the call returned}. ``statics``: where the static lowering's outputs
+    at each size go, computed in the same program as the calls (one compile for both; the
+    judge holds the calls against them and computes any that are missing)."""
     import jax
 
     here = exported if native or "cpu" in exported.platforms else dataclasses.replace(exported, platforms=("cpu",))
@@ -150,10 +152,14 @@ def call(exported: Any, platform: str, v: Variant, points: tuple[Any, ...] | Non
     raised: dict[str, str] = {}
     try:
         with timer():
-            try:  # every size in one program: one compile
+            try:  # every size in one program (with the static lowering where asked): one compile
                 rows = [v.rows(pt) for pt in points]
-                outs = {label(pt): [np.asarray(o) for o in jax.tree.leaves(r)]
-                        for pt, r in zip(points, checked_calls(here.call, rows))}
+                fun = here.call if statics is None else (lambda *a: (here.call(*a), v.fun(*a)))
+                for pt, r in zip(points, checked_calls(fun, rows)):
+                    got, static = (r, None) if statics is None else r
+                    outs[label(pt)] = [np.asarray(o) for o in jax.tree.leaves(got)]
+                    if statics is not None:
+                        statics.setdefault(label(pt), [np.asarray(o) for o in jax.tree.leaves(static)])
                 facts["batched"] = True
             except Exception:  # noqa: BLE001  one size raises: each on its own, to see which
                 outs = {}
