@@ -415,3 +415,15 @@ def test_an_export_sunk_by_two_platforms_is_judged_by_the_limitation_that_explai
     assert "tpu tridiagonal_solve" in judge_record(h, rec).facts["limitation"]
     other = rec.with_status("error", error="something else broke")
     assert judge_record(h, other).status == "fail"
+
+
+def test_rows_are_drawn_once_per_point_read_only_and_a_widened_variant_draws_its_own() -> None:
+    from farm.stages import symbolic
+
+    v = symbolic.variant(_one(primitive="sin", dtype="float32"))
+    a, b = v.points[0], v.points[1]
+    assert v.rows(a) is v.rows(a) and [r.shape for r in v.rows(a)] != [r.shape for r in v.rows(b)]
+    with pytest.raises(ValueError, match="read-only"):
+        v.rows(a)[0][...] = 0
+    w, _ = symbolic.widened(v)
+    assert w.drawn is not v.drawn or w is v

@@ -208,7 +208,7 @@ def _reduce_window(ctx: Ctx, *args: np.ndarray, jaxpr: Any, consts: Any = (), wi
                    **_: Any) -> list[np.ndarray]:
     n = len(args) // 2
     operands, inits = args[:n], args[n:]
-    if _fills(padding, base_dilation) and not _identity(ctx, jaxpr, consts, operands, inits):
+    if _fills(padding, base_dilation) and not _is_identity(ctx, jaxpr, consts, operands, inits):
         # XLA's semantics need the init value to be the reduction's identity; where it is not,
         # how often it enters a padded window is implementation-defined (HLO ReduceWindow)
         raise AmbiguousResult("reduce_window with padding and an init value that is not the reduction's identity: "
@@ -231,7 +231,7 @@ def _fills(padding: Any, base_dilation: Any) -> bool:
     return any(lo > 0 or hi > 0 for lo, hi in padding) or any(b > 1 for b in (base_dilation or ()))
 
 
-def _identity(ctx: Ctx, jaxpr: Any, consts: Any, operands: tuple[np.ndarray, ...], inits: tuple[np.ndarray, ...]) -> bool:
+def _is_identity(ctx: Ctx, jaxpr: Any, consts: Any, operands: tuple[np.ndarray, ...], inits: tuple[np.ndarray, ...]) -> bool:
     """Whether the init values leave a few of the operands' own elements unchanged, from the left
     and from the right: the reduction's identity on them."""
     flat = [np.asarray(o).reshape(-1) for o in operands]

@@ -57,8 +57,20 @@ class Variant:
     rows_spec: tuple[str, ...] = ()
     facts: dict[str, Any] = field(default_factory=dict)
     one: Callable[..., Any] | None = None  # the function of one row, before the map (what a reproducer writes out)
+    #: rows drawn so far, by point: every platform's call and verdict at a size use the same
+    #: arguments, drawn once (read-only: nothing may change them under another's feet)
+    drawn: dict[Any, list[np.ndarray]] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def rows(self, point: Point | int) -> list[np.ndarray]:
+        """The dynamic arguments at ``point`` (drawn once per point, then the same arrays)."""
+        got = self.drawn.get(point)
+        if got is None:
+            got = self.drawn[point] = self._rows(point)
+            for a in got:
+                a.setflags(write=False)
+        return got
+
+    def _rows(self, point: Point | int) -> list[np.ndarray]:
         """The dynamic arguments at ``point``. A vmap kind stacks ``b`` independent draws (the
         first draw where an argument is not mapped), each drawn at the point's inner sizes."""
         env = dict(((("b", point),) if isinstance(point, int) else point))
