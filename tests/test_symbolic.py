@@ -427,3 +427,22 @@ def test_rows_are_drawn_once_per_point_read_only_and_a_widened_variant_draws_its
         v.rows(a)[0][...] = 0
     w, _ = symbolic.widened(v)
     assert w.drawn is not v.drawn or w is v
+
+
+def test_a_carried_limitation_is_the_one_that_explains_the_error() -> None:
+    """eig's four-platform symbolic export fails with tpu's error; the cuda/rocm export
+    limitation (carried from the static export) names another error, JAX's own "only on CPU"
+    explains it; cuda's own symbolic export fails with jax's refusal of the custom call."""
+    from farm.judge.limitations import judge_record
+    from farm.results import Record
+
+    h = _one(catalog="upstream", primitive="eig", dtype="complex64")
+    rec = Record("symbolic_export", "export", "error", error_type="NotImplementedError",
+                 error="MLIR translation rule for primitive 'eig' not found for platforms ['tpu']",
+                 facts={"sunk_by": ["cuda", "rocm", "tpu"]})
+    assert judge_record(h, rec).status == "expected_fail"
+    assert "only supported on CPU" in judge_record(h, rec).facts["limitation"]
+    cuda = Record("symbolic_export", "cuda", "error", error_type="ValueError",
+                  error="Cannot serialize code with custom calls whose targets have no compatibility guarantees.")
+    assert judge_record(h, cuda).status == "expected_fail"
+    assert "cuhybrid_eig" in judge_record(h, cuda).facts["limitation"]

@@ -218,6 +218,9 @@ CACHE_FORMAT = 1
 _TPU_SYMBOLIC_LINALG = ("the tpu lowerings of eigh (and svd, which uses it) take symbolic batch dimensions only, "
                         "and svd's QDWH needs concrete matrix dimensions: they sink the four-platform export "
                         "(docs/findings.md)")
+#: jax.export's refusal of a custom call without a compatibility guarantee, as the farm's export
+#: stage words it and as jax's own serialization does.
+_NO_GUARANTEE = "custom calls (without a|whose targets have no) compatibility guarantee"
 #: Gaps the farm's symbolic sweep of this catalog found, as data: (group regex, name regex,
 #: Limitation). Each was checked by hand (docs/symbolic.md).
 KNOWN: tuple[tuple[str, str, Limitation], ...] = (
@@ -226,6 +229,16 @@ KNOWN: tuple[tuple[str, str, Limitation], ...] = (
     ("eigh|svd", r"_(float32|float64|complex64|complex128)_(\d+x)*([2-9]|\d\d+)x([2-9]|\d\d+)_",
      Limitation(_TPU_SYMBOLIC_LINALG, platforms=("tpu",), stage="symbolic_export", status="error",
                 error="implemented only for the batch dimensions|concrete value is expected")),
+    # jax.export refuses custom calls without a compatibility guarantee (the export is redone
+    # without the platform, which the artifact records as dropped), as the farm catalog declares
+    ("eig", "", Limitation(
+        "cuda/rocm eig lowers to cuhybrid_eig_*/hiphybrid_eig_* (MAGMA or LAPACK on the host), custom calls "
+        "without a compatibility guarantee: jax.export refuses them", platforms=("cuda", "rocm"), stage="export",
+        status="error", error=_NO_GUARANTEE)),
+    ("tridiagonal_solve", "", Limitation(
+        "rocm tridiagonal_solve lowers to hipsparse_gtsv2_ffi, which has no compatibility guarantee (cuda's "
+        "cusparse_gtsv2_ffi has one): jax.export refuses it", platforms=("rocm",), stage="export",
+        status="error", error=_NO_GUARANTEE)),
     # a symbolic system size (the variant widens n): tpu blocks the system by 32 and slices a
     # floordiv(n - 1, 32) array, which jax refuses; rocm's hipsparse_gtsv2_ffi has no
     # compatibility guarantee, so jax.export refuses it whatever the shapes

@@ -57,11 +57,10 @@ def judge_record(h: Harness, rec: Record) -> Record:
     own = [lim for lim in (h.limitation(platform, stage) for platform in platforms) if lim]
     lim = next((x for x in own if x.expects(rec.status, rec.error_type, rec.error)), own[0] if own else None)
     carried = lim is None
-    for platform in platforms if carried else ():
-        lim = next(filter(None, (h.limitation(on or platform, s)
-                                 for s, on in _CARRIED.get((rec.stage, platform == "cpu"), ()))), None)
-        if lim:
-            break
+    if carried:  # likewise: the first carried limitation that explains the failure, else the first
+        found = [x for platform in platforms for x in (h.limitation(on or platform, s)
+                                                       for s, on in _CARRIED.get((rec.stage, platform == "cpu"), ())) if x]
+        lim = next((x for x in found if x.expects(rec.status, rec.error_type, rec.error)), found[0] if found else None)
     if lim is None or (carried and rec.status == "ok"):  # a carried limitation explains a failure, never flags a pass
         return rec
     facts = {**rec.facts, "limitation": lim.description}
