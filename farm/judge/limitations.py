@@ -52,15 +52,11 @@ def judge_record(h: Harness, rec: Record) -> Record:
         platforms += tuple(p for p in (rec.platform.partition(":")[0], rec.facts.get("backend")) if p)
     if rec.stage == "symbolic_export" and rec.platform == "export" and rec.status != "ok":
         platforms += tuple(rec.facts.get("sunk_by", ()))  # a platform whose own export fails sinks it
-    # the first limitation that explains the failure (a four-platform export sunk by two
-    # platforms fails with the error of whichever lowered first), else the first one
-    own = [lim for lim in (h.limitation(platform, stage) for platform in platforms) if lim]
-    lim = next((x for x in own if x.expects(rec.status, rec.error_type, rec.error)), own[0] if own else None)
+    lim = _explaining(rec, [h.limitation(platform, stage) for platform in platforms])
     carried = lim is None
-    if carried:  # likewise: the first carried limitation that explains the failure, else the first
-        found = [x for platform in platforms for x in (h.limitation(on or platform, s)
-                                                       for s, on in _CARRIED.get((rec.stage, platform == "cpu"), ())) if x]
-        lim = next((x for x in found if x.expects(rec.status, rec.error_type, rec.error)), found[0] if found else None)
+    if carried:
+        lim = _explaining(rec, [h.limitation(on or platform, s) for platform in platforms
+                                for s, on in _CARRIED.get((rec.stage, platform == "cpu"), ())])
     if lim is None or (carried and rec.status == "ok"):  # a carried limitation explains a failure, never flags a pass
         return rec
     facts = {**rec.facts, "limitation": lim.description}
@@ -70,6 +66,13 @@ def judge_record(h: Harness, rec: Record) -> Record:
         return rec.with_status("unexpected_pass", facts=facts,
                                error=f"limitation no longer holds: {lim.description}")
     return rec
+
+
+def _explaining(rec: Record, found: list[Limitation | None]) -> Limitation | None:
+    """The first of ``found`` that explains ``rec``'s failure (a four-platform export sunk by two
+    platforms fails with the error of whichever lowered first), else the first of them."""
+    lims = [lim for lim in found if lim]
+    return next((lim for lim in lims if lim.expects(rec.status, rec.error_type, rec.error)), lims[0] if lims else None)
 
 
 def _xhost(h: Harness, rec: Record) -> Record:

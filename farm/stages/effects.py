@@ -24,7 +24,6 @@ Whether what ran is right is the judge's (``farm.judge.effects``); this records 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import io
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +35,7 @@ from farm.catalog.effects import label
 from farm.platforms import platform_of
 from farm.results import Record
 from farm.stages.lower import NO_BACKEND
+from farm.stages.parts import relabelled
 from farm.stages.record import Timer, failure
 
 
@@ -108,10 +108,9 @@ def _runnable(exp: Any, prefix: str) -> list[tuple[str, Any, str]]:
         if p == "cpu":
             continue
         if len(platforms) == 1:
-            out.append((f"{prefix}relabelled", dataclasses.replace(exp, platforms=("cpu",)), p))
+            out.append((f"{prefix}relabelled", relabelled(exp, p), p))
         elif "cpu" in platforms:
-            swapped = tuple("cpu" if q == p else p if q == "cpu" else q for q in platforms)
-            out.append((f"{prefix}as {p}", dataclasses.replace(exp, platforms=swapped), p))
+            out.append((f"{prefix}as {p}", relabelled(exp, p), p))
     return out
 
 

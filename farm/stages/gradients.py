@@ -181,7 +181,6 @@ def expected(fun: Any, point: Point, order: int) -> list[np.ndarray]:
     return [np.asarray(c) for c in jax.tree.leaves(cts)]
 
 
-
 @dataclass(frozen=True, slots=True)
 class VjpJaxpr:
     """``jax.vjp`` of the original function at ``point`` as a jaxpr over the point's floating

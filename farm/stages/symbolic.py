@@ -143,7 +143,7 @@ def call(exported: Any, platform: str, v: Variant, points: tuple[Any, ...] | Non
     judge holds the calls against them and computes any that are missing)."""
     import jax
 
-    here = exported if native or "cpu" in exported.platforms else dataclasses.replace(exported, platforms=("cpu",))
+    here = exported if native or "cpu" in exported.platforms else relabelled(exported, platform)
     points = v.points if points is None else points
     timer = Timer()
     outs: dict[str, list[np.ndarray]] = {}
@@ -209,11 +209,12 @@ def shared_call(first: SymbolicCall, platform: str, exported: Any, v: Variant) -
     made again with ``exported`` (the live artifact, which keeps its constraints: a
     deserialized one has lost them). Those calls stop at JAX's check of the arguments, before
     any compile."""
-    facts = {**first.facts, "same_module_as": first.platform, "artifact": "exported"}
+    shared = same_call(first, platform)
+    facts = {**shared.facts, "artifact": "exported"}
     if v.violations:
         here = relabelled(exported, platform)
         facts["violations"] = {label(pt): _violation(here, v, pt) for pt in v.violations}
-    return dataclasses.replace(first, platform=platform, seconds=0.0, facts=facts)
+    return dataclasses.replace(shared, facts=facts)
 
 
 def _violation(exported: Any, v: Variant, pt: Any) -> str | None:
