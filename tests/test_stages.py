@@ -349,6 +349,31 @@ def test_checked_calls_share_an_executable_only_for_the_same_module_text() -> No
     assert not compile_stage._CHECKED
 
 
+def test_checked_calls_never_put_lapack_calls_side_by_side_in_one_program(monkeypatch: pytest.MonkeyPatch) -> None:
+    """jaxlib 0.10.2's batched LAPACK kernels block an XLA:CPU pool thread while their pieces run
+    on the same pool: two side by side on a 2-thread pool hang (docs/findings.md). A LAPACK
+    module's sizes each get a program of their own; any other module's share one."""
+    import jax
+    import jax.numpy as jnp
+
+    from farm.stages import compile as compile_stage
+
+    texts: list[str] = []
+    run = compile_stage._run
+    monkeypatch.setattr(compile_stage, "_run", lambda lowered, args: (texts.append(lowered.as_text()), run(lowered, args))[1])
+    rng = np.random.default_rng(0)
+    mats = [rng.standard_normal((b, 6, 4)).astype(np.float32) for b in (1, 2, 3)]
+    qr = lambda a: jnp.linalg.qr(a)[1]  # noqa: E731
+    one = len(compile_stage.LAPACK_CALL.findall(jax.jit(qr).lower(mats[0]).as_text()))  # geqrf (and orgqr)
+    got = compile_stage.checked_calls(qr, [[m] for m in mats])
+    assert one and len(texts) == 3 and all(len(compile_stage.LAPACK_CALL.findall(t)) == one for t in texts)
+    for m, r in zip(mats, got):
+        np.testing.assert_allclose(np.abs(r), np.abs(np.linalg.qr(m)[1]), rtol=1e-4, atol=1e-5)
+    texts.clear()
+    compile_stage.checked_calls(lambda a: jnp.sin(a), [[m] for m in mats])
+    assert len(texts) == 1 and compile_stage.side_by_side_safe(texts[0])
+
+
 def test_checked_calls_give_each_call_its_own_result_and_raise_where_one_does() -> None:
     import jax.numpy as jnp
 

@@ -27,16 +27,35 @@ _MISSING_HANDLER = re.compile(r"No FFI handler registered for (\S+)")
 CHECK_OPTIONS: dict[str, Any] = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
 _CHECKED: OrderedDict[str, Any] = OrderedDict()  # module text digest -> executable (clear_checked)
 
+#: A LAPACK custom call in a module's text. jaxlib 0.10.2's batched LAPACK kernels split the
+#: batch over XLA:CPU's intra-op pool and block one of its threads until the pieces are done
+#: (``jax::ParallelBatchMap``); two such calls running side by side on a 2-thread pool (this
+#: host's) each wait for pieces that no free thread is left to run, forever
+#: (docs/findings.md). A program the farm puts together of independent copies (sizes, the
+#: static lowering beside the call) runs them side by side, so a module calling LAPACK is
+#: never copied into one.
+LAPACK_CALL = re.compile(r"""(custom_call_target\s*=\s*|stablehlo\.custom_call\s+@)"?lapack_""")
+
+
+def side_by_side_safe(text: str) -> bool:
+    """Whether copies of the module ``text`` may run side by side in one program."""
+    return LAPACK_CALL.search(text) is None
+
 
 def checked_call(fun: Any, *args: Any) -> Any:
     """``fun(*args)`` under ``jax.jit``, compiled with ``CHECK_OPTIONS`` on the CPU; an executable is
     reused for a module of the same text and the same arguments' types (the judge's static
     lowering at one size, held against every platform's call at that size), up to 64 of them."""
+    import jax
+
+    return _run(jax.jit(fun).lower(*args), args)
+
+
+def _run(lowered: Any, args: tuple[Any, ...]) -> Any:
     import hashlib
 
     import jax
 
-    lowered = jax.jit(fun).lower(*args)
     options = CHECK_OPTIONS if jax.default_backend() == "cpu" else None  # a GPU's native call: its defaults
     # the text alone is not the executable's signature: an argument the module does not use is
     # pruned from it, but the executable still checks its type
@@ -53,8 +72,11 @@ def checked_call(fun: Any, *args: Any) -> Any:
 
 def checked_calls(fun: Any, arg_lists: list[list[Any]]) -> list[Any]:
     """``[fun(*args) for args in arg_lists]`` as one program, compiled once (``checked_call``):
-    a symbolic module called at three sizes is one compile, not three. Raises where any of
-    them does; the caller then calls them one by one to see which."""
+    a symbolic module called at three sizes is one compile, not three; a program of its own
+    for each where ``fun`` calls LAPACK (``side_by_side_safe``). Raises where any of them
+    does; the caller then calls them one by one to see which."""
+    import jax
+
     counts = [len(a) for a in arg_lists]
 
     def each(*flat: Any) -> list[Any]:
@@ -64,7 +86,11 @@ def checked_calls(fun: Any, arg_lists: list[list[Any]]) -> list[Any]:
             i += c
         return out
 
-    return checked_call(each, *[x for a in arg_lists for x in a])
+    flat = tuple(x for a in arg_lists for x in a)
+    lowered = jax.jit(each).lower(*flat)
+    if len(arg_lists) > 1 and not side_by_side_safe(lowered.as_text()):
+        return [checked_call(fun, *a) for a in arg_lists]
+    return _run(lowered, flat)
 
 
 def clear_checked() -> None:
