@@ -351,8 +351,8 @@ def test_checked_calls_share_an_executable_only_for_the_same_module_text() -> No
 
 def test_checked_calls_never_put_lapack_calls_side_by_side_in_one_program(monkeypatch: pytest.MonkeyPatch) -> None:
     """jaxlib 0.10.2's batched LAPACK kernels block an XLA:CPU pool thread while their pieces run
-    on the same pool: two side by side on a 2-thread pool hang (docs/findings.md). A LAPACK
-    module's sizes each get a program of their own; any other module's share one."""
+    on the same pool: two side by side on a 2-thread pool hang (docs/findings.md). A module
+    whose LAPACK calls jaxlib splits gets a program per size; any other module's share one."""
     import jax
     import jax.numpy as jnp
 
@@ -362,16 +362,19 @@ def test_checked_calls_never_put_lapack_calls_side_by_side_in_one_program(monkey
     run = compile_stage._run
     monkeypatch.setattr(compile_stage, "_run", lambda lowered, args: (texts.append(lowered.as_text()), run(lowered, args))[1])
     rng = np.random.default_rng(0)
-    mats = [rng.standard_normal((b, 6, 4)).astype(np.float32) for b in (1, 2, 3)]
     qr = lambda a: jnp.linalg.qr(a)[1]  # noqa: E731
-    one = len(compile_stage.LAPACK_CALL.findall(jax.jit(qr).lower(mats[0]).as_text()))  # geqrf (and orgqr)
-    got = compile_stage.checked_calls(qr, [[m] for m in mats])
-    assert one and len(texts) == 3 and all(len(compile_stage.LAPACK_CALL.findall(t)) == one for t in texts)
-    for m, r in zip(mats, got):
-        np.testing.assert_allclose(np.abs(r), np.abs(np.linalg.qr(m)[1]), rtol=1e-4, atol=1e-5)
-    texts.clear()
-    compile_stage.checked_calls(lambda a: jnp.sin(a), [[m] for m in mats])
-    assert len(texts) == 1 and compile_stage.side_by_side_safe(texts[0])
+    lapack = lambda t: len(compile_stage.LAPACK_CALL.findall(t))  # noqa: E731
+    for shape, programs in (((6, 4), 1), ((60, 60), 3)):  # a batch of 2 60x60 QRs: jaxlib splits it
+        mats = [rng.standard_normal((b, *shape)).astype(np.float32) for b in (1, 2, 3)]
+        one = lapack(jax.jit(qr).lower(mats[0]).as_text())  # geqrf (and orgqr)
+        texts.clear()
+        got = compile_stage.checked_calls(qr, [[m] for m in mats])
+        assert one and len(texts) == programs and sum(map(lapack, texts)) == 3 * one
+        for m, r in zip(mats, got):
+            np.testing.assert_allclose(np.abs(r), np.abs(np.linalg.qr(m)[1]), rtol=1e-3, atol=1e-4)
+    assert not compile_stage.side_by_side_safe(jax.jit(qr).lower(jax.ShapeDtypeStruct((2, 60, 60), np.float32)).as_text())
+    assert compile_stage.side_by_side_safe(jax.jit(jnp.sin).lower(mats[0]).as_text())
+    assert not compile_stage.side_by_side_safe("stablehlo.custom_call @lapack_sgeqrf_ffi(%0) : (tensor<?x6x4xf32>) -> ...")
 
 
 def test_checked_calls_give_each_call_its_own_result_and_raise_where_one_does() -> None:

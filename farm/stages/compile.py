@@ -6,6 +6,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from farm.stages.lower import Lowered
 from farm.stages.record import Timer, failure
 from farm.results import Record
@@ -27,19 +29,35 @@ _MISSING_HANDLER = re.compile(r"No FFI handler registered for (\S+)")
 CHECK_OPTIONS: dict[str, Any] = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
 _CHECKED: OrderedDict[str, Any] = OrderedDict()  # module text digest -> executable (clear_checked)
 
-#: A LAPACK custom call in a module's text. jaxlib 0.10.2's batched LAPACK kernels split the
-#: batch over XLA:CPU's intra-op pool and block one of its threads until the pieces are done
-#: (``jax::ParallelBatchMap``); two such calls running side by side on a 2-thread pool (this
-#: host's) each wait for pieces that no free thread is left to run, forever
+#: A LAPACK custom call's line in a module's text. jaxlib 0.10.2's batched LAPACK kernels split
+#: the batch over XLA:CPU's intra-op pool and block one of its threads until the pieces are
+#: done (``jax::ParallelBatchMap``); two such calls running side by side on a 2-thread pool
+#: (this host's) each wait for pieces that no free thread is left to run, forever
 #: (docs/findings.md). A program the farm puts together of independent copies (sizes, the
-#: static lowering beside the call) runs them side by side, so a module calling LAPACK is
-#: never copied into one.
-LAPACK_CALL = re.compile(r"""(custom_call_target\s*=\s*|stablehlo\.custom_call\s+@)"?lapack_""")
+#: static lowering beside the call) runs them side by side, so a module whose LAPACK calls
+#: may split is never copied into one.
+LAPACK_CALL = re.compile(r"""^.*(custom_call_target\s*=\s*|stablehlo\.custom_call\s+@)"?lapack_.*$""", re.M)
+_TENSOR = re.compile(r"tensor<((?:[0-9?]+x)+)[a-z]")
+#: jaxlib splits a batch only where batch x cost per matrix reaches 2e5 flops
+#: (``kMinWorkPerTask``); its costs per matrix are at most 30 m n min(m, n) (a complex SVD).
+_SPLIT_FLOPS, _MAX_COST = 200_000, 30
 
 
 def side_by_side_safe(text: str) -> bool:
-    """Whether copies of the module ``text`` may run side by side in one program."""
-    return LAPACK_CALL.search(text) is None
+    """Whether copies of the module ``text`` may run side by side in one program: none of its
+    LAPACK calls is batched enough for jaxlib to split it (a dimension not known: unsafe)."""
+    for line in LAPACK_CALL.finditer(text):
+        for dims in _TENSOR.findall(line.group(0)):
+            d = dims.rstrip("x").split("x")
+            if "?" in d:
+                return False
+            if len(d) < 3:  # one matrix, or a vector per matrix: nothing to split
+                continue
+            n = [int(x) for x in d]
+            batch = int(np.prod(n[:-2]))
+            if batch > 1 and batch * _MAX_COST * n[-2] * n[-1] * max(n[-2:]) >= _SPLIT_FLOPS:
+                return False
+    return True
 
 
 def checked_call(fun: Any, *args: Any) -> Any:
