@@ -15,6 +15,7 @@ import pytest
 
 from farm import catalog
 from farm.pipeline.symbolic import run_symbolic
+from farm.results import LOWERING_PLATFORMS
 from farm.stages import symbolic
 from tests.helpers.fresh import run_json
 
@@ -104,6 +105,23 @@ def test_a_platform_custom_call_without_a_cpu_handler_is_not_runnable_here() -> 
     assert by[("symbolic_call", "cuda")].status == "not_runnable_here"
     assert by[("symbolic_call", "cpu")].status == "ok"  # eigenvectors judged by their invariants, not the static signs
     assert by[("symbolic_export", "export")].facts["sunk_by"] == ["tpu"]  # symbolic matrix dimensions
+
+
+def test_exports_made_while_widening_are_reused_only_for_the_variant_settled_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """eigh's four-platform export with symbolic matrix dimensions fails on tpu; widening
+    tried it and the cpu's own already: those two are the records, not made again. Every
+    record is the same as made afresh (the same specs, constraints, outcome and error)."""
+    made: list[tuple[tuple[str, ...], str]] = []
+    export_one = symbolic.export_one
+    monkeypatch.setattr(symbolic, "export_one", lambda v, ps, label: (made.append((ps, label)), export_one(v, ps, label))[1])
+    v, done = symbolic.widened(symbolic.variant(_one(primitive="eigh", dtype="float32")))
+    assert set(done) == {"export", "cpu"} and done["export"].status == "error" and done["cpu"].status == "ok"
+    made.clear()
+    reused = symbolic.export_all(v, LOWERING_PLATFORMS, done)
+    assert made == [(("cuda",), "cuda"), (("rocm",), "rocm"), (("tpu",), "tpu")]  # not the cpu's, not the multi
+    fresh = symbolic.export_all(v, LOWERING_PLATFORMS)
+    key = lambda r: (r.platform, r.status, r.error_type, r.error, r.facts)  # noqa: E731
+    assert [key(r) for r in reused] == [key(r) for r in fresh] and reused[0].facts["sunk_by"] == ["tpu"]
 
 
 def test_reused_compile_execute_compare_never_hide_a_symbolic_change() -> None:
@@ -206,7 +224,7 @@ def test_inner_dimensions_are_symbolic_where_the_shape_rule_allows_with_the_cons
     constraint that holds at the harness's own size is added; equal sizes share a variable
     (a contraction still matches); a custom argument maker keeps its own sizes."""
     top_k, made = symbolic.widened(symbolic.variant(_one(primitive="top_k", dtype="float32")))
-    assert made is not None and made.status == "ok"  # the export made while widening is reused
+    assert made["export"].status == "ok" and made["export"].facts["constraints"] == ["d6 >= 3"]  # reused: the last attempt
     assert top_k.kind == "dims" and top_k.specs == ("b, d3, d6",) and top_k.constraints == ("d6 >= 3",)
     assert all(dict(p)["d6"] == 6 for p in top_k.points)  # a CustomArg draws one shape
     dot, _ = symbolic.widened(symbolic.variant(_one(primitive="dot_general", dtype="float32", name="*variant=matmul")))

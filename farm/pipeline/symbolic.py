@@ -14,7 +14,7 @@ from farm.catalog import Harness
 from farm.judge import symbolic as judge
 from farm.results import LOWERING_PLATFORMS, Record
 from farm.stages import compat, symbolic
-from farm.stages.parts import branched, relabelled
+from farm.stages.parts import branched, module_text, relabelled
 from farm.stages.record import failure
 
 
@@ -60,7 +60,7 @@ def _parts(back: Any, live: Any, v: symbolic.Variant, platforms: tuple[str, ...]
     the cpu's outputs are every platform's (``same_module_as``), each judged with its own
     tolerance, and only the calls that break a constraint are made again."""
     first = symbolic.call(back, "cpu", v, artifact="deserialized", statics=statics)
-    differs = branched(back.mlir_module())
+    differs = branched(module_text(back))
     recs: list[Record] = []
     for p in platforms:
         if p == "cpu":

@@ -35,7 +35,7 @@ import numpy as np
 
 from farm.results import Record
 from farm.stages.compile import CHECK_OPTIONS, checked_call as compiled, not_runnable
-from farm.stages.parts import branched, relabelled
+from farm.stages.parts import branched, module_text, relabelled
 from farm.stages.record import Timer, failure
 
 #: The orders of vjp the farm serializes and judges (``farm sweep --vjp``).
@@ -90,7 +90,7 @@ def serialize(exported: Any, order: int) -> GradSerialized:
             branches, vjp = {}, back
             for k in range(1, order + 1):
                 vjp = vjp.vjp()
-                branches[str(k)] = branched(vjp.mlir_module())
+                branches[str(k)] = branched(module_text(vjp))
         return GradSerialized("vjp", "export", "ok", timer.seconds, metrics={"artifact_bytes": float(len(blob))},
                               facts={**facts, "vjp_platforms": list(back.vjp().platforms), "branches": branches},
                               handle=back)

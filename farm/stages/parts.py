@@ -8,11 +8,28 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections import OrderedDict
 from typing import Any
 
 _LOCATIONS = re.compile(r"\bloc\([^)]*\)|#loc\d*( = .*)?")
 _CASE = re.compile(r'(%[\w#]+)(?::\d+)? = "stablehlo\.case"\(([^)]*)\)')
 _RETURNS_CONSTANT = re.compile(r"^stablehlo\.return %c(_\d+)? : tensor<i32>$")
+
+
+_TEXTS: OrderedDict[bytes, str] = OrderedDict()  # module bytes -> text, the last few
+
+
+def module_text(exp: Any) -> str:
+    """``exp.mlir_module()`` (a ``jax.export.Exported``'s module printed from its serialized
+    bytes, and nothing else), printed once per module: an artifact and its round trip carry
+    the same bytes, and each print costs a parse (~3 ms)."""
+    key = bytes(exp.mlir_module_serialized)
+    text = _TEXTS.get(key)
+    if text is None:
+        text = _TEXTS[key] = exp.mlir_module()
+        while len(_TEXTS) > 8:
+            _TEXTS.popitem(last=False)
+    return text
 
 
 def branched(module_text: str) -> bool:

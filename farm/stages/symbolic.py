@@ -25,7 +25,7 @@ import numpy as np
 
 from farm.results import LOWERING_PLATFORMS, Record
 from farm.stages.compile import CHECK_OPTIONS, checked_call, checked_calls, not_runnable, side_by_side_safe
-from farm.stages.parts import relabelled
+from farm.stages.parts import module_text, relabelled
 from farm.stages.record import Timer, failure
 from farm.stages.variants import FIRST_ONLY, SIZES, Variant, label, variant, widen
 
@@ -59,13 +59,15 @@ def _structs(v: Variant) -> list[Any]:
 
 
 def export_all(v: Variant, platforms: tuple[str, ...] = LOWERING_PLATFORMS,
-               done: SymbolicExported | None = None) -> list[SymbolicExported]:
-    """The multi-platform export (platform ``export``; ``done``: that export, made already
-    while widening); where it fails, one export per platform as well, each its own record."""
-    rec = done if done is not None else export_one(v, platforms, "export")
+               done: dict[str, SymbolicExported] | None = None) -> list[SymbolicExported]:
+    """The multi-platform export (platform ``export``); where it fails, one export per platform
+    as well, each its own record. ``done``: those of them made already while widening, by
+    label, the same specs and constraints."""
+    done = done or {}
+    rec = done.get("export") or export_one(v, platforms, "export")
     if rec.status == "ok" or len(platforms) == 1:
         return [rec]
-    own = [export_one(v, (p,), p) for p in platforms]
+    own = [done.get(p) or export_one(v, (p,), p) for p in platforms]
     sunk = [r.platform for r in own if r.status != "ok"]
     return [rec.with_status(rec.status, facts={**rec.facts, "sunk_by": sunk})] + own
 
@@ -101,7 +103,7 @@ def serialize(rec: SymbolicExported) -> Record:
             back = export.deserialize(bytearray(blob))
         same = [str(a) for a in back.in_avals] == [str(a) for a in rec.handle.in_avals] and \
             [str(a) for a in back.out_avals] == [str(a) for a in rec.handle.out_avals]
-        ops = DYNAMIC_OPS.findall(rec.handle.mlir_module())
+        ops = DYNAMIC_OPS.findall(module_text(rec.handle))
         census = {op or "shape_assertion": ops.count(op) for op in sorted(set(ops))}
         facts = {"sha256": hashlib.sha256(blob).hexdigest(), "dynamic_ops": census,
                  "in_avals": [str(a) for a in back.in_avals], "out_avals": [str(a) for a in back.out_avals]}
@@ -113,20 +115,20 @@ def serialize(rec: SymbolicExported) -> Record:
         return failure(Record, "symbolic_serialize", rec.platform, e, timer.seconds)
 
 
-def widened(v: Variant, platforms: tuple[str, ...] = LOWERING_PLATFORMS) -> tuple[Variant, SymbolicExported | None]:
+def widened(v: Variant, platforms: tuple[str, ...] = LOWERING_PLATFORMS) -> tuple[Variant, dict[str, SymbolicExported]]:
     """``v`` with its inner dimensions symbolic where the exports accept them (``widen``),
-    and its multi-platform export where the last attempt made it (``export_all`` reuses it)."""
+    and the exports its attempts made of the variant it settled on, by label (the
+    multi-platform export, ok or not, and the cpu's own: ``export_all`` reuses them)."""
     made: list[tuple[Variant, SymbolicExported]] = []
 
     def attempt(cand: Variant, everywhere: bool) -> Exception | None:
-        rec = export_one(cand, platforms if everywhere else ("cpu",), "export" if everywhere else "cpu")
-        if rec.status == "ok" and everywhere:
-            made.append((cand, rec))
+        label = "export" if everywhere else "cpu"
+        rec = export_one(cand, platforms if everywhere else ("cpu",), label)
+        made.append((cand, rec))
         return None if rec.status == "ok" else rec.handle  # the exception
 
     out = widen(v, attempt)
-    same = [rec for cand, rec in made if cand.specs == out.specs and cand.constraints == out.constraints]
-    return out, (same[-1] if same else None)
+    return out, {rec.platform: rec for cand, rec in made if cand.specs == out.specs and cand.constraints == out.constraints}
 
 
 def call(exported: Any, platform: str, v: Variant, points: tuple[Any, ...] | None = None, *,
@@ -153,7 +155,7 @@ def call(exported: Any, platform: str, v: Variant, points: tuple[Any, ...] | Non
         with timer():
             try:  # every size in one program (with the static lowering where asked): one compile
                 rows = [v.rows(pt) for pt in points]
-                alone = statics is None or not side_by_side_safe(here.mlir_module())  # LAPACK: the judge's own
+                alone = statics is None or not _side_by_side_safe(here)  # LAPACK: the judge's own
                 fun = here.call if alone else (lambda *a: (here.call(*a), v.fun(*a)))
                 for pt, r in zip(points, checked_calls(fun, rows)):
                     got, static = (r, None) if alone else r
@@ -194,7 +196,7 @@ def module_digest(exported: Any) -> str:
     that differs (an op, an attribute, a constant) makes it called on its own."""
     import hashlib
 
-    return hashlib.sha256(_LOCATIONS.sub("", exported.mlir_module()).encode()).hexdigest()
+    return hashlib.sha256(_LOCATIONS.sub("", module_text(exported)).encode()).hexdigest()
 
 
 def same_call(first: SymbolicCall, platform: str) -> SymbolicCall:
@@ -215,6 +217,11 @@ def shared_call(first: SymbolicCall, platform: str, exported: Any, v: Variant) -
         here = relabelled(exported, platform)
         facts["violations"] = {label(pt): _violation(here, v, pt) for pt in v.violations}
     return dataclasses.replace(shared, facts=facts)
+
+
+def _side_by_side_safe(exported: Any) -> bool:
+    """``side_by_side_safe`` of the module, read only where its bytes name a LAPACK call."""
+    return b"lapack_" not in bytes(exported.mlir_module_serialized) or side_by_side_safe(module_text(exported))
 
 
 def _violation(exported: Any, v: Variant, pt: Any) -> str | None:
