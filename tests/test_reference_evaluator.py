@@ -198,7 +198,26 @@ def test_a_while_loop_the_reference_cannot_end_is_no_answer_not_a_hang() -> None
     long = MAX_WHILE_ITERATIONS - 1  # the longest loop the reference still evaluates
     same(ev(lambda n: lax.while_loop(lambda c: c < n, lambda c: c + 1, np.int32(0)), np.int32(long)), long)
     with pytest.raises(R.AmbiguousResult, match="did not end"):
+        ev(lambda x: lax.while_loop(lambda c: c > -1.0, lambda c: c + 1.0, x), np.float32(1.0))
+
+
+def test_a_while_loop_whose_carry_stops_changing_is_no_answer_at_once() -> None:
+    """The condition reads only the carry: a carry that comes back unchanged with the condition
+    still true loops forever (a rejection sampler fed the reference's placeholder random bits).
+    One lane stuck while another still moves is not that; every lane still looping and stuck is."""
+    import time
+
+    import jax
+
+    t0 = time.perf_counter()
+    with pytest.raises(R.AmbiguousResult, match="stopped changing"):
         ev(lambda x: lax.while_loop(lambda c: c < 2.0, lambda c: c * 1.0, x), np.float32(1.0))
+    assert time.perf_counter() - t0 < 5  # not the 5,000 iterations
+    step = lambda c: lax.while_loop(lambda c: c[0] < c[1], lambda c: (c[0] + c[2], c[1], c[2]), c)  # noqa: E731
+    lanes = lambda a, b, d: jax.vmap(step)((a, b, d))[0]  # noqa: E731
+    same(ev(lanes, f32(0, 0), f32(3, 7), f32(1, 1)), [3, 7])  # one lane ends first, the other still moves
+    with pytest.raises(R.AmbiguousResult, match="stopped changing"):
+        ev(lanes, f32(0, 0), f32(3, 7), f32(1, 0))  # the second lane never moves
 
 
 def test_sort_and_top_k() -> None:

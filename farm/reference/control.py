@@ -42,11 +42,14 @@ def _while(ctx: Ctx, *args: Any, cond_jaxpr: Any, body_jaxpr: Any, cond_nconsts:
         if not pred.any():
             return carry
         new = ctx.call(body_jaxpr, *bconsts, *carry)
-        if pred.ndim == 0:
-            carry = new
-        else:  # a batched predicate (from vmap): only the lanes still looping advance, as XLA lowers it
-            carry = [np.where(pred.reshape(pred.shape + (1,) * (n.ndim - pred.ndim)), n, c)
-                     for n, c in zip(new, carry)]
+        if pred.ndim != 0:  # a batched predicate (from vmap): only the lanes still looping advance, as XLA lowers it
+            new = [np.where(pred.reshape(pred.shape + (1,) * (n.ndim - pred.ndim)), n, c)
+                   for n, c in zip(new, carry)]
+        if all(np.array_equal(n, c, equal_nan=True) for n, c in zip(new, carry)):
+            # the condition reads only the carry and constants: the same carry loops forever
+            raise AmbiguousResult("a while loop of the reference stopped changing its carry with its condition "
+                                  "still true: it would never end")
+        carry = new
     # the device's loop ended (it returned), the reference's did not: its condition hangs on values
     # the reference computes otherwise (a rejection sampler fed implementation-defined random bits)
     raise AmbiguousResult(f"a while loop of the reference did not end within {MAX_WHILE_ITERATIONS:,} iterations")

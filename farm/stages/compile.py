@@ -24,9 +24,13 @@ _MISSING_HANDLER = re.compile(r"No FFI handler registered for (\S+)")
 #: How the farm compiles what it runs only to check values (vjp pullbacks, symbolic calls at
 #: each size and the static lowerings they are held against): without LLVM optimization and
 #: with XLA:CPU's elemental emitters instead of its fusion emitters, a small module compiles
-#: in ~15 ms instead of ~36. Those stages judge what an export computes, not XLA's optimizer:
-#: the compile stage judges that, at XLA's defaults. Records of those stages carry it.
-CHECK_OPTIONS: dict[str, Any] = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
+#: in ~15 ms instead of ~36; and the LLVM module in one piece (XLA splits it to compile the
+#: parts on its own threads, which on this 2-core host costs more than it saves: a symbolic
+#: call's program in 23 ms instead of 32). Those stages judge what an export computes, not
+#: XLA's optimizer: the compile stage judges that, at XLA's defaults. Records of those stages
+#: carry it.
+CHECK_OPTIONS: dict[str, Any] = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False,
+                                 "xla_cpu_parallel_codegen_split_count": 1}
 _CHECKED: OrderedDict[str, Any] = OrderedDict()  # module text digest -> executable (clear_checked)
 
 #: A LAPACK custom call's line in a module's text. jaxlib 0.10.2's batched LAPACK kernels split
