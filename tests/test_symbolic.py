@@ -17,6 +17,7 @@ from farm import catalog
 from farm.pipeline.symbolic import run_symbolic
 from farm.results import LOWERING_PLATFORMS
 from farm.stages import symbolic
+from farm.stages.variants import label
 from tests.helpers.fresh import run_json
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,6 +123,35 @@ def test_exports_made_while_widening_are_reused_only_for_the_variant_settled_on(
     fresh = symbolic.export_all(v, LOWERING_PLATFORMS)
     key = lambda r: (r.platform, r.status, r.error_type, r.error, r.facts)  # noqa: E731
     assert [key(r) for r in reused] == [key(r) for r in fresh] and reused[0].facts["sunk_by"] == ["tpu"]
+
+
+def test_the_reference_judges_outputs_shared_by_platforms_once_and_anything_else_on_its_own(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A module with no platform branch: the cpu's outputs are every platform's, so the float64
+    reference judges them once per size (not four times). Other arrays (even equal ones), or
+    another platform's tolerance floor, get a verdict of their own; a wrong value still fails."""
+    from farm.judge import symbolic as judge
+
+    seen: list[tuple[str, int]] = []
+    real = judge.judge_jaxpr
+    monkeypatch.setattr(judge, "judge_jaxpr", lambda j, rows, outs, floor=None: (
+        seen.append((str(rows[0].shape), id(outs))), real(j, rows, outs, floor=floor))[1])
+    recs = run_symbolic(_one(primitive="sin", dtype="float32"))
+    calls = [r for r in recs if r.stage == "symbolic_call"]
+    assert [r.status for r in calls] == ["ok"] * 4 and calls[1].facts["same_module_as"] == "cpu"
+    assert len(seen) == len(calls[0].facts["sizes"]) == len(set(seen))  # once per size
+    v = symbolic.variant(_one(primitive="sin", dtype="float32"))
+    n, pt = label(v.points[0]), v.points[0]
+    rows = v.rows(pt)
+    outs = [np.sin(rows[0])]
+    seen.clear()
+    first = judge._reference(v, n, rows, outs, None)
+    assert judge._reference(v, n, rows, outs, None) is first and len(seen) == 1  # the same arrays
+    assert judge._reference(v, n, rows, [outs[0].copy()], None) is not first and len(seen) == 2  # equal, not the same
+    judge._reference(v, n, rows, outs, (1e-3, 1e-3))  # another floor
+    assert len(seen) == 3
+    wrong = [outs[0] + np.float32(0.5)]
+    assert judge._reference(v, n, rows, wrong, None).status == "fail" and first.status == "ok"
 
 
 def test_reused_compile_execute_compare_never_hide_a_symbolic_change() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from farm.judge.jaxpr import judge_jaxpr
+from farm.judge.jaxpr import Verdict, judge_jaxpr
 from farm.judge.outputs import compare_outputs
 from farm.judge.tolerance import declared, harness_tolerance
 from farm.catalog import Limitation
@@ -68,6 +68,25 @@ def _within_band(outs: list[np.ndarray], static: list[np.ndarray], policy: dict[
     return True
 
 
+def _reference(v: Variant, n: str, rows: list[np.ndarray], outs: list[np.ndarray],
+               floor: tuple[float, float] | None) -> Verdict:
+    """``judge_jaxpr`` of the outputs at point ``n``; the jaxpr traced once per point, and the
+    verdict made once for outputs several platforms' calls share (the very same arrays, a
+    module with no platform branch) under the same tolerance floor: another array, or another
+    floor, is judged on its own."""
+    import jax
+
+    jaxpr = v.judged.get(("jaxpr", n))
+    if jaxpr is None:
+        jaxpr = v.judged[("jaxpr", n)] = jax.make_jaxpr(v.fun)(*rows)
+    seen = v.judged.get(("verdict", n, floor))
+    if seen is not None and seen[0] is outs:
+        return seen[1]
+    verdict = judge_jaxpr(jaxpr, rows, outs, floor=floor)
+    v.judged[("verdict", n, floor)] = (outs, verdict)
+    return verdict
+
+
 def _calls(rec: SymbolicCall, v: Variant, statics: dict[str, list[Any]]) -> SymbolicCall:
     import jax
 
@@ -87,7 +106,7 @@ def _calls(rec: SymbolicCall, v: Variant, statics: dict[str, list[Any]]) -> Symb
             statics[n] = [np.asarray(o) for o in jax.tree.leaves(checked_call(v.fun, *rows))]
         static = statics[n]
         verdicts = {}
-        ref = judge_jaxpr(jax.make_jaxpr(v.fun)(*rows), rows, outs, floor=declared(h, platform))
+        ref = _reference(v, n, rows, outs, declared(h, platform))
         if ref.status != "skipped":
             verdicts["reference"] = (ref.status, ref.error)
         if ref.facts.get("unspecified_elements"):  # cholesky_p's upper triangle: the static lowering's is no answer

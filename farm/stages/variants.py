@@ -60,6 +60,9 @@ class Variant:
     #: rows drawn so far, by point: every platform's call and verdict at a size use the same
     #: arguments, drawn once (read-only: nothing may change them under another's feet)
     drawn: dict[Any, list[np.ndarray]] = field(default_factory=dict, init=False, compare=False, repr=False)
+    #: what the judge made of it so far (``farm.judge.symbolic``): the jaxpr at each point, and
+    #: the reference's verdict on outputs that several platforms' calls share (the same arrays)
+    judged: dict[Any, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def rows(self, point: Point | int) -> list[np.ndarray]:
         """The dynamic arguments at ``point`` (drawn once per point, then the same arrays)."""
