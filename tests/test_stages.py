@@ -358,9 +358,23 @@ def test_checked_calls_never_put_lapack_calls_side_by_side_in_one_program(monkey
 
     from farm.stages import compile as compile_stage
 
-    texts: list[str] = []
-    run = compile_stage._run
-    monkeypatch.setattr(compile_stage, "_run", lambda lowered, args: (texts.append(lowered.as_text()), run(lowered, args))[1])
+    texts: list[str] = []  # the programs run
+    made = compile_stage._executable
+
+    class Recording:
+        def __init__(self, lowered: object, text: str) -> None:
+            self.exe, self.text = made(lowered, text), text
+
+        def as_text(self) -> str:
+            return self.exe.as_text()
+
+        def __call__(self, *args: object) -> object:
+            texts.append(self.text)
+            return self.exe(*args)
+
+    recording = Recording
+
+    monkeypatch.setattr(compile_stage, "_executable", recording)
     rng = np.random.default_rng(0)
     qr = lambda a: jnp.linalg.qr(a)[1]  # noqa: E731
     lapack = lambda t: len(compile_stage.LAPACK_CALL.findall(t))  # noqa: E731
@@ -372,7 +386,14 @@ def test_checked_calls_never_put_lapack_calls_side_by_side_in_one_program(monkey
         assert one and len(texts) == programs and sum(map(lapack, texts)) == 3 * one
         for m, r in zip(mats, got):
             np.testing.assert_allclose(np.abs(r), np.abs(np.linalg.qr(m)[1]), rtol=1e-3, atol=1e-4)
-    assert not compile_stage.side_by_side_safe(jax.jit(qr).lower(jax.ShapeDtypeStruct((2, 60, 60), np.float32)).as_text())
+        texts.clear()  # the same with a second function of the same arguments beside it
+        pairs = compile_stage.checked_calls(qr, [[m] for m in mats[1:]], lambda a: qr(a * 2))
+        assert len(texts) == (1 if programs == 1 else 4)  # one program, or one per function and size
+        for r, r2 in pairs:
+            np.testing.assert_allclose(np.abs(r2), 2 * np.abs(r), rtol=1e-4, atol=1e-4)
+    big = jax.jit(qr).lower(jax.ShapeDtypeStruct((2, 60, 60), np.float32))
+    assert not compile_stage.side_by_side_safe(big.as_text())
+    assert not compile_stage.side_by_side_safe(big.compile().as_text())  # the HLO's shapes
     assert compile_stage.side_by_side_safe(jax.jit(jnp.sin).lower(mats[0]).as_text())
     assert not compile_stage.side_by_side_safe("stablehlo.custom_call @lapack_sgeqrf_ffi(%0) : (tensor<?x6x4xf32>) -> ...")
 

@@ -33,15 +33,15 @@ CHECK_OPTIONS: dict[str, Any] = {"xla_backend_optimization_level": 0, "xla_cpu_u
                                  "xla_cpu_parallel_codegen_split_count": 1}
 _CHECKED: OrderedDict[str, Any] = OrderedDict()  # module text digest -> executable (clear_checked)
 
-#: A LAPACK custom call's line in a module's text. jaxlib 0.10.2's batched LAPACK kernels split
-#: the batch over XLA:CPU's intra-op pool and block one of its threads until the pieces are
-#: done (``jax::ParallelBatchMap``); two such calls running side by side on a 2-thread pool
-#: (this host's) each wait for pieces that no free thread is left to run, forever
-#: (docs/findings.md). A program the farm puts together of independent copies (sizes, the
-#: static lowering beside the call) runs them side by side, so a module whose LAPACK calls
-#: may split is never copied into one.
+#: A LAPACK custom call's line in a module's text (StableHLO or HLO). jaxlib 0.10.2's batched
+#: LAPACK kernels split the batch over XLA:CPU's intra-op pool and block one of its threads
+#: until the pieces are done (``jax::ParallelBatchMap``); two such calls running side by side
+#: on a 2-thread pool (this host's) each wait for pieces that no free thread is left to run,
+#: forever (docs/findings.md). A program the farm puts together of independent copies (sizes,
+#: the static lowering beside the call) runs them side by side, so a module whose LAPACK calls
+#: jaxlib splits is never copied into one.
 LAPACK_CALL = re.compile(r"""^.*(custom_call_target\s*=\s*|stablehlo\.custom_call\s+@)"?lapack_.*$""", re.M)
-_TENSOR = re.compile(r"tensor<((?:[0-9?]+x)+)[a-z]")
+_SHAPES = re.compile(r"tensor<((?:[0-9?]+x)+)[a-z]|\b[a-z]+[0-9]*\[([0-9,]*)\]")
 #: jaxlib splits a batch only where batch x cost per matrix reaches 2e5 flops
 #: (``kMinWorkPerTask``); its costs per matrix are at most 30 m n min(m, n) (a complex SVD).
 _SPLIT_FLOPS, _MAX_COST = 200_000, 30
@@ -49,10 +49,11 @@ _SPLIT_FLOPS, _MAX_COST = 200_000, 30
 
 def side_by_side_safe(text: str) -> bool:
     """Whether copies of the module ``text`` may run side by side in one program: none of its
-    LAPACK calls is batched enough for jaxlib to split it (a dimension not known: unsafe)."""
+    LAPACK calls is batched enough for jaxlib to split it (a dimension not known: unsafe;
+    the compiled HLO knows them all)."""
     for line in LAPACK_CALL.finditer(text):
-        for dims in _TENSOR.findall(line.group(0)):
-            d = dims.rstrip("x").split("x")
+        for mlir, hlo in _SHAPES.findall(line.group(0)):
+            d = mlir.rstrip("x").split("x") if mlir else [x for x in hlo.split(",") if x]
             if "?" in d:
                 return False
             if len(d) < 3:  # one matrix, or a vector per matrix: nothing to split
@@ -70,10 +71,11 @@ def checked_call(fun: Any, *args: Any) -> Any:
     lowering at one size, held against every platform's call at that size), up to 64 of them."""
     import jax
 
-    return _run(jax.jit(fun).lower(*args), args)
+    lowered = jax.jit(fun).lower(*args)
+    return _executable(lowered, lowered.as_text())(*args)
 
 
-def _run(lowered: Any, args: tuple[Any, ...]) -> Any:
+def _executable(lowered: Any, text: str) -> Any:
     import hashlib
 
     import jax
@@ -81,7 +83,7 @@ def _run(lowered: Any, args: tuple[Any, ...]) -> Any:
     options = CHECK_OPTIONS if jax.default_backend() == "cpu" else None  # a GPU's native call: its defaults
     # the text alone is not the executable's signature: an argument the module does not use is
     # pruned from it, but the executable still checks its type
-    key = hashlib.sha256(f"{lowered.as_text()}\n{lowered.args_info}\n{lowered.in_tree}".encode()).hexdigest()
+    key = hashlib.sha256(f"{text}\n{lowered.args_info}\n{lowered.in_tree}".encode()).hexdigest()
     exe = _CHECKED.get(key)
     if exe is None:
         exe = _CHECKED[key] = lowered.compile(compiler_options=options)
@@ -89,30 +91,40 @@ def _run(lowered: Any, args: tuple[Any, ...]) -> Any:
             _CHECKED.popitem(last=False)
     else:
         _CHECKED.move_to_end(key)
-    return exe(*args)
+    return exe
 
 
-def checked_calls(fun: Any, arg_lists: list[list[Any]]) -> list[Any]:
+def checked_calls(fun: Any, arg_lists: list[list[Any]], *more: Any) -> list[Any]:
     """``[fun(*args) for args in arg_lists]`` as one program, compiled once (``checked_call``):
-    a symbolic module called at three sizes is one compile, not three; a program of its own
-    for each where ``fun`` calls LAPACK (``side_by_side_safe``). Raises where any of them
-    does; the caller then calls them one by one to see which."""
+    a symbolic module called at three sizes is one compile, not three. ``more``: functions of
+    the same arguments computed in the same program (the static lowering beside the call):
+    each result is then the tuple ``(fun(*args), *(m(*args) for m in more))``. Where the
+    compiled program holds a LAPACK call jaxlib splits (``side_by_side_safe``), each function
+    at each argument list gets a program of its own instead. Raises where any of them does;
+    the caller then calls them one by one to see which."""
     import jax
 
+    funs = (fun, *more)
     counts = [len(a) for a in arg_lists]
+
+    def at(*args: Any) -> Any:
+        return tuple(f(*args) for f in funs) if more else fun(*args)
 
     def each(*flat: Any) -> list[Any]:
         out, i = [], 0
         for c in counts:
-            out.append(fun(*flat[i:i + c]))
+            out.append(at(*flat[i:i + c]))
             i += c
         return out
 
     flat = tuple(x for a in arg_lists for x in a)
     lowered = jax.jit(each).lower(*flat)
-    if len(arg_lists) > 1 and not side_by_side_safe(lowered.as_text()):
-        return [checked_call(fun, *a) for a in arg_lists]
-    return _run(lowered, flat)
+    text = lowered.as_text()
+    exe = _executable(lowered, text)
+    if (len(arg_lists) > 1 or more) and "lapack_" in text and not side_by_side_safe(exe.as_text()):
+        apart = [[checked_call(f, *a) for f in funs] for a in arg_lists]
+        return [tuple(r) if more else r[0] for r in apart]
+    return exe(*flat)
 
 
 def clear_checked() -> None:

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from farm.results import LOWERING_PLATFORMS, Record
-from farm.stages.compile import CHECK_OPTIONS, checked_call, checked_calls, not_runnable, side_by_side_safe
+from farm.stages.compile import CHECK_OPTIONS, checked_call, checked_calls, not_runnable
 from farm.stages.parts import module_text, relabelled
 from farm.stages.record import Timer, failure
 from farm.stages.variants import FIRST_ONLY, SIZES, Variant, label, variant, widen
@@ -155,12 +155,11 @@ def call(exported: Any, platform: str, v: Variant, points: tuple[Any, ...] | Non
         with timer():
             try:  # every size in one program (with the static lowering where asked): one compile
                 rows = [v.rows(pt) for pt in points]
-                alone = statics is None or not _side_by_side_safe(here)  # LAPACK: the judge's own
-                fun = here.call if alone else (lambda *a: (here.call(*a), v.fun(*a)))
-                for pt, r in zip(points, checked_calls(fun, rows)):
-                    got, static = (r, None) if alone else r
+                more = () if statics is None else (v.fun,)
+                for pt, r in zip(points, checked_calls(here.call, rows, *more)):
+                    got, static = r if more else (r, None)
                     outs[label(pt)] = [np.asarray(o) for o in jax.tree.leaves(got)]
-                    if not alone:
+                    if more:
                         statics.setdefault(label(pt), [np.asarray(o) for o in jax.tree.leaves(static)])
                 facts["batched"] = True
             except Exception:  # noqa: BLE001  one size raises: each on its own, to see which
@@ -217,11 +216,6 @@ def shared_call(first: SymbolicCall, platform: str, exported: Any, v: Variant) -
         here = relabelled(exported, platform)
         facts["violations"] = {label(pt): _violation(here, v, pt) for pt in v.violations}
     return dataclasses.replace(shared, facts=facts)
-
-
-def _side_by_side_safe(exported: Any) -> bool:
-    """``side_by_side_safe`` of the module, read only where its bytes name a LAPACK call."""
-    return b"lapack_" not in bytes(exported.mlir_module_serialized) or side_by_side_safe(module_text(exported))
 
 
 def _violation(exported: Any, v: Variant, pt: Any) -> str | None:
