@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from typing import Any
 
 import numpy as np
 import pytest
@@ -324,19 +325,20 @@ def test_a_missing_handler_in_a_native_cpu_compile_is_an_error_not_cannot_run_he
     assert foreign.status == "not_runnable_here" and foreign.facts["missing_handler"] == "lapack_sgetrf_ffi"
 
 
-def test_checked_calls_share_an_executable_only_for_the_same_module_text() -> None:
+def test_checked_calls_share_an_executable_only_for_the_same_module() -> None:
     import jax.numpy as jnp
 
     from farm.stages import compile as compile_stage
 
     compile_stage.clear_checked()
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
-    np.testing.assert_array_equal(compile_stage.checked_call(lambda a: a * 2, x), x * 2)
-    np.testing.assert_array_equal(compile_stage.checked_call(lambda a: a * 2, x + 1), (x + 1) * 2)  # same text
+    twice = lambda a: a * 2  # noqa: E731
+    np.testing.assert_array_equal(compile_stage.checked_call(twice, x), x * 2)
+    np.testing.assert_array_equal(compile_stage.checked_call(twice, x + 1), (x + 1) * 2)  # the same module
     assert len(compile_stage._CHECKED) == 1
     # a constant, a dtype, a shape of difference: another module, never the cached executable
     np.testing.assert_array_equal(compile_stage.checked_call(lambda a: a * 3, x), x * 3)
-    np.testing.assert_array_equal(compile_stage.checked_call(lambda a: a * 2, x.astype(np.int32)), x.astype(np.int32) * 2)
+    np.testing.assert_array_equal(compile_stage.checked_call(twice, x.astype(np.int32)), x.astype(np.int32) * 2)
     np.testing.assert_array_equal(compile_stage.checked_call(lambda a: jnp.sum(a * 2), x), np.sum(x * 2))
     assert len(compile_stage._CHECKED) == 4
     # an argument the module does not use is pruned from its text, not from the executable's signature
@@ -362,8 +364,8 @@ def test_checked_calls_never_put_lapack_calls_side_by_side_in_one_program(monkey
     made = compile_stage._executable
 
     class Recording:
-        def __init__(self, lowered: object, text: str) -> None:
-            self.exe, self.text = made(lowered, text), text
+        def __init__(self, lowered: Any, text: bytes) -> None:
+            self.exe, self.text = made(lowered, text), lowered.as_text()
 
         def as_text(self) -> str:
             return self.exe.as_text()

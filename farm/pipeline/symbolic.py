@@ -59,8 +59,11 @@ def _parts(back: Any, live: Any, v: symbolic.Variant, platforms: tuple[str, ...]
     inside the artifact's platform branches. Where no platform branch computes differently,
     the cpu's outputs are every platform's (``same_module_as``), each judged with its own
     tolerance, and only the calls that break a constraint are made again."""
-    first = symbolic.call(back, "cpu", v, artifact="deserialized", statics=statics)
     differs = branched(module_text(back))
+    together = symbolic.call_together(back, live, platforms, v, statics) if differs and "cpu" in platforms else None
+    if together is not None:  # one program for every platform's part and the static lowering
+        return [judge.calls(together[p], v, statics) for p in platforms]
+    first = symbolic.call(back, "cpu", v, artifact="deserialized", statics=statics)
     recs: list[Record] = []
     for p in platforms:
         if p == "cpu":

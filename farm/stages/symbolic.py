@@ -30,7 +30,7 @@ from farm.stages.record import Timer, failure
 from farm.stages.variants import FIRST_ONLY, SIZES, Variant, label, variant, widen
 
 __all__ = ["FIRST_ONLY", "SIZES", "SymbolicCall", "SymbolicExported", "Variant", "call", "export_all",
-           "export_one", "serialize", "shared_call", "variant", "widen", "widened"]
+           "call_together", "export_one", "serialize", "shared_call", "variant", "widen", "widened"]
 #: What a call that breaks a constraint must raise: JAX's check of the arguments' shapes
 #: against the specification, or the module's own shape assertion.
 SHAPE_ASSERTION = re.compile(r"Input shapes do not match|shape assertion|shape_assertion")
@@ -183,6 +183,41 @@ def call(exported: Any, platform: str, v: Variant, points: tuple[Any, ...] | Non
     except Exception as e:
         rec = failure(SymbolicCall, "symbolic_call", platform, e, timer.seconds, facts={**facts, "reached": sorted(outs)})
         return not_runnable(rec, str(e))  # a platform's custom call with no CPU handler
+
+
+def call_together(back: Any, live: Any, platforms: tuple[str, ...], v: Variant,
+                  statics: dict[str, list[Any]]) -> dict[str, SymbolicCall] | None:
+    """Every platform's part of a multi-platform artifact whose parts compute differently,
+    called at every size in one program with the static lowering (one compile, not one per
+    platform): the cpu's from the deserialized artifact (``back``), another platform's from
+    the live export relabelled, as ``call`` makes them; each platform its own outputs. None
+    where anything in it raises (a part the CPU cannot compile, a size that raises): the
+    caller then calls each platform on its own, to see which."""
+    import jax
+
+    heres = {p: back if p == "cpu" else relabelled(live, p) for p in platforms}
+    timer = Timer()
+    try:
+        with timer():
+            rows = [v.rows(pt) for pt in v.points]
+            parts = [heres[p].call for p in platforms]
+            results = checked_calls(parts[0], rows, *parts[1:], v.fun)
+            outs: dict[str, dict[str, list[np.ndarray]]] = {p: {} for p in platforms}
+            for pt, r in zip(v.points, results):
+                for p, got in zip(platforms, r):
+                    outs[p][label(pt)] = [np.asarray(o) for o in jax.tree.leaves(got)]
+                statics.setdefault(label(pt), [np.asarray(o) for o in jax.tree.leaves(r[-1])])
+    except Exception:  # noqa: BLE001
+        return None
+    made = {}
+    for p in platforms:
+        facts: dict[str, Any] = {"sizes": [label(pt) for pt in v.points], "specs": list(v.specs),
+                                 "artifact": "deserialized" if p == "cpu" else "exported",
+                                 "compiler_options": CHECK_OPTIONS, "batched": True, "together": list(platforms)}
+        if v.violations:
+            facts["violations"] = {label(pt): _violation(heres[p], v, pt) for pt in v.violations}
+        made[p] = SymbolicCall("symbolic_call", p, "ok", timer.seconds / len(platforms), facts=facts, handle=outs[p])
+    return made
 
 
 _LOCATIONS = re.compile(r"\bloc\([^)]*\)|#loc\d*( = .*)?")
