@@ -154,6 +154,27 @@ def test_the_reference_judges_outputs_shared_by_platforms_once_and_anything_else
     assert judge._reference(v, n, rows, wrong, None).status == "fail" and first.status == "ok"
 
 
+def test_an_ill_conditioned_problem_skips_the_static_comparison_only_where_the_reference_says_so(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """JAX's cholesky_float32_200x200: tpu's blocked cholesky errs from LAPACK's by cond * eps,
+    past any tolerance, so the reference gives no answer and neither does the static lowering
+    (the CPU's LAPACK). A reference that gives no answer for any other reason leaves the static
+    comparison to fail a wrong value."""
+    from farm.judge import symbolic as judge
+    from farm.judge.jaxpr import Verdict
+
+    v = symbolic.variant(_one(primitive="sin", dtype="float32"))
+    outs = {label(pt): [np.sin(v.rows(pt)[0]) + np.float32(0.5)] for pt in v.points}  # wrong everywhere
+    rec = symbolic.SymbolicCall("symbolic_call", "tpu", "ok", 0.0, facts={}, handle=outs)
+    for verdict, want in ((Verdict("skipped", "none", "no independent reference: ill-conditioned in float32",
+                                   metrics={"condition_number": 1e9}), "ok"),
+                          (Verdict("skipped", "none", "no independent reference: something else"), "fail")):
+        monkeypatch.setattr(judge, "_reference", lambda *a, verdict=verdict: verdict)
+        got = judge.calls(rec, v, {})
+        assert got.status == want
+        assert {s["static"] for s in got.facts["verdicts"].values()} == {"skipped" if want == "ok" else "fail"}
+
+
 def test_reused_compile_execute_compare_never_hide_a_symbolic_change() -> None:
     """A re-run whose static modules are unchanged reuses their compile/execute/compare
     records (the downstream key); the symbolic stages are upstream ones, run again every time,
