@@ -105,6 +105,7 @@ def test_a_platform_custom_call_without_a_cpu_handler_is_not_runnable_here() -> 
     by = {(r.stage, r.platform): r for r in run_symbolic(_one(primitive="eigh", dtype="float32"))}
     assert by[("symbolic_call", "cuda")].status == "not_runnable_here"
     assert by[("symbolic_call", "cpu")].status == "ok"  # eigenvectors judged by their invariants, not the static signs
+    assert "together" not in by[("symbolic_call", "cpu")].facts  # a cuSOLVER part: each platform on its own
     assert by[("symbolic_export", "export")].facts["sunk_by"] == ["tpu"]  # symbolic matrix dimensions
 
 

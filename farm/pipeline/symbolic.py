@@ -51,6 +51,10 @@ def _run(h: Harness, platforms: tuple[str, ...]) -> list[Record]:
     return [r.with_status(r.status, handle=None) for r in recs]
 
 
+#: A custom call into a GPU vendor library, which no CPU backend has a handler for.
+_DEVICE_LIBRARY = re.compile(r"stablehlo\.custom_call\s+@(cusolver|cublas|cusparse|cu_|hipsolver|hipblas|hipsparse|hip_)")
+
+
 def _parts(back: Any, live: Any, v: symbolic.Variant, platforms: tuple[str, ...],
            statics: dict[str, list[Any]]) -> list[Record]:
     """Every platform's part of the multi-platform artifact called at each size: the cpu's
@@ -59,8 +63,11 @@ def _parts(back: Any, live: Any, v: symbolic.Variant, platforms: tuple[str, ...]
     inside the artifact's platform branches. Where no platform branch computes differently,
     the cpu's outputs are every platform's (``same_module_as``), each judged with its own
     tolerance, and only the calls that break a constraint are made again."""
-    differs = branched(module_text(back))
-    together = symbolic.call_together(back, live, platforms, v, statics) if differs and "cpu" in platforms else None
+    text = module_text(back)
+    differs = branched(text)
+    # a part calling a GPU library (cuSOLVER, hipSOLVER) cannot compile on the CPU: no use trying
+    together = symbolic.call_together(back, live, platforms, v, statics) \
+        if differs and "cpu" in platforms and not _DEVICE_LIBRARY.search(text) else None
     if together is not None:  # one program for every platform's part and the static lowering
         return [judge.calls(together[p], v, statics) for p in platforms]
     first = symbolic.call(back, "cpu", v, artifact="deserialized", statics=statics)
