@@ -67,7 +67,7 @@ def _parts(back: Any, live: Any, v: symbolic.Variant, platforms: tuple[str, ...]
     differs = branched(text)
     # a part calling a GPU library (cuSOLVER, hipSOLVER) cannot compile on the CPU: no use trying
     together = symbolic.call_together(back, live, platforms, v, statics) \
-        if differs and "cpu" in platforms and not _DEVICE_LIBRARY.search(text) else None
+        if differs and not _DEVICE_LIBRARY.search(text) else None
     if together is not None:  # one program for every platform's part and the static lowering
         return [judge.calls(together[p], v, statics) for p in platforms]
     first = symbolic.call(back, "cpu", v, artifact="deserialized", statics=statics)

@@ -32,7 +32,7 @@ _MISSING_HANDLER = re.compile(r"No FFI handler registered for (\S+)")
 #: carry it.
 CHECK_OPTIONS: dict[str, Any] = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False,
                                  "xla_cpu_parallel_codegen_split_count": 1}
-_CHECKED: OrderedDict[str, Any] = OrderedDict()  # module text digest -> executable (clear_checked)
+_CHECKED: OrderedDict[str, Any] = OrderedDict()  # module bytecode digest -> executable (clear_checked)
 
 #: A LAPACK custom call's line in a module's text (StableHLO or HLO). jaxlib 0.10.2's batched
 #: LAPACK kernels split the batch over XLA:CPU's intra-op pool and block one of its threads
@@ -68,7 +68,7 @@ def side_by_side_safe(text: str) -> bool:
 
 def checked_call(fun: Any, *args: Any) -> Any:
     """``fun(*args)`` under ``jax.jit``, compiled with ``CHECK_OPTIONS`` on the CPU; an executable is
-    reused for a module of the same text and the same arguments' types (the judge's static
+    reused for the same module (its bytecode) and the same arguments' types (the judge's static
     lowering at one size, held against every platform's call at that size), up to 64 of them."""
     import jax
 

@@ -11,7 +11,8 @@ import re
 from collections import OrderedDict
 from typing import Any
 
-_LOCATIONS = re.compile(r"\bloc\([^)]*\)|#loc\d*( = .*)?")
+#: Source locations in a module's text: what two lowerings of the same computation may differ in.
+LOCATIONS = re.compile(r"\bloc\([^)]*\)|#loc\d*( = .*)?")
 _CASE = re.compile(r'(%[\w#]+)(?::\d+)? = "stablehlo\.case"\(([^)]*)\)')
 _RETURNS_CONSTANT = re.compile(r"^stablehlo\.return %c(_\d+)? : tensor<i32>$")
 
@@ -38,7 +39,7 @@ def branched(module_text: str) -> bool:
     whose branches each return an i32 constant and whose result only selects the branch of
     other cases is jax's map from platform index to lowering rule, not a computation: skipped.
     Anything this cannot read counts as branched."""
-    text = _LOCATIONS.sub("", module_text)
+    text = LOCATIONS.sub("", module_text)
     for func in text.split("func.func")[1:]:
         cases = list(_CASE.finditer(func))
         if len(cases) != func.count("stablehlo.case"):  # a case op in a form not read here

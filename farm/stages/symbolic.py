@@ -25,7 +25,7 @@ import numpy as np
 
 from farm.results import LOWERING_PLATFORMS, Record
 from farm.stages.compile import CHECK_OPTIONS, checked_call, checked_calls, not_runnable
-from farm.stages.parts import module_text, relabelled
+from farm.stages.parts import LOCATIONS, module_text, relabelled
 from farm.stages.record import Timer, failure
 from farm.stages.variants import FIRST_ONLY, SIZES, Variant, label, variant, widen
 
@@ -148,8 +148,7 @@ def call(exported: Any, platform: str, v: Variant, points: tuple[Any, ...] | Non
     points = v.points if points is None else points
     timer = Timer()
     outs: dict[str, list[np.ndarray]] = {}
-    facts: dict[str, Any] = {"sizes": [label(p) for p in points], "specs": list(v.specs), "artifact": artifact,
-                             "compiler_options": CHECK_OPTIONS}
+    facts = _facts(v, points, artifact)
     raised: dict[str, str] = {}
     try:
         with timer():
@@ -185,6 +184,12 @@ def call(exported: Any, platform: str, v: Variant, points: tuple[Any, ...] | Non
         return not_runnable(rec, str(e))  # a platform's custom call with no CPU handler
 
 
+def _facts(v: Variant, points: tuple[Any, ...], artifact: str) -> dict[str, Any]:
+    """What every call record says: its sizes, specs, artifact and compiler options."""
+    return {"sizes": [label(p) for p in points], "specs": list(v.specs), "artifact": artifact,
+            "compiler_options": CHECK_OPTIONS}
+
+
 def call_together(back: Any, live: Any, platforms: tuple[str, ...], v: Variant,
                   statics: dict[str, list[Any]]) -> dict[str, SymbolicCall] | None:
     """Every platform's part of a multi-platform artifact whose parts compute differently,
@@ -211,16 +216,12 @@ def call_together(back: Any, live: Any, platforms: tuple[str, ...], v: Variant,
         return None
     made = {}
     for p in platforms:
-        facts: dict[str, Any] = {"sizes": [label(pt) for pt in v.points], "specs": list(v.specs),
-                                 "artifact": "deserialized" if p == "cpu" else "exported",
-                                 "compiler_options": CHECK_OPTIONS, "batched": True, "together": list(platforms)}
+        facts = {**_facts(v, v.points, "deserialized" if p == "cpu" else "exported"),
+                 "batched": True, "together": list(platforms)}
         if v.violations:
             facts["violations"] = {label(pt): _violation(heres[p], v, pt) for pt in v.violations}
         made[p] = SymbolicCall("symbolic_call", p, "ok", timer.seconds / len(platforms), facts=facts, handle=outs[p])
     return made
-
-
-_LOCATIONS = re.compile(r"\bloc\([^)]*\)|#loc\d*( = .*)?")
 
 
 def module_digest(exported: Any) -> str:
@@ -230,7 +231,7 @@ def module_digest(exported: Any) -> str:
     that differs (an op, an attribute, a constant) makes it called on its own."""
     import hashlib
 
-    return hashlib.sha256(_LOCATIONS.sub("", module_text(exported)).encode()).hexdigest()
+    return hashlib.sha256(LOCATIONS.sub("", module_text(exported)).encode()).hexdigest()
 
 
 def same_call(first: SymbolicCall, platform: str) -> SymbolicCall:
