@@ -8,6 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
+#: the per-test time budget and report (tests/helpers/budget.py)
+pytest_plugins = ("tests.helpers.budget",)
+
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("FARM_VALIDATE_PLOTS", "1")  # every plot a test draws is checked against the Vega-Lite schema (dashboards.plots)

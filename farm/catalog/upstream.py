@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from farm.catalog import DTYPES, Limitation, define
+from farm.catalog.known import stale_upstream
 from farm.catalog.registry import harness_key
 
 CATALOG = "upstream"
@@ -276,10 +277,11 @@ def register() -> int:
     """Define every upstream harness in the ``upstream`` catalog; returns the count."""
     n = 0
     for e in entries():
-        lims = [Limitation(l["description"], platforms=tuple(l["platforms"]), dtypes=tuple(l["dtypes"]),
-                           stage=l["stage"], crashes=l.get("crashes", False)) for l in e["limitations"]]
         shapes = [tuple(s) for s in e["shapes"]]
         name = harness_key(e["group"], e["group"], e["dtype"], shapes, e["params"]).name
+        lims = [Limitation(l["description"], platforms=tuple(l["platforms"]), dtypes=tuple(l["dtypes"]),
+                           stage=l["stage"], crashes=l.get("crashes", False)) for l in e["limitations"]
+                if not stale_upstream(e["group"], name, l["description"])]
         lims += _known(e["group"], name)
         define(FAMILY, e["group"], _fun(e["fullname"]), (), dtype=e["dtype"], group=e["group"],
                params=e["params"], shapes=shapes, compare="none", limitations=lims,

@@ -5,7 +5,7 @@ Pure functions over a harness and its records; nothing here runs a stage.
 """
 from __future__ import annotations
 
-from farm.catalog import Harness, Limitation
+from farm.catalog import Harness, Limitation, known
 from farm.platforms import native_platform
 from farm.results import (EFFECTS_STAGES, FEATURE_STAGES, GRADIENT_STAGES, PALLAS_STAGES, PLATFORMS_OF_KIND, RUN_STAGES,
                            SYMBOLIC_STAGES, Outcome, Record)
@@ -57,7 +57,11 @@ def judge_record(h: Harness, rec: Record) -> Record:
     if carried:
         lim = _explaining(rec, [h.limitation(on or platform, s) for platform in platforms
                                 for s, on in _CARRIED.get((rec.stage, platform == "cpu"), ())])
-    if lim is None or (carried and rec.status == "ok"):  # a carried limitation explains a failure, never flags a pass
+    if lim is None:  # an upstream issue known in every catalog explains only its own failure
+        issue = known.explaining(h.key.primitive, rec.stage, rec.status, rec.error_type, rec.error)
+        return rec if issue is None else rec.with_status(
+            "expected_fail", facts={**rec.facts, "limitation": issue.description, "known_issue": issue.url})
+    if carried and rec.status == "ok":  # a carried limitation explains a failure, never flags a pass
         return rec
     facts = {**rec.facts, "limitation": lim.description}
     if rec.status in ("fail", "error", "not_runnable_here"):

@@ -1,0 +1,63 @@
+"""The suite's time budget (tests/helpers/budget.py): a test over it fails the run unless it
+says why it is slow, and every test's time is reported."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = str(Path(__file__).resolve().parents[1])
+
+_TESTS = '''
+import time
+import pytest
+
+def test_quick():
+    pass
+
+def test_sleeps():
+    time.sleep(0.6)
+
+@pytest.mark.slow(reason="waits on purpose")
+def test_sleeps_with_a_reason():
+    time.sleep(0.6)
+
+@pytest.mark.slow
+def test_sleeps_marked_without_a_reason():
+    time.sleep(0.6)
+'''
+
+
+def _pytest(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "test_timed.py").write_text(_TESTS)
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    env.pop("FARM_TEST_BUDGET_S", None)
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "tests.helpers.budget", "-p", "no:cacheprovider",
+                           "-q", str(tmp_path / "test_timed.py"), *args],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_a_test_over_the_budget_fails_the_run_unless_it_says_why_it_is_slow(tmp_path: Path) -> None:
+    report = tmp_path / "durations.txt"
+    r = _pytest(tmp_path, "--budget-s", "0.3", "--durations-report", str(report))
+    assert r.returncode == 1, r.stdout
+    over = {line.rsplit("::", 1)[1] for line in r.stdout.split("over the 0.3 s budget", 1)[1].splitlines()
+            if "::" in line}
+    assert over == {"test_sleeps", "test_sleeps_marked_without_a_reason"}
+    lines = report.read_text().splitlines()
+    assert len(lines) == 4 and "test_quick" in lines[-1]  # every test, slowest first
+    assert [float(line.split()[0]) >= 0.6 for line in lines] == [True, True, True, False]
+    assert any("test_sleeps_with_a_reason  [slow: waits on purpose]" in line for line in lines)
+
+
+def test_within_the_budget_the_run_passes_and_shows_the_slowest(tmp_path: Path) -> None:
+    r = _pytest(tmp_path, "--budget-s", "30")
+    assert r.returncode == 0, r.stdout
+    assert "slowest tests" in r.stdout and "over the" not in r.stdout
+
+
+def test_the_budget_holds_under_xdist(tmp_path: Path) -> None:
+    r = _pytest(tmp_path, "--budget-s", "0.3", "-n", "2")
+    assert r.returncode == 1, r.stdout
+    assert "test_sleeps_marked_without_a_reason" in r.stdout.split("over the 0.3 s budget", 1)[1]
