@@ -254,7 +254,7 @@ def _sweep(db: str, name: str, pythonpath: str, *extra: str) -> str:
     env = {**os.environ, "PYTHONPATH": pythonpath, "RAY_USAGE_STATS_ENABLED": "0"}
     p = subprocess.run([str(ROOT / ".venv/bin/farm") if (ROOT / ".venv/bin/farm").exists() else "farm",
                         "sweep", "--db", db, "--group", "sin,exp", "--dtype", "float32", "--name", name,
-                        "--workers", "2", *extra], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+                        "--workers", "1", *extra], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     return p.stderr
 
