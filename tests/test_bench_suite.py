@@ -360,6 +360,7 @@ def test_symbolic_variant_of_one_harness(benchmark: Any) -> None:
     assert {r.platform: r.status for r in recs if r.stage == "symbolic_call"} == dict.fromkeys(PLATFORMS, "ok")
 
 
+@pytest.mark.slow(reason="two cold sweeps side by side, as the bench figure makes them")
 def test_symbolic_figures_compare_two_cold_sweeps_side_by_side() -> None:
     """`farm bench --only symbolic` on a tiny slice: both sweeps run, the ratio is theirs."""
     from farm.bench.symbolic_figures import symbolic_figures

@@ -44,6 +44,7 @@ def test_user_mistakes_are_one_line(args: list[str], needle: str, tmp_path) -> N
     assert "Traceback" not in r.stderr
 
 
+@pytest.mark.slow(reason="the first test of its process to ask for the session's Ray cluster, which starts here")
 def test_show_json_has_status_on_every_stage(tmp_path, ray_local, capsys) -> None:  # noqa: ANN001
     db = f"sqlite:///{tmp_path / 'f.db'}"
     assert main(["sweep", "--db", db, "--primitive", "exp", "--dtype", "float32", "--format", "json"]) == 0

@@ -57,6 +57,7 @@ def _stages(db: Path, run: str) -> dict[str, dict[str, tuple[str, int | None, st
     return out
 
 
+@pytest.mark.slow(reason="x64 off and on sweeps, each a fresh process")
 def test_x64_off_and_on_share_downstream_results_only_where_module_and_inputs_are_the_same(tmp_path) -> None:  # noqa: ANN001
     (tmp_path / "farm_test_x64reuse.py").write_text(MODULE)
     db = tmp_path / "farm.db"

@@ -55,6 +55,7 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     app.config["STORE"].dispose()
 
 
+@pytest.mark.slow(reason="its module fixture sweeps the effects and export-features families on Ray")
 def test_the_page_counts_every_export_record_of_the_run(client: Any) -> None:
     m = client.get("/features.json?run=f-export_features").get_json()
     kinds = {f for f in m["features"] if f.startswith("export feature: ")}

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from farm import catalog
 from farm.catalog import Harness
 from farm.pipeline.features import run_features
@@ -68,6 +70,7 @@ def _farm(*args: str, env: dict[str, str] | None = None) -> subprocess.Completed
                           timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
 
 
+@pytest.mark.slow(reason="the export-features family swept on Ray with eight host devices")
 def test_a_sweep_of_the_family_on_ray_is_clean_and_device_counts_are_checked_on_eight_devices(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'f.db'}"
     p = _farm("sweep", "--family", "export_features", "--db", db, "--workers", "2")

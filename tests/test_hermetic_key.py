@@ -82,6 +82,7 @@ def _check_sin_recomputed(db: Path, run: str, log: str) -> None:
     assert status == "fail", log  # the patch ran in the worker: sin computes cos
 
 
+@pytest.mark.slow(reason="sweeps in fresh processes with and without an overlay, each importing jax")
 def test_overlay_on_pythonpath(plain, tmp_path) -> None:  # noqa: ANN001
     """A directory on PYTHONPATH shadows opt_einsum (which jax imports) and patches jax."""
     db = _copy(plain, tmp_path)

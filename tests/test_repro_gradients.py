@@ -79,6 +79,7 @@ def test_a_planted_wrong_jvp_reproduces_standalone_and_a_clean_artifact_passes(
     assert "fixed: the derivatives agree" in own.stdout
 
 
+@pytest.mark.slow(reason="a --vjp sweep, then its stored failure reproduced standalone in fresh processes")
 def test_a_stored_vjp_failure_on_tpu_reproduces_standalone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     """`farm sweep --vjp 1` of sin under the plant into SQLite (its own process and Ray

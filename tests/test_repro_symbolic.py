@@ -29,6 +29,7 @@ def _imports(script: Path) -> set[str]:
     return {n.split(".")[0] for n in names}
 
 
+@pytest.mark.slow(reason="a sweep, then its stored symbolic failure reproduced standalone in fresh processes")
 def test_a_stored_symbolic_only_failure_reproduces_standalone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     """The Failures page's command for sin's symbolic-only cluster on tpu, run with the plant

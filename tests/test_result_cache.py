@@ -270,6 +270,7 @@ def _results(path: Path, run: str) -> dict[str, dict[str, tuple[str, dict]]]:
     return out
 
 
+@pytest.mark.slow(reason="six farm sweeps, each a fresh process importing an edited copy of jax")
 def test_a_lowering_rule_edited_in_place_is_seen_by_the_next_sweep(tmp_path) -> None:  # noqa: ANN001
     """A JAX developer edits sin's lowering rule in an editable jax (same version string)
     and sweeps again. Keyed on versions, the farm copied the old ``ok``. Now: sin ran the

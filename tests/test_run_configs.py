@@ -45,6 +45,7 @@ def farm(*args: str) -> subprocess.CompletedProcess:
                           timeout=600, cwd=ROOT)
 
 
+@pytest.mark.slow(reason="two upstream-catalog sweeps, one per x64 mode, and their comparison")
 def test_x64_on_and_off_sweep_the_upstream_catalog_each_way_and_compare(tmp_path) -> None:
     db = f"sqlite:///{tmp_path / 'c.db'}"
     p = farm("sweep", "--config", "x64=off,on", "--catalog", "upstream", "--group", "sign", "--db", db,
@@ -75,6 +76,7 @@ def test_x64_on_and_off_sweep_the_upstream_catalog_each_way_and_compare(tmp_path
     assert farm("compare", "--across-config", "x64=off", "cfg", "--db", db).returncode == 2
 
 
+@pytest.mark.slow(reason="a configuration sweep run, interrupted and run again, each a fresh process")
 def test_a_configuration_sweep_again_keeps_finished_runs_resumes_others_and_refuses_another_selection(tmp_path) -> None:
     db = f"sqlite:///{tmp_path / 'k.db'}"
     args = ["sweep", "--config", "x64=off,on", "--primitive", "sin", "--dtype", "float32", "--db", db,
@@ -105,6 +107,7 @@ def test_calling_convention_versions_are_what_the_installed_jax_supports() -> No
         configs.parse([f"cc={hi + 1}"])
 
 
+@pytest.mark.slow(reason="the effects family exported, serialized and run under each calling-convention version")
 def test_effects_artifacts_export_serialize_and_run_under_each_calling_convention(tmp_path) -> None:
     """``--config cc=9,10``: the effects family's artifacts are exported, serialized,
     deserialized and run under each version, the record says which version made them, and

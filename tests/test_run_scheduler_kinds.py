@@ -92,6 +92,7 @@ ray.shutdown()
 """
 
 
+@pytest.mark.slow(reason="a sweep on each device kind's Ray workers")
 def test_sweep_runs_every_harness_on_each_kind(tmp_path) -> None:  # noqa: ANN001
     env = {**{k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}, "PYTHONPATH": ROOT,
            "RAY_USAGE_STATS_ENABLED": "0"}
@@ -248,6 +249,7 @@ def initialize():
 '''
 
 
+@pytest.mark.slow(reason="a PJRT plugin platform registered in fresh Ray workers and swept")
 def test_a_pjrt_plugin_platform_is_a_sweep_target(tmp_path) -> None:  # noqa: ANN001
     """A plugin found through the ``jax_plugins`` namespace package: ``--platforms`` and
     ``--run-on`` take its platform; its worker holds the plugin's slot, is pinned to it and

@@ -61,6 +61,7 @@ def swept(tmp_path_factory):  # noqa: ANN001, ANN201
     return url, here, cmd, env, p.stderr
 
 
+@pytest.mark.slow(reason="a second jax version's venv (built once per host, then cached) and a standalone worker per version")
 def test_each_version_sweeps_its_own_catalog_in_its_own_environment(swept) -> None:  # noqa: ANN001
     url, here, *_ = swept
     store = open_store(url)

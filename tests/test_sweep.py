@@ -119,6 +119,7 @@ def _worker_pids() -> list[int]:
     return [int(p) for p in out.split() if _descends_from_us(int(p))]
 
 
+@pytest.mark.slow(reason="a Ray worker killed mid-sweep must be replaced and the sweep finished")
 def test_worker_killed_mid_sweep_loses_nothing(ray_local, sqlite_url) -> None:  # noqa: ANN001
     store = open_store(sqlite_url)
     # big enough that the sweep is still running when the first results land (~20 s)
@@ -156,6 +157,7 @@ def test_worker_killed_mid_sweep_loses_nothing(ray_local, sqlite_url) -> None:  
     assert dup == distinct
 
 
+@pytest.mark.slow(reason="a real sweep killed mid-way, then resumed in a fresh process")
 def test_killed_driver_resumes_without_redoing(tmp_path) -> None:  # noqa: ANN001
     """Kill the whole `farm sweep` process group mid-way; --resume finishes the same run."""
     db = f"sqlite:///{tmp_path / 'r.db'}"

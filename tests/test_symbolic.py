@@ -221,6 +221,7 @@ def test_a_convolution_maps_its_inputs_under_one_kernel() -> None:
     assert all(by[("symbolic_call", p)] == "ok" for p in ("cpu", "cuda", "rocm", "tpu")), by
 
 
+@pytest.mark.slow(reason="a symbolic sweep on Ray workers, every platform at three sizes")
 def test_a_sweep_on_ray_workers_stores_the_symbolic_stages(ray_local, sqlite_url) -> None:  # noqa: ANN001
     """--shapes reaches the Ray workers (a hand-written copy of the options once dropped it)."""
     from farm.results import Options

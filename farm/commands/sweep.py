@@ -247,9 +247,6 @@ def _sweep_versions(args: argparse.Namespace) -> int:
     from farm import catalog  # deferred: farm.catalog; not needed by farm --help
     from farm.run.versions import matrix, venvs  # deferred: farm.run; not needed by farm --help
 
-    if vjp_order(args.vjp):
-        raise ConfigError("--jax and --vjp: a version sweep does not differentiate yet (sweep each version's "
-                          "venv with --vjp instead)")
     if args.resume or args.address or args.run_on != "cpu":
         raise ConfigError("--jax runs on this host's CPU in one standalone worker per version: without --resume "
                           "(the same command again continues), --address or --run-on")
@@ -260,7 +257,14 @@ def _sweep_versions(args: argparse.Namespace) -> int:
     filters = filters_from(args)
     catalog.select(filters)  # unknown names fail here, before anything is installed
     platforms = parse_targets(args.platforms, LOWERING_PLATFORMS, "platform")
-    opts = Options(platforms=platforms, run_on=("cpu",), repeats=args.repeats, crossexec=not args.no_crossexec)
+    from farm.catalog.pallas import check_targets  # deferred: reads jax's TPU generations
+
+    # every check runs in each version's own run; what a version's jax lacks is that run's
+    # skipped or not_runnable_here (the cross-version runs carry the static artifacts only)
+    opts = Options(platforms=platforms, run_on=("cpu",), repeats=args.repeats, crossexec=not args.no_crossexec,
+                   shapes=parse_list(args.shapes, SHAPE_KINDS, "shape kind (--shapes)") or ("static",),
+                   pallas_targets=check_targets(t.strip() for t in (args.pallas_targets or "").split(",") if t.strip()),
+                   vjp=vjp_order(args.vjp))
     store = store_from(args, create=True)
     base = args.run_name or generated_name("versions")  # two started in the same second differ
     done = matrix.sweep(store, todo, base, filters.to_dict(), opts.to_dict(), workers=args.workers or os.cpu_count() or 1,

@@ -107,6 +107,7 @@ def _check(sw: Sweep, url: str, undisturbed: dict, down_s: float) -> tuple[float
     return pause, len(waits)
 
 
+@pytest.mark.slow(reason="PostgreSQL restarted mid-sweep; the sweep waits it out")
 def test_a_restart_mid_sweep_is_waited_out(sweep_on: tuple[PgCluster, str], undisturbed: dict) -> None:
     """The server stopped mid-sweep (``pg_ctl stop -m fast``: the sweep's connections are cut)
     and started again as soon as the sweep says it is waiting: a restart that a write is sure

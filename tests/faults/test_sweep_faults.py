@@ -95,6 +95,7 @@ def test_worker_killed_mid_harness(tmp_path: Path) -> None:
     assert_intact(db, "w", 264)
 
 
+@pytest.mark.slow(reason="a PostgreSQL connection cut mid-sweep; the sweep carries on")
 def test_database_connection_cut_mid_sweep(pg_url: str) -> None:
     """What a PostgreSQL restart looks like to the client: every backend of the sweep's database
     terminated (pg_terminate_backend) while it writes. The shared server itself is not restarted."""
@@ -128,6 +129,7 @@ def test_database_connection_cut_mid_sweep(pg_url: str) -> None:
     assert_intact(pg_url, "pg", 264)
 
 
+@pytest.mark.slow(reason="two concurrent sweeps and the dashboard on one SQLite file")
 def test_two_sweeps_and_the_dashboard_share_one_sqlite_file(tmp_path: Path) -> None:
     """Two sweeps create and migrate one new SQLite file at once and write to it while the
     dashboard reads. Both runs end ``finished`` with all their rows: before the migration lock
@@ -183,6 +185,7 @@ def _mount_tmpfs(where: Path, size: str) -> bool:
                           capture_output=True).returncode == 0
 
 
+@pytest.mark.slow(reason="a sweep runs into a full disk, then resumes to the end")
 def test_a_full_disk_is_one_error_and_resume_completes(tmp_path: Path) -> None:
     """A size-limited tmpfs holds the database; a ballast file leaves it ~700 KiB free, less than
     the family's results need (about 2 MiB)."""
