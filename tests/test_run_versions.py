@@ -55,7 +55,8 @@ def swept(tmp_path_factory):  # noqa: ANN001, ANN201
     url = f"sqlite:///{tmp_path_factory.mktemp('versions')}/v.db"
     env = {**os.environ, "PYTHONPATH": ROOT, "RAY_USAGE_STATS_ENABLED": "0"}
     cmd = [sys.executable, "-m", "farm", "sweep", "--jax", f"{OLD},{here}", "--primitive", "sin,cumsum",
-           "--family", "elementwise_unary,cumulative", "--dtype", "float32", "--platforms", "cpu,tpu", "--db", url, "--name", "vt"]
+           "--family", "elementwise_unary,cumulative", "--dtype", "float32", "--platforms", "cpu,tpu", "--db", url, "--name", "vt",
+           "--vjp", "--shapes", "static,symbolic"]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert p.returncode == 0, p.stderr[-3000:]
     return url, here, cmd, env, p.stderr
@@ -74,6 +75,21 @@ def test_each_version_sweeps_its_own_catalog_in_its_own_environment(swept) -> No
             assert info["dims"] == {**dict.fromkeys(info["dims"]), "series": "vt", "jax_version": v}
             rows = queries.results(s, run.id, stage="compare")
             assert len(rows) == 4 and {r["status"] for r in rows} == {"ok"}  # sin, 3 cumsum
+
+
+def test_every_check_runs_in_each_versions_own_run(swept) -> None:  # noqa: ANN001
+    """--vjp and --shapes reach each version's own run (a version sweep refused --vjp, and
+    dropped --shapes without a word); the cross-version runs carry the static artifacts only."""
+    url, here, *_ = swept
+    store = open_store(url)
+    with store.session() as s:
+        for v in (OLD, here):
+            rows = queries.results(s, queries.resolve_run(s, f"vt@jax={v}").id)
+            by_stage = {st: {r["status"] for r in rows if r["stage"] == st} for st in ("vjp", "symbolic_call")}
+            assert by_stage == {"vjp": {"ok"}, "symbolic_call": {"ok"}}, (v, by_stage)
+            assert {"cpu", "tpu"} <= {r["platform"] for r in rows if r["stage"] == "vjp"}
+            cross = queries.results(s, queries.resolve_run(s, f"vt@xver={v}>{OLD if v == here else here}").id)
+            assert cross and not {r["stage"] for r in cross} & {"vjp", "symbolic_call", "symbolic_export"}
 
 
 def test_every_pair_runs_the_other_versions_artifacts(swept) -> None:  # noqa: ANN001
