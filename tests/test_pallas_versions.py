@@ -144,3 +144,54 @@ def test_jax_0_9_2_reads_this_jax_s_kernel_artifacts(tmp_path: Path, kept: dict[
     assert {g[0] for g in got} == set(ONLY)
     for label, status, deserialized, error in got:  # a record each; what 0.9.2 makes of them is the finding
         assert status in ("ok", "fail", "error"), (label, status, error)
+
+
+_JAX_08_TPU_INFO = '''
+import enum
+
+
+class ChipVersion(enum.Enum):
+    TPU_V4 = "v4"
+    TPU_V5E = "v5e"
+
+
+class TpuInfo:
+    def __init__(self, *, chip_version, generation):
+        self.chip_version, self.generation = chip_version, generation
+
+
+def get_tpu_info(device_kind):
+    match device_kind:
+        case "TPU v4":
+            return TpuInfo(chip_version=ChipVersion.TPU_V4, generation=4)
+        case "TPU v5 lite" | "TPU v5e":
+            return TpuInfo(chip_version=ChipVersion.TPU_V5E, generation=5)
+        case _:
+            raise ValueError(device_kind)
+'''
+
+
+def test_tpu_generations_are_read_from_a_jax_without_chip_version_from_device_kind(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    """jax 0.8 names each device kind's chip only inside get_tpu_info's cases: the pallas catalog
+    under --jax 0.8.3 was 18 farm errors (AttributeError on chip_version_from_device_kind)."""
+    import importlib.util
+
+    import jax._src.pallas.mosaic.tpu_info  # noqa: F401  (the real one, put back afterwards)
+    import jax._src.pallas.mosaic as mosaic
+
+    from farm.catalog import pallas
+
+    path = tmp_path / "tpu_info_08.py"
+    path.write_text(_JAX_08_TPU_INFO)
+    spec = importlib.util.spec_from_file_location("tpu_info_08", path)
+    old = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(old)
+    assert not hasattr(old, "chip_version_from_device_kind")
+    monkeypatch.setattr(mosaic, "tpu_info", old)
+    monkeypatch.setitem(sys.modules, "jax._src.pallas.mosaic.tpu_info", old)
+    pallas.generations.cache_clear()
+    try:
+        got = [(t.label, t.device_kind) for t in pallas.generations()]
+    finally:
+        pallas.generations.cache_clear()
+    assert got == [("tpu:v4", "TPU v4"), ("tpu:v5e", "TPU v5 lite")]

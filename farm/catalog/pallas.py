@@ -109,12 +109,22 @@ def generations() -> tuple[Target, ...]:
 
     from jax._src.pallas.mosaic import tpu_info
 
-    tree = ast.parse(inspect.getsource(tpu_info.chip_version_from_device_kind))
+    # jax 0.9 and newer name each kind's chip in chip_version_from_device_kind; jax 0.8 only in
+    # get_tpu_info's cases, as its TpuInfo's chip_version=ChipVersion.<NAME>
+    lookup = getattr(tpu_info, "chip_version_from_device_kind", None)
+    tree = ast.parse(inspect.getsource(lookup or tpu_info.get_tpu_info))
     out: list[Target] = []
     for case in (n for n in ast.walk(tree) if isinstance(n, ast.match_case)):
         kinds = [p.value.value for p in ast.walk(case.pattern)
                  if isinstance(p, ast.MatchValue) and isinstance(p.value, ast.Constant)]
-        chip = tpu_info.chip_version_from_device_kind(kinds[0]) if kinds else None
+        if not kinds:
+            continue
+        if lookup is not None:
+            chip = lookup(kinds[0])
+        else:
+            named = [k.value.attr for n in case.body for k in ast.walk(n)
+                     if isinstance(k, ast.keyword) and k.arg == "chip_version" and isinstance(k.value, ast.Attribute)]
+            chip = tpu_info.ChipVersion[named[0]] if named else None
         if chip is not None:
             out.append(Target("tpu", "mosaic_tpu", chip.value, kinds[0], 1))
     return tuple(out)
