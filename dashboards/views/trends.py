@@ -26,7 +26,7 @@ _STAGE_ORDER = {s: i for i, s in enumerate(STAGES)}
 def runs_arg() -> int:
     """``?runs=`` (how many newest runs), a whole number in 1..MAX_RUNS (ConfigError: a 400)."""
     text = request.args.get("runs", "").strip() or str(DEFAULT_RUNS)
-    if not text.isdigit() or not 1 <= int(text) <= MAX_RUNS:
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= MAX_RUNS:  # "³".isdigit() too
         raise ConfigError(f"runs must be a whole number from 1 to {MAX_RUNS}, not {text!r}")
     return int(text)
 

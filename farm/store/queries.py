@@ -22,7 +22,7 @@ def resolve_run(session: Session, ref: str | int) -> Run:
         runs = session.scalars(select(Run).order_by(Run.id.desc()).limit(2)).all()
         idx = 0 if ref == "latest" else 1
         run = runs[idx] if len(runs) > idx else None
-    elif ref.isdigit():
+    elif ref.isascii() and ref.isdigit():  # "³".isdigit() too, and int() refuses it
         run = session.get(Run, int(ref))
     if run is None:
         run = session.scalar(select(Run).where(Run.name == ref))

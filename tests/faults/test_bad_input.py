@@ -174,3 +174,12 @@ def test_any_query_parameters_on_any_page(page: str, client: Any, request: pytes
         assert r.status_code < 500, (page, query, r.status_code, r.get_data(as_text=True)[:500])
 
     replayable(check, request.node.nodeid)
+
+
+@pytest.mark.parametrize("query", [{"run": "³"}, {"runs": "³"}, {"run": "٣"}, {"runs": "²"}])
+def test_a_digit_that_is_not_ascii_is_a_clear_error_not_a_500(query: dict[str, str], client: Any) -> None:
+    """"³".isdigit() is True and int("³") raises: hypothesis found /trends?runs=³ and a run
+    named "³" as 500s (a fresh clone's run of the suite)."""
+    for page in ("/", "/trends", "/harness/fp0000", "/harness/fp0000.json"):
+        r = client.get(page, query_string=query)
+        assert r.status_code in (200, 400, 404), (page, query, r.status_code)
