@@ -26,6 +26,11 @@ def test_sleeps_with_a_reason():
 @pytest.mark.slow
 def test_sleeps_marked_without_a_reason():
     time.sleep(0.6)
+
+@pytest.mark.slow(reason="a reason beside a bare marker still counts")
+@pytest.mark.slow
+def test_sleeps_with_a_reason_and_a_bare_marker():
+    time.sleep(0.6)
 '''
 
 
@@ -46,8 +51,8 @@ def test_a_test_over_the_budget_fails_the_run_unless_it_says_why_it_is_slow(tmp_
             if "::" in line}
     assert over == {"test_sleeps", "test_sleeps_marked_without_a_reason"}
     lines = report.read_text().splitlines()
-    assert len(lines) == 4 and "test_quick" in lines[-1]  # every test, slowest first
-    assert [float(line.split()[0]) >= 0.6 for line in lines] == [True, True, True, False]
+    assert len(lines) == 5 and "test_quick" in lines[-1]  # every test, slowest first
+    assert [float(line.split()[0]) >= 0.6 for line in lines] == [True, True, True, True, False]
     assert any("test_sleeps_with_a_reason  [slow: waits on purpose]" in line for line in lines)
 
 

@@ -31,6 +31,7 @@ def client(shapes_db: dict[str, Any]) -> Iterator[Any]:
     app.config["STORE"].dispose()
 
 
+@pytest.mark.slow(reason="its module fixture runs a static,symbolic sweep in its own process")
 def test_overview_matrix_by_shapes(client: Any) -> None:
     both = client.get(f"/overview.json?run={RUN}").get_json()
     static = client.get(f"/overview.json?run={RUN}&shapes=static").get_json()
@@ -111,6 +112,7 @@ def test_harness_page_stages_by_shapes(client: Any, shapes_db: dict[str, Any]) -
     assert sym["static_vs_symbolic"] == both["static_vs_symbolic"]  # the comparison is of every record
 
 
+@pytest.mark.slow(reason="a static-only sweep in its own process, beside the fixture's")
 def test_a_run_without_symbolic_records_has_no_side_by_side(tmp_path: Any) -> None:
     from dashboards.app import create_app
     from tests.helpers.shapes import sweep

@@ -119,7 +119,6 @@ def test_shrinking_replays_the_round_and_reaches_the_smallest_failing_case() -> 
 
 
 @pytest.mark.slow(reason="a fuzz campaign and its shrinking, with and without the planted fault")
-@pytest.mark.slow
 def test_campaign_finds_and_shrinks_the_planted_fault_and_without_it_the_case_passes(tmp_path, monkeypatch,
                                                                                      capsys) -> None:  # noqa: ANN001
     db = f"sqlite:///{tmp_path / 'f.db'}"

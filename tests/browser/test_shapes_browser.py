@@ -32,6 +32,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     app.config["STORE"].dispose()
 
 
+@pytest.mark.slow(reason="a static,symbolic sweep, then Chromium over its pages")
 def test_static_against_symbolic_side_by_side(served: dict[str, Any]) -> None:
     pw = pytest.importorskip("playwright.sync_api")
     SHOTS.mkdir(exist_ok=True)

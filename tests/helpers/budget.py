@@ -41,11 +41,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def slow_reason(item: pytest.Item) -> str | None:
     """The reason a test is allowed over the budget, or None (no marker, or one without a reason)."""
-    marker = item.get_closest_marker("slow")
-    if marker is None:
-        return None
-    reason = marker.kwargs.get("reason") or (marker.args[0] if marker.args else None)
-    return (str(reason).strip() or None) if reason else None
+    for marker in item.iter_markers("slow"):  # the test's own first, then its class's and module's
+        reason = marker.kwargs.get("reason") or (marker.args[0] if marker.args else None)
+        if reason and str(reason).strip():
+            return str(reason).strip()
+    return None
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
