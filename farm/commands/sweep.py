@@ -99,11 +99,7 @@ def run(args: argparse.Namespace) -> int:
     # a PJRT plugin kind runs its own platform's module: lower for it too
     platforms += tuple(k for k in run_on if k not in DEVICE_KINDS and k not in platforms)
     filters = filters_from(args)  # checked before a database is created
-    shapes = parse_list(args.shapes, SHAPE_KINDS, "shape kind (--shapes)") or ("static",)
-    from farm.catalog.pallas import check_targets  # deferred: reads jax's TPU generations
-
-    pallas_targets = check_targets(t.strip() for t in (args.pallas_targets or "").split(",") if t.strip())
-    vjp = vjp_order(args.vjp)
+    shapes, pallas_targets, vjp = _checks(args)
     # the catalog (and any --modules) is loaded before a database exists: a harness module that
     # fails to load (a symbolic spec that does not parse, a bad --jax-repo) is one line, and nothing is stored
     hs = None if args.resume else catalog.select(filters)
@@ -170,6 +166,16 @@ def vjp_order(text: str | int | None) -> int:
                           f"{' and '.join(map(str, orders))} (jax.export serializes any order; "
                           f"each order past 2 doubles the modules exported and is not judged)")
     return order
+
+
+def _checks(args: argparse.Namespace) -> tuple[tuple[str, ...], tuple[str, ...], int]:
+    """The checks a sweep asks for beside the static stages, each checked: --shapes,
+    --pallas-targets, --vjp (a plain sweep and a version sweep read them alike)."""
+    from farm.catalog.pallas import check_targets  # deferred: reads jax's TPU generations
+
+    shapes = parse_list(args.shapes, SHAPE_KINDS, "shape kind (--shapes)") or ("static",)
+    pallas_targets = check_targets(t.strip() for t in (args.pallas_targets or "").split(",") if t.strip())
+    return shapes, pallas_targets, vjp_order(args.vjp)
 
 
 def _cluster_lines(store: object, run_id: int) -> None:
@@ -257,14 +263,11 @@ def _sweep_versions(args: argparse.Namespace) -> int:
     filters = filters_from(args)
     catalog.select(filters)  # unknown names fail here, before anything is installed
     platforms = parse_targets(args.platforms, LOWERING_PLATFORMS, "platform")
-    from farm.catalog.pallas import check_targets  # deferred: reads jax's TPU generations
-
     # every check runs in each version's own run; what a version's jax lacks is that run's
     # skipped or not_runnable_here (the cross-version runs carry the static artifacts only)
+    shapes, pallas_targets, vjp = _checks(args)
     opts = Options(platforms=platforms, run_on=("cpu",), repeats=args.repeats, crossexec=not args.no_crossexec,
-                   shapes=parse_list(args.shapes, SHAPE_KINDS, "shape kind (--shapes)") or ("static",),
-                   pallas_targets=check_targets(t.strip() for t in (args.pallas_targets or "").split(",") if t.strip()),
-                   vjp=vjp_order(args.vjp))
+                   shapes=shapes, pallas_targets=pallas_targets, vjp=vjp)
     store = store_from(args, create=True)
     base = args.run_name or generated_name("versions")  # two started in the same second differ
     done = matrix.sweep(store, todo, base, filters.to_dict(), opts.to_dict(), workers=args.workers or os.cpu_count() or 1,
