@@ -21,7 +21,7 @@ from farm.catalog.dtypes import X64_DTYPES
 from farm.catalog.effects import Effects
 from farm.catalog.pallas import Kernel
 from farm.catalog.features import ExportFeature
-from farm.catalog.known import chlo_ops
+from farm.catalog.known import CHLO_OPS
 from farm.catalog.specs import Point, check
 from farm.platforms import LOWERING_PLATFORMS
 from farm.results import LIMITATION_STAGES
@@ -71,7 +71,7 @@ class Limitation:
 def chlo_leak(op: str) -> Limitation:
     """JAX lowers this op to a non-StableHLO ``chlo`` op on every platform (JAX #15608): one of
     the known ones (``farm.catalog.known.CHLO_LEAKS``)."""
-    if op not in chlo_ops():
+    if op not in CHLO_OPS:
         raise ValueError(f"chlo.{op} is not a known chlo leak: add it to farm.catalog.known.CHLO_LEAKS")
     return Limitation(f"lowers to chlo.{op}, which crosses the plugin boundary (JAX #15608)",
                       platforms=LOWERING_PLATFORMS, stage="census")

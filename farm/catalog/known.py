@@ -65,9 +65,8 @@ def _chlo(primitive: str, ops: frozenset[str]) -> KnownIssue:
 KNOWN_ISSUES: tuple[KnownIssue, ...] = tuple(_chlo(p, ops) for p, ops in sorted(CHLO_LEAKS.items()))
 
 
-def chlo_ops() -> frozenset[str]:
-    """Every chlo op known to cross the boundary for some primitive."""
-    return frozenset().union(*CHLO_LEAKS.values())
+#: Every chlo op known to cross the boundary for some primitive.
+CHLO_OPS: frozenset[str] = frozenset().union(*CHLO_LEAKS.values())
 
 
 def explaining(primitive: str, stage: str, status: str, error_type: str | None, error: str | None) -> KnownIssue | None:

@@ -62,6 +62,7 @@ class _Books:
         self.config = config
         self.seconds: dict[str, float] = defaultdict(float)
         self.reasons: dict[str, str] = {}
+        self.ranked: list[tuple[str, float]] = []  # slowest first, made at the session's end
         self.over: list[tuple[str, float]] = []
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -72,7 +73,7 @@ class _Books:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: Any) -> None:
-        ranked = sorted(self.seconds.items(), key=lambda kv: -kv[1])
+        self.ranked = ranked = sorted(self.seconds.items(), key=lambda kv: -kv[1])
         path = self.config.getoption("durations_report")
         if path:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -85,7 +86,7 @@ class _Books:
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         tr = terminalreporter
-        ranked = sorted(self.seconds.items(), key=lambda kv: -kv[1])[:SHOWN]
+        ranked = self.ranked[:SHOWN]  # the terminal reporter summarizes after every sessionfinish has run
         if not ranked:
             return
         tr.write_sep("=", f"the {len(ranked)} slowest tests (setup + call + teardown)")
