@@ -64,6 +64,7 @@ class LocalCluster:
         self.dashboard_port = free_port()
         self.dashboard = f"http://127.0.0.1:{self.dashboard_port}"
         self.procs: dict[str, subprocess.Popen] = {}
+        self.specs: dict[str, tuple[str, bool, tuple[str, ...]]] = {}
         self.env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": self.token,
                     "RAY_USAGE_STATS_ENABLED": "0", "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
                     "PYTHONPATH": str(ROOT),
@@ -73,6 +74,7 @@ class LocalCluster:
 
     def start_node(self, name: str, resources: str, head: bool = False, extra: tuple[str, ...] = (),
                    attempt: int = 1) -> None:
+        self.specs[name] = (resources, head, extra)
         cmd = [str(BIN / "ray"), "start", "--block", "--disable-usage-stats", f"--temp-dir={self.base / name}",
                "--node-ip-address=127.0.0.1", "--num-cpus=1", "--object-store-memory=100000000",
                "--memory=2000000000", f"--resources={resources}",
@@ -97,15 +99,39 @@ class LocalCluster:
         if attempt < 3:
             self.start_node(name, resources, head, extra, attempt + 1)
 
-    def wait_for(self, slots: int, timeout_s: float = 120.0, resource: str = "cpu_slot") -> None:
-        """Wait until the cluster offers ``slots`` ``resource`` (a client in a child process)."""
+    def revive(self) -> list[str]:
+        """Start again each worker node whose ``ray start --block`` has exited (a port lost late, on a
+        loaded host: a component binds some ports seconds after the node came up); the names revived."""
+        dead = [n for n, p in self.procs.items() if p.poll() is not None and not self.specs[n][1]]
+        for name in dead:
+            self.start_node(name, *self.specs[name])
+        return dead
+
+    def log_tails(self, chars: int = 1500) -> str:
+        return "\n".join(f"--- {n}.log (exit {p.poll()}) ---\n"
+                         + (self.base / f"{n}.log").read_text(errors="replace")[-chars:]
+                         for n, p in self.procs.items())
+
+    def wait_for(self, slots: int, timeout_s: float = 180.0, resource: str = "cpu_slot") -> None:
+        """Wait until the cluster offers ``slots`` ``resource`` (a client in a child process, polling
+        for 30 s at a time); a worker node that died meanwhile is started again, and a cluster that never
+        gets there fails with the client's error and every node's log."""
         code = ("import ray,time,sys; ray.init(address=sys.argv[1], log_to_driver=False)\n"
                 "t=time.time()\n"
                 "while ray.cluster_resources().get(sys.argv[4],0) < int(sys.argv[2]):\n"
                 "    time.sleep(0.3)\n"
                 "    assert time.time()-t < float(sys.argv[3]), ray.cluster_resources()\n")
-        subprocess.run([sys.executable, "-c", code, self.address, str(slots), str(timeout_s), resource], env=self.env,
-                       check=True, timeout=timeout_s + 60, capture_output=True)
+        deadline = time.monotonic() + timeout_s
+        revived: list[str] = []
+        while True:
+            revived += self.revive()
+            r = subprocess.run([sys.executable, "-c", code, self.address, str(slots), "30", resource],
+                               env=self.env, timeout=120, capture_output=True, text=True)
+            if r.returncode == 0:
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the cluster did not offer {slots} {resource} in {timeout_s:.0f} s "
+                                     f"(nodes started again: {revived}):\n{r.stderr[-3000:]}\n{self.log_tails()}")
 
     def pids(self, name: str) -> list[tuple[int, str]]:
         p = self.procs[name]
