@@ -56,6 +56,17 @@ def _venv_python_impl(rctx):
     if not res.stdout.startswith("3."):
         fail("%s is not Python 3 (%s)" % (interpreter, res.stdout.strip()))
 
+    # The launchers name an interpreter path that is the same in every clone with the same
+    # installation (tools/bazel/stable_python.py), so test results in a --disk_cache are
+    # shared between clones; the clone's own path where that cannot be made.
+    stable = rctx.execute([str(interpreter), str(workspace_root) + "/tools/bazel/stable_python.py",
+                           str(interpreter.dirname.dirname)])
+    if stable.return_code == 0 and stable.stdout.strip():
+        interpreter = stable.stdout.strip()
+    else:
+        print("venv_python: no stable interpreter path (%s); test results are cached per clone" %
+              stable.stderr.strip()[-500:])
+
     rctx.symlink(interpreter, "python3")
     rctx.file("WORKSPACE", "workspace(name = \"%s\")\n" % rctx.name)
     rctx.file("BUILD.bazel", _BUILD.format(interpreter = str(interpreter)))
