@@ -100,10 +100,16 @@ def workspace():
         f.write("\n# edited by tests/test_tools_bazel.py\n")
 
     startup = [f"--output_base={tmp / 'ob'}", "--max_idle_secs=120"]
+    # a private disk cache (the shared one in ~/.cache would hold this probe's results from an
+    # earlier run of this test: its first run here would be "(cached)")
+    env["FARM_TEST_DISK_CACHE"] = str(tmp / "disk-cache")
     try:
         yield ws, env, shadow, startup
     finally:
-        subprocess.run([_bazel(), *startup, "shutdown"], cwd=ws, env=env, capture_output=True, timeout=120)
+        for ob in (tmp / "ob", tmp / "ob2"):
+            if ob.exists():
+                subprocess.run([_bazel(), f"--output_base={ob}", "shutdown"], cwd=ws, env=env, capture_output=True,
+                               timeout=120)
         subprocess.run(["chmod", "-R", "u+w", str(tmp)], capture_output=True)
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -116,7 +122,8 @@ def _digest(ws: Path, env: dict[str, str]) -> str:
 
 def _test(ws: Path, env: dict[str, str], startup: list[str]) -> str:
     """`bazel test TARGET`; returns its summary line ('PASSED' or '(cached) PASSED'...)."""
-    p = subprocess.run([_bazel(), *startup, "test", TARGET, "--color=no", "--curses=no", "--test_output=errors"],
+    p = subprocess.run([_bazel(), *startup, "test", TARGET, "--color=no", "--curses=no", "--test_output=errors",
+                        f"--disk_cache={env['FARM_TEST_DISK_CACHE']}"],
                        cwd=ws, env=env, capture_output=True, text=True, timeout=300)
     out = p.stdout + p.stderr
     assert p.returncode == 0, out[-4000:]
@@ -141,3 +148,64 @@ def test_installation_digest_keys_family_tests(workspace):
     assert (ws / "requirements.txt").read_bytes() == requirements
     keyed = (ws / "bazel-bin" / "tools" / "bazel" / "install_digest.txt").read_text()
     assert f"STABLE_FARM_INSTALL_DIGEST {after}" in keyed.splitlines()
+
+
+def test_a_second_clone_reuses_results_and_a_changed_source_runs_again(workspace):
+    """The disk cache is shared between clones at different paths (the launchers name an
+    interpreter keyed on the installation, tools/bazel/stable_python.py): a copy of the
+    workspace elsewhere, in its own output base, gets the first copy's result; an edited
+    test file in it runs again. Before, each clone's launchers named its own .venv path and
+    the second clone ran everything again."""
+    ws, env, _, startup = workspace
+    assert _test(ws, env, startup) in ("PASSED", "(cached) PASSED")  # the first clone's result is in the cache
+    other = ws.parent / "elsewhere" / "ws"
+    shutil.copytree(ws, other, symlinks=True, ignore=shutil.ignore_patterns("bazel-*"))
+    startup2 = [f"--output_base={ws.parent / 'ob2'}", "--max_idle_secs=120"]
+    assert _test(other, env, startup2) == "(cached) PASSED", "a second clone ran the unchanged test again"
+    with open(other / "harnesses" / "digest_probe_test.py", "a") as f:
+        f.write("\n\ndef test_also_ran():\n    pass\n")
+    assert _test(other, env, startup2) == "PASSED", "an edited test file gave a cached result"
+
+
+def test_the_stable_interpreter_path_follows_the_installation(tmp_path, monkeypatch):
+    """Two venvs share a stable path only when their installation is the same: the key
+    moves with the installation digest and with any installed distribution's version, and
+    the path is a link to the venv itself (not to a symlink that a deleted clone leaves)."""
+    sys.path.insert(0, str(ROOT / "tools" / "bazel"))
+    try:
+        import stable_python
+    finally:
+        sys.path.remove(str(ROOT / "tools" / "bazel"))
+    from importlib import metadata
+
+    from farm.cache import key as digest
+
+    base = stable_python.key()
+    assert stable_python.key() == base
+    real = digest.installation()
+
+    class Other:
+        digest = "0" * 64
+
+    monkeypatch.setattr(digest, "installation", lambda: Other)
+    assert stable_python.key() != base
+    monkeypatch.setattr(digest, "installation", lambda: real)
+    assert stable_python.key() == base
+
+    dists = list(metadata.distributions())
+
+    class Bumped:
+        metadata = {"Name": dists[0].metadata["Name"]}
+        version = dists[0].version + ".post1"
+
+    monkeypatch.setattr(metadata, "distributions", lambda: [Bumped, *dists[1:]])
+    assert stable_python.key() != base
+    monkeypatch.undo()
+
+    venv = tmp_path / "venv"
+    venv.mkdir()
+    alias = tmp_path / "alias"
+    alias.symlink_to(venv)
+    py = stable_python.link(str(alias), home=str(tmp_path / "home"))
+    assert py.endswith("/bin/python3") and os.path.realpath(Path(py).parent.parent) == str(venv.resolve())
+    assert stable_python.link(str(alias), home=str(tmp_path / "home")) == py  # made again, same path

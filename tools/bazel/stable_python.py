@@ -47,7 +47,7 @@ def link(venv: str, home: str | None = None) -> str:
     os.makedirs(base, exist_ok=True)
     dest = os.path.join(base, key())
     tmp = f"{dest}.{os.getpid()}.tmp"
-    os.symlink(os.path.abspath(venv), tmp)
+    os.symlink(os.path.realpath(venv), tmp)  # the venv itself: a symlink to it may be a clone's that goes
     os.replace(tmp, dest)  # atomic: a concurrent Bazel in another clone sees the old or the new link
     return os.path.join(dest, "bin", "python3")
 
