@@ -67,7 +67,7 @@ for prim, (fn, ref, dtypes, domains) in OPS.items():
                tol=ulps.tolerance(prim, dt) if prim in MEASURED and dt in FLOAT else None,
                limitations=(LOW if dt in ("bfloat16", "float16") and not (prim in MEASURED and ulps.tolerance(prim, dt))
                             else [])
-               + ([chlo_leak("next_after")] if prim == "nextafter" else []))
+               + (chlo_leak("next_after") if prim == "nextafter" else []))
 
 
 # ----------------------------------------------------------------- special values
@@ -87,7 +87,7 @@ ATAN2_SUBNORMAL = Limitation("XLA CPU atan2 with subnormal arguments: NaN (f32/b
                              error="elements differ from the float64 reference")
 for prim, fn in SPECIAL_FLOAT.items():
     for dt in FLOAT:
-        lims = [chlo_leak("next_after")] if prim == "nextafter" else [ATAN2_SUBNORMAL] if prim == "atan2" else []
+        lims = chlo_leak("next_after") if prim == "nextafter" else [ATAN2_SUBNORMAL] if prim == "atan2" else []
         define(FAMILY, prim, fn, list(special.pair_args(dt)), dtype=dt, group="special_values", limitations=lims)
 for prim, fn in SPECIAL_INT.items():
     for dt in ("int8", "int32", "int64", "uint8", "uint32"):

@@ -90,7 +90,7 @@ for prim, (fn, ref, dtypes, domain, tol) in OPS.items():
         measured = ulps.tolerance(prim, dt) if dt in FLOAT and prim not in ACOSH_DOMAIN else None
         lims = [LOW_PRECISION] if dt in ("bfloat16", "float16") and measured is None else []
         if prim in CHLO and dt in INEXACT:
-            lims.append(chlo_leak(CHLO[prim]))
+            lims += chlo_leak(CHLO[prim], dt)
         if prim == "atanh" and dt == "float64":
             lims.append(ATANH_F64)
         define(FAMILY, prim, fun, [RandArg(SHAPES[0], dt, domain)], dtype=dt, reference=reference,

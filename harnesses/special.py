@@ -69,5 +69,5 @@ for prim, (fn, ref, makers, tol32, chlo) in OPS.items():
     for dt in FLOAT:
         # The float64 references of the two gradients are finite differences (~1e-9 accurate).
         lims = _loose(*tol32, rtol64=1e-7 if prim in REFS else 1e-9)
-        lims += [chlo_leak(op) for op in chlo or ()]
+        lims += [lim for op in chlo or () for lim in chlo_leak(op, dt)]
         define(FAMILY, prim, fn, [m(dt) for m in makers], dtype=dt, reference=ref or REFS[prim], limitations=lims)

@@ -14,7 +14,8 @@ FAMILY = "xla_cpu_findings"
 #: subnormal range, so a fix (or the short path changing) shows as an unexpected pass.
 LOG_SUBNORMAL_SHORT = Limitation("XLA CPU float32 log of a subnormal in an array of fewer than 8 elements is "
                                  "ln 2^-150 whatever the subnormal", platforms=("cpu",), dtypes=("float32",),
-                                 stage="compare", error="elements differ from the float64 reference")
+                                 stage="compare", error="elements differ from the float64 reference",
+                                 jax="<0.12")  # jaxlib 0.12's log is right there (docs/versions.md)
 for n in (3, 8):
     subs = np.geomspace(1.4e-45, 1.1e-38, n).astype(np.float32)
     define(FAMILY, "log", lax.log, [CustomArg(f"subnormals:float32:{n}", lambda rng, v=subs: v.copy(),

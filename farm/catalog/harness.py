@@ -21,7 +21,7 @@ from farm.catalog.dtypes import X64_DTYPES
 from farm.catalog.effects import Effects
 from farm.catalog.pallas import Kernel
 from farm.catalog.features import ExportFeature
-from farm.catalog.known import CHLO_OPS
+from farm.catalog.known import CHLO_GONE, CHLO_OPS, check_spec, holds_on
 from farm.catalog.specs import Point, check
 from farm.platforms import LOWERING_PLATFORMS
 from farm.results import LIMITATION_STAGES
@@ -49,8 +49,12 @@ class Limitation:
     #: the same limitation is a ``fail`` that shows both. None: any failure.
     error: str | None = None
     status: str | None = None
+    #: the jax versions the gap is known on (a PEP 440 specifier, "<0.12"; "": every version).
+    #: Outside them the limitation does not apply: a pass there is a pass, a failure a finding.
+    jax: str = ""
 
     def __post_init__(self) -> None:
+        check_spec(self.jax)  # a bad specifier fails where the harness is defined
         if self.stage not in LIMITATION_STAGES:
             raise ValueError(f"Limitation stage must be one of {LIMITATION_STAGES}, got {self.stage!r}")
         if self.status is not None and self.status not in ("fail", "error", "not_runnable_here"):
@@ -65,16 +69,26 @@ class Limitation:
         return self.error is None or re.search(self.error, f"{error_type or ''}: {error or ''}") is not None
 
     def applies(self, platform: str, dtype: str) -> bool:
-        return (not self.platforms or platform in self.platforms) and (not self.dtypes or dtype in self.dtypes)
+        return ((not self.platforms or platform in self.platforms) and (not self.dtypes or dtype in self.dtypes)
+                and holds_on(self.jax))
 
 
-def chlo_leak(op: str) -> Limitation:
-    """JAX lowers this op to a non-StableHLO ``chlo`` op on every platform (JAX #15608): one of
-    the known ones (``farm.catalog.known.CHLO_LEAKS``)."""
+def chlo_leak(op: str, dtype: str = "") -> list[Limitation]:
+    """JAX lowers this op to a non-StableHLO ``chlo`` op (JAX #15608): one of the known ones
+    (``farm.catalog.known.CHLO_LEAKS``), on every platform, or, where a newer jax lowers it
+    without the op on some platforms for a harness of ``dtype`` (``known.CHLO_GONE``), there
+    only on the jax versions before that one."""
     if op not in CHLO_OPS:
         raise ValueError(f"chlo.{op} is not a known chlo leak: add it to farm.catalog.known.CHLO_LEAKS")
-    return Limitation(f"lowers to chlo.{op}, which crosses the plugin boundary (JAX #15608)",
-                      platforms=LOWERING_PLATFORMS, stage="census")
+    why = f"lowers to chlo.{op}, which crosses the plugin boundary (JAX #15608)"
+    gone = CHLO_GONE.get(op)
+    if gone is None or (gone[1] and dtype not in gone[1]):
+        return [Limitation(why, platforms=LOWERING_PLATFORMS, stage="census")]
+    platforms, _, since = gone
+    still = tuple(p for p in LOWERING_PLATFORMS if platforms and p not in platforms)
+    return ([Limitation(why, platforms=still, stage="census")] if still else []) + [
+        Limitation(f"{why}, before jax {since}", platforms=platforms or LOWERING_PLATFORMS, stage="census",
+                   jax=f"<{since}")]
 
 
 @dataclass(frozen=True, slots=True)

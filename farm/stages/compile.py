@@ -33,6 +33,15 @@ _MISSING_HANDLER = re.compile(r"No FFI handler registered for (\S+)")
 CHECK_OPTIONS: dict[str, Any] = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False,
                                  "xla_cpu_parallel_codegen_split_count": 1}
 _CHECKED: OrderedDict[str, Any] = OrderedDict()  # module bytecode digest -> executable (clear_checked)
+#: CHECK_OPTIONS this process's XLA does not know (jaxlib 0.12 has no xla_cpu_use_fusion_emitters):
+#: left out from the first refusal on
+_UNKNOWN_OPTIONS: set[str] = set()
+_NO_SUCH_OPTION = re.compile(r"No such compile option: '(\w+)'")
+
+
+def check_options() -> dict[str, Any]:
+    """The CHECK_OPTIONS this process's XLA takes (what the records of those stages carry)."""
+    return {k: v for k, v in CHECK_OPTIONS.items() if k not in _UNKNOWN_OPTIONS}
 
 #: A LAPACK custom call's line in a module's text (StableHLO or HLO). jaxlib 0.10.2's batched
 #: LAPACK kernels split the batch over XLA:CPU's intra-op pool and block one of its threads
@@ -89,13 +98,22 @@ def _executable(lowered: Any, module: bytes) -> Any:
 
     import jax
 
-    options = CHECK_OPTIONS if jax.default_backend() == "cpu" else None  # a GPU's native call: its defaults
+    cpu = jax.default_backend() == "cpu"  # a GPU's native call: its defaults
     # the module alone is not the executable's signature: an argument the module does not use
     # is pruned from it, but the executable still checks its type
     key = hashlib.sha256(module + f"\n{lowered.args_info}\n{lowered.in_tree}".encode()).hexdigest()
     exe = _CHECKED.get(key)
     if exe is None:
-        exe = _CHECKED[key] = lowered.compile(compiler_options=options)
+        while True:
+            try:
+                exe = lowered.compile(compiler_options=check_options() if cpu else None)
+                break
+            except Exception as e:
+                m = _NO_SUCH_OPTION.search(str(e))
+                if not cpu or m is None or m.group(1) not in CHECK_OPTIONS or m.group(1) in _UNKNOWN_OPTIONS:
+                    raise
+                _UNKNOWN_OPTIONS.add(m.group(1))
+        _CHECKED[key] = exe
         while len(_CHECKED) > 64:
             _CHECKED.popitem(last=False)
     else:

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from farm.results import Record
-from farm.stages.compile import CHECK_OPTIONS, checked_call as compiled, not_runnable
+from farm.stages.compile import check_options, checked_call as compiled, not_runnable
 from farm.stages.parts import branched, module_text, relabelled
 from farm.stages.record import Timer, failure
 
@@ -129,7 +129,7 @@ def _pullback(back: Any, vjp: Any, p: str, platforms: tuple[str, ...], order: in
     timer = Timer()
     how = "jax.vjp of the deserialized Exported.call" if p == "cpu" else \
         f"the deserialized order-{order} vjp module, relabelled so the CPU runs {p}'s part"
-    facts: dict[str, Any] = {"order": order, "how": how, "compiler_options": CHECK_OPTIONS}
+    facts: dict[str, Any] = {"order": order, "how": how, "compiler_options": check_options()}
     try:
         with timer():
             if p == "cpu":

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from farm.results import LOWERING_PLATFORMS, Record
-from farm.stages.compile import CHECK_OPTIONS, checked_call, checked_calls, not_runnable
+from farm.stages.compile import check_options, checked_call, checked_calls, not_runnable
 from farm.stages.parts import LOCATIONS, module_text, relabelled
 from farm.stages.record import Timer, failure
 from farm.stages.variants import FIRST_ONLY, SIZES, Variant, label, variant, widen
@@ -187,7 +187,7 @@ def call(exported: Any, platform: str, v: Variant, points: tuple[Any, ...] | Non
 def _facts(v: Variant, points: tuple[Any, ...], artifact: str) -> dict[str, Any]:
     """What every call record says: its sizes, specs, artifact and compiler options."""
     return {"sizes": [label(p) for p in points], "specs": list(v.specs), "artifact": artifact,
-            "compiler_options": CHECK_OPTIONS}
+            "compiler_options": check_options()}
 
 
 def call_together(back: Any, live: Any, platforms: tuple[str, ...], v: Variant,

@@ -26,7 +26,7 @@ from farm.errors import ConfigError, FarmError
 ROOT = Path(__file__).resolve().parents[3]
 #: What a version's environment gets besides jax and jaxlib: the same pins as .venv
 #: (requirements.txt), so only jax differs between the versions of one sweep.
-COMPANIONS = ("numpy", "scipy", "flatbuffers", "absl-py", "ml_dtypes")
+COMPANIONS = ("numpy", "scipy", "flatbuffers", "absl-py", "ml_dtypes", "packaging")
 #: The oldest jax the farm runs on (measured: docs/versions.md): the sharding harnesses name
 #: jax.sharding.AxisType, which 0.5.0 and 0.5.1 call AxisTypes, and the catalog loads whole.
 OLDEST_SUPPORTED = "0.5.3"
