@@ -3,7 +3,7 @@ reverse along each axis, against NumPy's ufunc accumulations."""
 import numpy as np
 from jax import lax
 
-from farm.catalog import FLOAT, INEXACT, INTEGER, NUMERIC, Limitation, RandArg, StaticArg, define
+from farm.catalog import FLOAT, INEXACT, INTEGER, NUMERIC, SCAN_ABORTS_CPU, RandArg, StaticArg, define
 
 FAMILY = "cumulative"
 SHAPE = (4, 6)
@@ -25,13 +25,6 @@ OPS = {
     "cummin": (lax.cummin, _accumulate(np.minimum), INTEGER + FLOAT, "normal"),
     "cumlogsumexp": (lax.cumlogsumexp, _accumulate(np.logaddexp), FLOAT, "normal"),
 }
-
-#: Found by ``farm sweep --jax 0.12.0.1`` (docs/findings.md): jax 0.12 lowers a forward cumsum
-#: for cuda and rocm to ``chlo.scan``, and XLA:CPU compiling that module (crossexec) aborts the
-#: process ("Check failed: operand_maps.size() == 1" in computation_partitioner.cc); 0.10.2's
-#: module for cuda compiles and runs there (repro: docs/findings.md).
-SCAN_ABORTS_CPU = Limitation("jax 0.12's cuda/rocm cumsum module (chlo.scan) aborts XLA:CPU's compiler",
-                             platforms=("cpu",), stage="crossexec", crashes=True, jax=">=0.12")
 
 for prim, (fn, ref, dtypes, domain) in OPS.items():
     for dt in dtypes:

@@ -58,10 +58,11 @@ def _while(ctx: Ctx, *args: Any, cond_jaxpr: Any, body_jaxpr: Any, cond_nconsts:
 @register("scan")
 def _scan(ctx: Ctx, *args: Any, jaxpr: Any, length: int, reverse: bool, num_consts: int | None = None,
           num_carry: int | None = None, ft_in: Any = None, **_: Any) -> list[np.ndarray]:
-    if num_consts is None:  # jax 0.12: the operands' structure (consts, carry, xs), a tuple each
-        if not (isinstance(ft_in, tuple) and all(isinstance(t, tuple) for t in ft_in[:2])):
+    if num_consts is None:  # jax 0.12: the operands' structure, a FlatTree of (consts, carry, xs)
+        parts = ft_in.unpack() if hasattr(ft_in, "unpack") else None
+        if parts is None or len(parts) != 3 or not all(hasattr(t, "vals") for t in parts):
             raise NotImplementedError(f"a scan whose operands' structure is ft_in={ft_in!r} is not read yet")
-        num_consts, num_carry = len(ft_in[0]), len(ft_in[1])
+        num_consts, num_carry = (len(list(t.vals)) for t in parts[:2])
     consts, carry = args[:num_consts], list(args[num_consts:num_consts + num_carry])
     xs = args[num_consts + num_carry:]
     ys_avals = ctx.out_avals[num_carry:]
