@@ -145,3 +145,70 @@ def test_mesh_harnesses_are_data() -> None:
     assert {h.partitioner for h in hs} == {"shardy", "gspmd"}
     assert all(h.mesh and h.in_specs for h in hs)
     assert any(len(h.mesh) == 3 and h.devices == 256 for h in hs)
+
+
+def test_groups_named_by_mesh_axes_are_read_through_the_modules_mesh() -> None:
+    """jax 0.12 with Shardy writes a collective's groups as mesh axes
+    (``#stablehlo.replica_group_mesh_axes``) instead of listing them: the stage reads them
+    through the module's own ``sdy.mesh``, so a collective over the wrong axis still differs
+    from the harness's groups, and an axis or mesh the module does not declare is an error."""
+    from farm.stages.sharding import _groups
+
+    class Attr:
+        def __init__(self, text: str) -> None:
+            self.text = text
+
+        def __str__(self) -> str:
+            return self.text
+
+    def attr(mesh: str, *axes: str) -> Attr:
+        refs = ", ".join(f'#stablehlo.axis_ref<name = "{a}">' for a in axes)
+        return Attr(f"#stablehlo.replica_group_mesh_axes<mesh = @{mesh}, axes = [{refs}]>")
+
+    meshes = {"mesh_0": [["x", 2], ["y", 4]]}
+    got = _groups(attr("mesh_0", "x"), None, meshes, "replica_groups")
+    assert got == {"replica_groups": expected_groups((("x", 2), ("y", 4)), ("x",)),
+                   "mesh_axes": {"mesh": "mesh_0", "axes": ["x"]}}
+    assert got["replica_groups"] == [[0, 4], [1, 5], [2, 6], [3, 7]]
+    facts = {"num_partitions": 8, "num_replicas": 1, "args": [], "constraints": [],
+             "collectives": [{"op": "all_reduce", **_groups(attr("mesh_0", "y"), None, meshes, "replica_groups")}]}
+    assert any("are not the groups of axes ('x',)" in p for p in check(facts, (("x", 2), ("y", 4)), ("x",), ()))
+    with pytest.raises(ValueError, match="does not declare"):
+        _groups(attr("mesh_9", "x"), None, meshes, "replica_groups")
+    with pytest.raises(ValueError, match="lacks"):
+        _groups(attr("mesh_0", "z"), None, meshes, "replica_groups")
+
+
+def test_check_options_this_xla_refuses_are_left_out(monkeypatch) -> None:  # noqa: ANN001
+    """jaxlib 0.12's XLA has no xla_cpu_use_fusion_emitters: the check stages compile without
+    the option it refuses (and only that one), and say which options they used."""
+    import jax
+    import numpy as np
+
+    from farm.stages import compile as comp
+
+    monkeypatch.setattr(comp, "_UNKNOWN_OPTIONS", set())
+    monkeypatch.setattr(comp, "_CHECKED", type(comp._CHECKED)())
+    lowered = jax.jit(lambda x: x + 1).lower(np.ones(3, np.float32))
+    seen = []
+
+    class Refusing:
+        args_info, in_tree = lowered.args_info, lowered.in_tree
+
+        def compile(self, compiler_options=None):  # noqa: ANN001, ANN201
+            seen.append(dict(compiler_options or {}))
+            if "xla_cpu_use_fusion_emitters" in (compiler_options or {}):
+                raise RuntimeError("INVALID_ARGUMENT: No such compile option: 'xla_cpu_use_fusion_emitters'")
+            return lowered.compile(compiler_options=compiler_options)
+
+    exe = comp._executable(Refusing(), b"module")
+    assert list(np.asarray(exe(np.ones(3, np.float32)))) == [2.0, 2.0, 2.0]
+    assert "xla_cpu_use_fusion_emitters" in seen[0] and "xla_cpu_use_fusion_emitters" not in seen[1]
+    assert comp.check_options() == {k: v for k, v in comp.CHECK_OPTIONS.items() if k != "xla_cpu_use_fusion_emitters"}
+
+    class Broken(Refusing):
+        def compile(self, compiler_options=None):  # noqa: ANN001, ANN201
+            raise RuntimeError("INVALID_ARGUMENT: No such compile option: 'xla_something_else'")
+
+    with pytest.raises(RuntimeError, match="xla_something_else"):  # not one of ours: raised
+        comp._executable(Broken(), b"other module")
