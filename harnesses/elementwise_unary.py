@@ -61,7 +61,8 @@ LOW_PRECISION = Limitation("bf16/f16 transcendental rounding", dtypes=("bfloat16
 ATANH_F64 = Limitation("XLA CPU float64 atanh is off by more than the 15 ULP bound at some ordinary inputs "
                        "(docs/findings.md); the symbolic variant's draws at b=3 include one",
                        dtypes=("float64",), stage="symbolic_call", status="fail",
-                       error=r"b=3,.*vs the reference: output 0: 1 of 36 elements differ")
+                       error=r"b=3,.*vs the reference: output 0: 1 of 36 elements differ",
+                       jax="<0.12")  # measured: 0.12's draw at b=3 is within the bound (a version sweep)
 
 
 def _popcount(x):

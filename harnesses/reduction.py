@@ -167,7 +167,9 @@ def _stacked(dt: str) -> CustomArg:
 #: propagates it), on every platform's module run by the CPU backend.
 NAN_DROPPED = {prim: Limitation("XLA CPU reduce_max/reduce_min ignore NaN from 4,096 elements on (docs/findings.md): "
                                 "the symbolic variant's b = 7 operand has 5,054", stage="symbolic_call", status="fail",
-                                dtypes=dts, error=r"Mismatch: b=7,.*differ from the float64 reference")
+                                dtypes=dts, error=r"Mismatch: b=7,.*differ from the float64 reference",
+                                # measured: 0.5.3's and 0.9.2's reduce_min keep the NaN (a version sweep)
+                                jax=">0.9.2" if prim == "reduce_min" else "")
                for prim, dts in (("reduce_max", ("float32", "float64")),
                                  ("reduce_min", ("bfloat16", "float16", "float32", "float64")))}
 
