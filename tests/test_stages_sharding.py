@@ -212,3 +212,24 @@ def test_check_options_this_xla_refuses_are_left_out(monkeypatch) -> None:  # no
 
     with pytest.raises(RuntimeError, match="xla_something_else"):  # not one of ours: raised
         comp._executable(Broken(), b"other module")
+
+
+def test_a_jax_without_the_mesh_api_skips_the_harness_with_the_reason(monkeypatch) -> None:  # noqa: ANN001
+    """jax 0.5.3 has no jax.sharding.use_abstract_mesh: a sharded harness whose mesh is larger
+    than this host is ``skipped`` saying so (it was the farm's own AttributeError at trace), and
+    one whose mesh fits is skipped only when jax.set_mesh is missing."""
+    import jax
+
+    from farm.pipeline import run_harness
+    from farm.results import Options
+
+    hs = catalog.select(catalog.Filters.parse(family="sharding"))
+    big = next(h for h in hs if h.devices > len(jax.devices()))
+    small = next(h for h in hs if h.mesh and h.devices <= len(jax.devices()))
+    monkeypatch.delattr(jax.sharding, "use_abstract_mesh")
+    out = run_harness(big, Options(platforms=("cpu",)))
+    assert [(r.stage, r.status, r.error_type) for r in out.records] == [("trace", "skipped", "NotInThisJax")]
+    assert "has no jax.sharding.use_abstract_mesh" in out.records[0].error and out.worst == "skipped"
+    assert run_harness(small, Options(platforms=("cpu",))).records[0].status == "ok"
+    monkeypatch.delattr(jax, "set_mesh")
+    assert "has no jax.set_mesh" in run_harness(small, Options(platforms=("cpu",))).records[0].error

@@ -14,6 +14,25 @@ from typing import Any
 from farm.catalog import Harness
 
 
+def missing_api(h: Harness, devices_here: int) -> str | None:
+    """What this jax lacks to enter ``h``'s mesh (an older release: 0.5.3 has no
+    ``jax.sharding.use_abstract_mesh``), said as the reason the harness is skipped; None: nothing."""
+    import jax
+
+    need = ["jax.sharding.AxisType", "jax.make_mesh"]
+    need += ["jax.set_mesh"] if h.devices <= devices_here else ["jax.sharding.use_abstract_mesh",
+                                                                 "jax.sharding.AbstractMesh"]
+    for name in need:
+        obj: Any = jax
+        for part in name.split(".")[1:]:
+            obj = getattr(obj, part, None)
+        if obj is None:
+            where = "on this host's devices" if h.devices <= devices_here else \
+                f"abstractly (the mesh has {h.devices} devices, this host {devices_here})"
+            return f"jax {jax.__version__} has no {name}: the farm enters a mesh {where} with it"
+    return None
+
+
 @contextmanager
 def mesh_context(h: Harness, devices_here: int) -> Iterator[bool]:
     """Enter ``h``'s mesh (and partitioner); yields True when the mesh is abstract."""
