@@ -106,3 +106,20 @@ def test_stale_upstream_limitations_are_dropped_and_the_others_kept() -> None:
     assert known.stale_upstream("clamp", "clamp_complex64_x", "upstream: unimplemented")
     assert known.stale_upstream("clamp", "clamp_float32_x", "upstream: unimplemented") is None
     assert known.stale_upstream("clamp", "clamp_bool_x", "upstream: something else") is None
+
+
+def test_a_crash_known_on_a_newer_jax_is_expected_only_there(monkeypatch) -> None:  # noqa: ANN001
+    """jax >= 0.11.2 lowers a forward cumsum for cuda to chlo.scan, which aborts XLA:CPU: a cumsum
+    harness's crash is the expected failure there (a reverse one's too: its derivative is a
+    forward cumsum), and still a crash on 0.10.2, where the same modules run."""
+    from farm.judge.limitations import judge_crash
+    from farm.results import Outcome, Record
+
+    hs = catalog.select(catalog.Filters.parse(primitive="cumsum", dtype="float32", family="cumulative"))
+    assert len(hs) == 3  # axis 0 and 1 forward, axis 1 reverse
+    for h in hs:
+        crashed = Outcome(h.fingerprint, h.name, [Record("execute", "any", "crashed", error="exit code -6")], [], 1.0)
+        monkeypatch.setattr(known, "running_jax", lambda: "0.12.0.1")
+        assert judge_crash(h, crashed, ("cpu",)).records[0].status == "expected_fail", h.name
+        monkeypatch.setattr(known, "running_jax", lambda: "0.10.2")
+        assert judge_crash(h, crashed, ("cpu",)).records[0].status == "crashed", h.name
