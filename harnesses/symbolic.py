@@ -172,14 +172,14 @@ sym("same_stride2", "conv_general_dilated", lambda x, k: lax.conv_general_dilate
     ["b, 2, h, w", "3, 2, 3, 3"], [dict(b=1, h=1, w=5), dict(b=2, h=4, w=7), dict(b=3, h=9, w=6)])
 
 # reductions and cumulative ops over a symbolic axis
-_CHLO = {"var": chlo_leak("square"), "cumsum": [SCAN_ABORTS_CPU]}  # the cumulative family's finding (0.12)
+_LIMITS = {"var": chlo_leak("square"), "cumsum": [SCAN_ABORTS_CPU]}  # the latter: the cumulative family's finding
 for _name, _prim, _f in [("sum", "reduce_sum", lambda x: jnp.sum(x, axis=1)), ("max", "reduce_max", lambda x: jnp.max(x, axis=1)),
                          ("mean", "reduce_sum", lambda x: jnp.mean(x, axis=1)), ("var", "reduce_sum", lambda x: jnp.var(x, axis=1)),
                          ("cumsum", "cumsum", lambda x: jnp.cumsum(x, axis=1)),
                          ("cumlogsumexp", "cumlogsumexp", lambda x: lax.cumlogsumexp(x, axis=1, reverse=True)),
                          ("argmax", "argmax", lambda x: jnp.argmax(x, axis=1))]:
     sym(_name, _prim, _f, ["b, n"], [dict(b=1, n=1), dict(b=3, n=5), dict(b=2, n=7)],
-        maker=_distinct if _name == "argmax" else None, limitations=_CHLO.get(_name, ()))
+        maker=_distinct if _name == "argmax" else None, limitations=_LIMITS.get(_name, ()))
 
 # sort, argsort, top_k
 sym("sort", "sort", lambda x: jnp.sort(x, axis=-1), ["b, n"], [dict(b=1, n=1), dict(b=3, n=5), dict(b=2, n=7)], maker=_distinct)

@@ -19,6 +19,7 @@ import functools
 import re
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 
 @functools.cache
@@ -31,23 +32,26 @@ def running_jax() -> str:
     return mod.__version__
 
 
-def holds_on(spec: str, version: str | None = None) -> bool:
-    """Whether a known gap's jax versions (a PEP 440 specifier, "<0.12"; "": every version)
-    include ``version`` (default: the running jax). ``packaging`` is imported only for a gap
-    that names versions (a standalone worker's host may lack it otherwise)."""
-    if not spec:
-        return True
+@functools.cache
+def _specifier(spec: str) -> Any:
+    """``spec`` parsed once (``packaging`` imported only for a gap that names versions: a
+    standalone worker's host may lack it otherwise); raises where it is not PEP 440."""
     from packaging.specifiers import SpecifierSet
 
-    return SpecifierSet(spec).contains(version or running_jax(), prereleases=True)
+    return SpecifierSet(spec)
+
+
+def holds_on(spec: str, version: str | None = None) -> bool:
+    """Whether a known gap's jax versions (a PEP 440 specifier, "<0.12"; "": every version)
+    include ``version`` (default: the running jax). Asked for every record a limitation may
+    judge, so the specifier is parsed once."""
+    return not spec or _specifier(spec).contains(version or running_jax(), prereleases=True)
 
 
 def check_spec(spec: str) -> None:
     """Raise where a known gap's jax versions are not a PEP 440 specifier."""
     if spec:
-        from packaging.specifiers import SpecifierSet
-
-        SpecifierSet(spec)
+        _specifier(spec)
 
 #: Per primitive (a harness key's primitive: JAX's catalog's group), the ops JAX lowers it to
 #: that are non-StableHLO ``chlo`` ops and so cross the plugin boundary (JAX #15608), on every

@@ -19,16 +19,16 @@ def missing_api(h: Harness, devices_here: int) -> str | None:
     ``jax.sharding.use_abstract_mesh``), said as the reason the harness is skipped; None: nothing."""
     import jax
 
+    fits = h.devices <= devices_here
     need = ["jax.sharding.AxisType", "jax.make_mesh"]
-    need += ["jax.set_mesh"] if h.devices <= devices_here else ["jax.sharding.use_abstract_mesh",
-                                                                 "jax.sharding.AbstractMesh"]
+    need += ["jax.set_mesh"] if fits else ["jax.sharding.use_abstract_mesh", "jax.sharding.AbstractMesh"]
+    where = "on this host's devices" if fits else \
+        f"abstractly (the mesh has {h.devices} devices, this host {devices_here})"
     for name in need:
         obj: Any = jax
         for part in name.split(".")[1:]:
             obj = getattr(obj, part, None)
         if obj is None:
-            where = "on this host's devices" if h.devices <= devices_here else \
-                f"abstractly (the mesh has {h.devices} devices, this host {devices_here})"
             return f"jax {jax.__version__} has no {name}: the farm enters a mesh {where} with it"
     return None
 
