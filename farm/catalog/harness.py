@@ -95,7 +95,8 @@ def chlo_leak(op: str, dtype: str = "") -> list[Limitation]:
 #: for cuda and rocm to ``chlo.scan``, and XLA:CPU compiling that module (crossexec) aborts the
 #: process ("Check failed: operand_maps.size() == 1" in computation_partitioner.cc); 0.10.2's
 #: module for cuda compiles and runs there (repro: docs/findings.md). On an H200 with jax 0.11.2
-#: the module is chlo.scan too, runs right on the GPU, and aborts XLA:CPU the same way. Used by the cumulative and symbolic families.
+#: the module is chlo.scan too, runs right on the GPU, and aborts XLA:CPU the same way. The same
+#: check failure on GPU upstream: openxla/xla#47373. Used by the cumulative and symbolic families.
 SCAN_ABORTS_CPU = Limitation("jax 0.11.2 and 0.12's cuda/rocm cumsum module (chlo.scan) aborts XLA:CPU's compiler",
                              platforms=("cpu",), stage="crossexec", crashes=True, jax=">=0.11.2")
 
