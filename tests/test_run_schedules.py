@@ -75,9 +75,16 @@ def test_bad_config_is_one_clear_error(tmp_path: Path, body: str, message: str) 
         write(tmp_path, body)
 
 
-def test_example_config_parses() -> None:
+def test_example_config_parses(monkeypatch: pytest.MonkeyPatch) -> None:
+    from farm.run.versions import venvs
+
+    monkeypatch.setattr(venvs, "_published", ["0.10.2", "0.11.0", "0.11.2", "0.12.0", "0.12.0.1"])
     cfg = config.load_config(Path(__file__).resolve().parent.parent / "farm.example.toml")
     assert cfg.sweeps
+    # the nightly release sweep follows the index: the newest release and the last of the line before
+    releases = cfg.sweeps["nightly-releases"]
+    assert releases.labels == ("jax=0.11.2", "jax=0.12.0.1")
+    assert "--jax" in (argv := releases.sweep_args("r")) and argv[argv.index("--jax") + 1] == "0.11.2,0.12.0.1"
 
 
 # --------------------------------------------------------------------------- slots

@@ -27,6 +27,33 @@ def test_versions_are_checked_and_ordered_numerically() -> None:
             venvs.parse(bad)
 
 
+RELEASES = ["0.5.3", "0.9.2", "0.10.2", "0.11.0", "0.11.2", "0.12.0", "0.12.0.1"]
+
+
+def test_newest_and_previous_name_releases() -> None:
+    """previous is the last release of an older minor line (0.11.2), not 0.12.0; the aliases mix
+    with numbers and a repeat through an alias is still a repeat."""
+    assert venvs.parse("previous,newest", releases=lambda: RELEASES) == ["0.11.2", "0.12.0.1"]
+    assert venvs.parse("0.9.2,newest", releases=lambda: RELEASES) == ["0.9.2", "0.12.0.1"]
+    assert venvs.pick("newest", [*RELEASES, "0.13.0"]) == "0.13.0"
+    assert venvs.pick("previous", [*RELEASES, "0.13.0"]) == "0.12.0.1"
+    with pytest.raises(ConfigError, match="given twice"):
+        venvs.parse("0.12.0.1,newest", releases=lambda: RELEASES)
+    with pytest.raises(ConfigError, match="no release older"):
+        venvs.pick("previous", ["0.12.0", "0.12.0.1"])
+
+
+def test_published_releases_come_from_the_index() -> None:
+    """The real package index: both jax and jaxlib of each number, the pinned jax among them."""
+    try:
+        found = venvs.published()
+    except ConfigError as e:
+        pytest.skip(f"no package index here: {e}")
+    assert venvs.installed() in found
+    assert venvs.key(venvs.pick("newest", found)) >= venvs.key(venvs.installed())
+    assert "0.4.36" in found and "0.4.37" not in found  # 0.4.37 was never a jaxlib release
+
+
 def _xrow(harness: str, status: str, **facts: str) -> dict:
     return {"harness": harness, "stage": "xhost", "platform": "cpu", "status": status,
             "error": "vs native: 2 of 4 elements differ" if status == "fail" else None, "facts": facts}

@@ -10,7 +10,8 @@ How each target is reached from a CPU host (jax 0.10.2, ``docs/pallas.md``):
 - every GPU target is told its device too (``GPU_DEVICES``: an H100, an MI300X): the Mosaic GPU
   matmul reads the SM count from the default device;
 - ``cuda:mosaic_gpu``, ``rocm:mosaic_gpu``: ``jax_pallas_use_mosaic_gpu`` on (a kernel without
-  compiler parameters; the Mosaic GPU kernels of the wheel carry their own);
+  compiler parameters; the Mosaic GPU kernels of the wheel carry their own); jax 0.12 has no
+  such switch, and the kernel gets Mosaic GPU's ``CompilerParams`` instead;
 - ``cuda:triton``, ``rocm:triton``: ``jax_pallas_use_mosaic_gpu`` off; the Triton custom call has
   no compatibility guarantee, so the export needs ``DisabledSafetyCheck.custom_call``: every
   check turned off is in ``facts.disabled_checks``.
@@ -176,16 +177,45 @@ def _reach(target: Target) -> Iterator[None]:
 
 
 def _use_mosaic_gpu() -> Any:
-    """The ``jax_pallas_use_mosaic_gpu`` state (in ``jax._src.config`` from 0.10; jax 0.9.2
-    defines it in ``pallas_call``)."""
+    """A context factory that turns Mosaic GPU on or off for kernels without compiler parameters:
+    the ``jax_pallas_use_mosaic_gpu`` state (in ``jax._src.config`` from 0.10; jax 0.9.2 defines it
+    in ``pallas_call``). jax 0.12 has no such state: a kernel's ``compiler_params`` type picks the
+    GPU backend (none is Triton), so Mosaic GPU is the kernel given Mosaic GPU's default
+    ``CompilerParams`` (``_default_params``)."""
     from jax._src import config
+    from jax._src.pallas import pallas_call
 
     flag = getattr(config, "jax_pallas_use_mosaic_gpu", None)
     if flag is None:
-        from jax._src.pallas import pallas_call
+        flag = getattr(pallas_call, "_PALLAS_USE_MOSAIC_GPU", None)
+    return flag if flag is not None else _default_params
 
-        flag = pallas_call._PALLAS_USE_MOSAIC_GPU
-    return flag
+
+@contextlib.contextmanager
+def _default_params(mosaic_gpu: bool) -> Iterator[None]:
+    """While on, ``pl.pallas_call`` gives a kernel without compiler parameters Mosaic GPU's
+    (the kernels call it through ``jax.experimental.pallas``; one with its own keeps them)."""
+    if not mosaic_gpu:
+        yield
+        return
+    import functools
+
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import mosaic_gpu as plgpu
+
+    original = pl.pallas_call
+
+    @functools.wraps(original)
+    def with_params(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("compiler_params") is None:
+            kwargs["compiler_params"] = plgpu.CompilerParams()
+        return original(*args, **kwargs)
+
+    pl.pallas_call = with_params
+    try:
+        yield
+    finally:
+        pl.pallas_call = original
 
 
 def _specs(kernel: Kernel, dyn: list[Any]) -> list[Any]:

@@ -7,6 +7,7 @@ StableHLO bytecode with a calling-convention version in its meta (JAX's back-com
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -89,7 +90,7 @@ def _exported_from_bytecode(blob: bytes, meta: Mapping[str, Any], inputs: Sequen
     _, in_tree = tree_util.tree_flatten((tuple(in_avals), {}))
     _, out_tree = tree_util.tree_flatten(tuple(out_avals))
     n_in, n_out = len(in_avals), len(out_avals)
-    return _export.Exported(
+    fields = dict(
         fun_name="replay", in_tree=in_tree, in_avals=tuple(in_avals), out_tree=out_tree,
         out_avals=tuple(out_avals), _has_named_shardings=True, _in_named_shardings=(None,) * n_in,
         _out_named_shardings=(None,) * n_out, in_shardings_hlo=(None,) * n_in, out_shardings_hlo=(None,) * n_out,
@@ -97,6 +98,9 @@ def _exported_from_bytecode(blob: bytes, meta: Mapping[str, Any], inputs: Sequen
         disabled_safety_checks=(), mlir_module_serialized=bytes(blob), calling_convention_version=cc,
         nr_devices=int(meta.get("nr_devices") or 1), module_kept_var_idx=tuple(range(n_in)),
         uses_global_constants=any(not core.is_constant_shape(a.shape) for a in in_avals), _get_vjp=None)
+    # Exported's fields differ by version (0.12 dropped _has_named_shardings: every export has them).
+    known = {f.name for f in dataclasses.fields(_export.Exported)}
+    return _export.Exported(**{k: v for k, v in fields.items() if k in known})
 
 
 def cc_supported(version: int) -> bool:

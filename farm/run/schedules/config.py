@@ -173,8 +173,9 @@ def _dimensions(d: dict[str, Any], where: str, flag_sets: dict[str, str]) -> dic
     try:
         if specs:
             return {"config": specs, "labels": tuple(c.label for c in configs.parse(list(specs), flag_sets))}
-        if jax:
-            return {"jax": jax, "labels": tuple(f"jax={v}" for v in venvs.parse(jax))}
+        if jax:  # newest/previous are resolved now: each run-pending reads the config again
+            versions = venvs.parse(jax)
+            return {"jax": ",".join(versions), "labels": tuple(f"jax={v}" for v in versions)}
     except ConfigError as e:
         raise ConfigError(f"{where}: {e}") from None
     return {}

@@ -44,12 +44,23 @@ def key(version: str) -> tuple[int, ...]:
     return tuple(int(x) for x in version.split("."))
 
 
-def parse(text: str) -> list[str]:
-    """``0.8.3,0.9.2,0.10.2`` → the versions, checked (format, oldest supported, no repeats), sorted."""
+#: Names a version list may hold instead of a number, resolved against the package index when
+#: parsed: a nightly schedule that says ``jax = ["previous", "newest"]`` follows the releases.
+ALIASES = ("newest", "previous")
+#: Where the releases of jax and jaxlib are read (PyPI's JSON API; FARM_PYPI_URL for a mirror).
+_INDEX = "https://pypi.org/pypi"
+
+
+def parse(text: str, releases: Callable[[], list[str]] | None = None) -> list[str]:
+    """``0.8.3,0.9.2,0.10.2`` → the versions, checked (format, oldest supported, no repeats), sorted.
+    ``newest`` and ``previous`` name releases (``pick``): ``releases`` lists them (default: the
+    package index, read once per process)."""
     out: list[str] = []
     for v in (x.strip() for x in text.split(",") if x.strip()):
+        if v in ALIASES:
+            v = pick(v, (releases or published)())
         if not _VERSION.fullmatch(v):
-            raise ConfigError(f"--jax: {v!r} is not a jax version (e.g. 0.9.2)")
+            raise ConfigError(f"--jax: {v!r} is not a jax version (e.g. 0.9.2, or newest, previous)")
         if key(v) < key(OLDEST_SUPPORTED):
             raise ConfigError(f"--jax: {v} is older than the oldest supported jax, {OLDEST_SUPPORTED} "
                               "(docs/versions.md says why)")
@@ -59,6 +70,46 @@ def parse(text: str) -> list[str]:
     if not out:
         raise ConfigError("--jax: name at least one version, e.g. --jax 0.9.2,0.10.2")
     return sorted(out, key=key)
+
+
+def pick(alias: str, releases: list[str]) -> str:
+    """``newest``: the highest release; ``previous``: the highest of an older minor line (after
+    0.12.0.1 comes 0.11.x, not 0.12.0: what a release changed is measured against the last line)."""
+    ordered = sorted((v for v in releases if _VERSION.fullmatch(v)), key=key)
+    if not ordered:
+        raise ConfigError(f"--jax {alias}: the package index lists no jax release")
+    newest = ordered[-1]
+    if alias == "newest":
+        return newest
+    older = [v for v in ordered if key(v)[:2] < key(newest)[:2]]
+    if not older:
+        raise ConfigError(f"--jax previous: no release older than the {'.'.join(newest.split('.')[:2])} line")
+    return older[-1]
+
+
+_published: list[str] | None = None
+
+
+def published() -> list[str]:
+    """Every final release that has both a jax and a jaxlib of the same number (yanked ones
+    left out), from the package index; a clear error when it cannot be read."""
+    global _published
+    if _published is None:
+        import urllib.request
+
+        base = os.environ.get("FARM_PYPI_URL") or _INDEX
+        found = []
+        for name in ("jax", "jaxlib"):
+            try:
+                with urllib.request.urlopen(f"{base}/{name}/json", timeout=30) as r:
+                    data = json.load(r)
+            except (OSError, ValueError) as e:
+                raise ConfigError(f"--jax newest/previous: cannot read {name}'s releases from {base} ({e}); "
+                                  "name the versions instead") from None
+            found.append({v for v, files in data.get("releases", {}).items()
+                          if _VERSION.fullmatch(v) and files and not all(f.get("yanked") for f in files)})
+        _published = sorted(found[0] & found[1], key=key)
+    return _published
 
 
 def installed() -> str | None:
