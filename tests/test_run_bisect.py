@@ -145,6 +145,9 @@ def test_bad_input_is_one_line_and_exit_2(history: dict[str, Any], capsys: pytes
         assert len(lines) == 1 and msg in lines[0], (args, err)
     rc, err = _cli(capsys, "--good", "main~3", "--bad", "main")  # a commit without --jax-repo
     assert rc == 2 and "--jax-repo" in err
+    for args, msg in ((["--vjp", "3"], "--vjp 3"), (["--pallas-targets", "tpu:v99"], "v99")):  # read as farm sweep
+        rc, err = _cli(capsys, "--jax-repo", repo, "--good", shas[0], "--bad", "main", *args)
+        assert rc == 2 and msg in err, (args, err)
 
 
 # --------------------------------------------------------------------------- the farm's own history
@@ -236,4 +239,5 @@ def test_the_step_key_follows_what_the_step_process_gets(monkeypatch: pytest.Mon
     assert key() != plain
     monkeypatch.delenv("XLA_FLAGS")
     assert key(platforms=["cpu", "tpu"]) != plain
+    assert len({plain, key(vjp=1), key(vjp=2), key(shapes=["static", "symbolic"]), key(pallas_targets=["tpu:v5e"])}) == 5
     assert Stepper([HARNESS], "farm", OPTIONS).key("other tree") != plain

@@ -25,6 +25,9 @@ CUSTOM_CALL = {"mosaic_tpu": "tpu_custom_call", "mosaic_gpu": "mosaic_gpu_v2", "
 #: The GPU a GPU lowering is told it is for (device kind, cores): a kernel that asks the default
 #: device (the Mosaic GPU matmul asks for the SM count) would otherwise ask this host's CPU.
 GPU_DEVICES = {"cuda": ("NVIDIA H100 80GB HBM3", 132), "rocm": ("AMD Instinct MI300X", 304)}
+#: The MI300X's architecture: how jax 0.12's Triton lowering (``pallas.triton.gpu_info``) knows an
+#: abstract ROCm device; it refuses a marketing name ("No supported GPU devices found").
+ROCM_ARCH = "gfx942"
 #: The GPU targets: (platform, backend).
 GPU_TARGETS = (("cuda", "mosaic_gpu"), ("cuda", "triton"), ("rocm", "triton"), ("rocm", "mosaic_gpu"))
 
@@ -131,7 +134,19 @@ def generations() -> tuple[Target, ...]:
 
 
 def all_targets() -> tuple[Target, ...]:
-    return generations() + tuple(Target(p, b, "", *GPU_DEVICES[p]) for p, b in GPU_TARGETS)
+    return generations() + tuple(Target(p, b, "", *gpu_device(p)) for p, b in GPU_TARGETS)
+
+
+@lru_cache(maxsize=None)
+def gpu_device(platform: str) -> tuple[str, int]:
+    """``GPU_DEVICES[platform]`` as the installed jax names it: the ROCm device by its
+    architecture where jax reads GPU information from the device kind (0.12 and later)."""
+    import importlib.util
+
+    kind, cores = GPU_DEVICES[platform]
+    if platform == "rocm" and importlib.util.find_spec("jax._src.pallas.triton.gpu_info") is not None:
+        return ROCM_ARCH, cores
+    return kind, cores
 
 
 def abstract_device(kind: str, cores: int | None, platform: str) -> Any:
@@ -148,7 +163,7 @@ def abstract_device(kind: str, cores: int | None, platform: str) -> Any:
 def on_device(fun: Callable[..., Any], platform: str) -> Callable[..., Any]:
     """``fun`` traced as if on ``platform``'s GPU (``GPU_DEVICES``): for a kernel that asks the
     default device about itself at trace time."""
-    kind, cores = GPU_DEVICES[platform]
+    kind, cores = gpu_device(platform)
 
     def told(*args: Any) -> Any:
         import jax

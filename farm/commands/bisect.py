@@ -34,11 +34,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "environment's jaxlib); commits: this environment's jaxlib, or VERSION's")
     p.add_argument("--index-url", help="a package index for releases (e.g. a nightly wheel index)")
     p.add_argument("--history", action="store_true", help="bisect the runs stored in --db (no computing)")
-    p.add_argument("--catalog", default="farm", choices=("farm", "upstream"), help="the harness's catalog")
+    p.add_argument("--catalog", default="farm", choices=("farm", "upstream", "shape_poly", "pallas"),
+                   help="the harness's catalog")
     p.add_argument("--platforms", default="cpu", help="platforms to lower and export for at each step")
     p.add_argument("--shapes", default="static", metavar="KINDS",
                    help="static, symbolic or static,symbolic: what each step runs (symbolic: the harness's "
                         "symbolic variant, for a failure seen only with symbolic dimensions)")
+    p.add_argument("--pallas-targets", metavar="TARGETS",
+                   help="a Pallas harness's targets at each step (tpu:v5e, cuda:triton, ...; as farm sweep)")
+    p.add_argument("--vjp", nargs="?", const="1", default="0", metavar="ORDER",
+                   help="each step differentiates the harness too (order 1, or 2): for a gradient's failure")
     p.add_argument("--timeout", type=number("--timeout", float, above=0), default=600.0,
                    help="seconds one step may take")
     p.add_argument("--no-cache", action="store_true", help="run every step even if its result is cached")
@@ -59,15 +64,22 @@ def run(args: argparse.Namespace) -> int:
 
         ans = bisect_history(store_from(args), args.target, names, args.good, args.bad, badness)
     else:
-        from farm.platforms import LOWERING_PLATFORMS, parse_list, parse_targets
-        from farm.results import SHAPE_KINDS
+        from farm.commands.sweep import checks
+        from farm.platforms import LOWERING_PLATFORMS, parse_targets
         from farm.run.bisect.driver import Target, bisect
 
         platforms = parse_targets(args.platforms, LOWERING_PLATFORMS, "platform")
-        options = {"platforms": list(platforms), "run_on": ["cpu"], "crossexec": False, "keep_modules": False}
-        shapes = parse_list(args.shapes, SHAPE_KINDS, "shape kind (--shapes)") or ("static",)
+        options: dict[str, Any] = {"platforms": list(platforms), "run_on": ["cpu"], "crossexec": False,
+                                   "keep_modules": False}
+        # the checks a sweep reads, read alike; at their defaults they leave the options (and the
+        # step cache's keys) as before they existed
+        shapes, pallas_targets, vjp = checks(args)
         if shapes != ("static",):
             options["shapes"] = list(shapes)
+        if pallas_targets:
+            options["pallas_targets"] = list(pallas_targets)
+        if vjp:
+            options["vjp"] = vjp
         target = Target(args.target, names, args.catalog, options, primitives, badness)
         ans = bisect(target, args.good, args.bad, jax_repo=args.jax_repo, jaxlib=args.jaxlib,
                      index_url=args.index_url, timeout_s=args.timeout, use_cache=not args.no_cache).to_dict()

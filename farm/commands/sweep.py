@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     # a PJRT plugin kind runs its own platform's module: lower for it too
     platforms += tuple(k for k in run_on if k not in DEVICE_KINDS and k not in platforms)
     filters = filters_from(args)  # checked before a database is created
-    shapes, pallas_targets, vjp = _checks(args)
+    shapes, pallas_targets, vjp = checks(args)
     # the catalog (and any --modules) is loaded before a database exists: a harness module that
     # fails to load (a symbolic spec that does not parse, a bad --jax-repo) is one line, and nothing is stored
     hs = None if args.resume else catalog.select(filters)
@@ -168,7 +168,7 @@ def vjp_order(text: str | int | None) -> int:
     return order
 
 
-def _checks(args: argparse.Namespace) -> tuple[tuple[str, ...], tuple[str, ...], int]:
+def checks(args: argparse.Namespace) -> tuple[tuple[str, ...], tuple[str, ...], int]:
     """The checks a sweep asks for beside the static stages, each checked: --shapes,
     --pallas-targets, --vjp (a plain sweep and a version sweep read them alike)."""
     from farm.catalog.pallas import check_targets  # deferred: reads jax's TPU generations
@@ -265,7 +265,7 @@ def _sweep_versions(args: argparse.Namespace) -> int:
     platforms = parse_targets(args.platforms, LOWERING_PLATFORMS, "platform")
     # every check runs in each version's own run; what a version's jax lacks is that run's
     # skipped or not_runnable_here (the cross-version runs carry the static artifacts only)
-    shapes, pallas_targets, vjp = _checks(args)
+    shapes, pallas_targets, vjp = checks(args)
     opts = Options(platforms=platforms, run_on=("cpu",), repeats=args.repeats, crossexec=not args.no_crossexec,
                    shapes=shapes, pallas_targets=pallas_targets, vjp=vjp)
     store = store_from(args, create=True)

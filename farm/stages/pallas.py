@@ -11,7 +11,7 @@ How each target is reached from a CPU host (jax 0.10.2, ``docs/pallas.md``):
   matmul reads the SM count from the default device;
 - ``cuda:mosaic_gpu``, ``rocm:mosaic_gpu``: ``jax_pallas_use_mosaic_gpu`` on (a kernel without
   compiler parameters; the Mosaic GPU kernels of the wheel carry their own); jax 0.12 has no
-  such switch, and the kernel gets Mosaic GPU's ``CompilerParams`` instead;
+  such switch (its ``pl.pallas_call`` is Triton's on GPUs): ``skipped``, with the reason;
 - ``cuda:triton``, ``rocm:triton``: ``jax_pallas_use_mosaic_gpu`` off; the Triton custom call has
   no compatibility guarantee, so the export needs ``DisabledSafetyCheck.custom_call``: every
   check turned off is in ``facts.disabled_checks``.
@@ -93,6 +93,9 @@ def run(h: Harness, dyn: list[Any], target: Target) -> PallasExported:
                                        "payload_bytes": float(sum(p["bytes"] for p in facts["payloads"]))},
                               artifact=hashlib.sha256(blob).hexdigest(),
                               handle=(blob, artifact_meta(exp, target, facts["payloads"])))
+    except NotInThisJax as e:
+        return PallasExported("pallas_export", target.label, "skipped", timer.seconds, error_type="NotInThisJax",
+                              error=str(e), facts=facts)
     except Exception as e:
         return failure(PallasExported, "pallas_export", target.label, e, timer.seconds,
                        facts={**facts, "failed_at": step})
@@ -176,42 +179,55 @@ def _reach(target: Target) -> Iterator[None]:
                 yield
 
 
+class NotInThisJax(Exception):
+    """What this jax cannot do at all (a ``skipped`` record with the reason, never an error)."""
+
+
+#: Why a kernel without compiler parameters has no Mosaic GPU lowering on jax 0.12 and later.
+NO_MOSAIC_GPU_SWITCH = ("this jax lowers pl.pallas_call for GPUs with Triton only (no jax_pallas_use_mosaic_gpu "
+                        "switch; a Mosaic GPU kernel is written with plgpu.kernel)")
+
+
+def mosaic_gpu_switch() -> bool:
+    """Does this jax lower a kernel without compiler parameters with Mosaic GPU when told to?
+    (jax 0.9.2 to 0.11: yes; 0.12: no, ``NO_MOSAIC_GPU_SWITCH``.)"""
+    return _use_mosaic_gpu() is not _no_switch
+
+
 def _use_mosaic_gpu() -> Any:
     """A context factory that turns Mosaic GPU on or off for kernels without compiler parameters:
     the ``jax_pallas_use_mosaic_gpu`` state (in ``jax._src.config`` from 0.10; jax 0.9.2 defines it
-    in ``pallas_call``). jax 0.12 has no such state: a kernel's ``compiler_params`` type picks the
-    GPU backend (none is Triton), so Mosaic GPU is the kernel given Mosaic GPU's default
-    ``CompilerParams`` (``_default_params``)."""
+    in ``pallas_call``). jax 0.12 has neither: ``_no_switch`` says so for such kernels."""
     from jax._src import config
     from jax._src.pallas import pallas_call
 
     flag = getattr(config, "jax_pallas_use_mosaic_gpu", None)
     if flag is None:
         flag = getattr(pallas_call, "_PALLAS_USE_MOSAIC_GPU", None)
-    return flag if flag is not None else _default_params
+    return flag if flag is not None else _no_switch
 
 
 @contextlib.contextmanager
-def _default_params(mosaic_gpu: bool) -> Iterator[None]:
-    """While on, ``pl.pallas_call`` gives a kernel without compiler parameters Mosaic GPU's
-    (the kernels call it through ``jax.experimental.pallas``; one with its own keeps them)."""
+def _no_switch(mosaic_gpu: bool) -> Iterator[None]:
+    """While on, ``pl.pallas_call`` of a kernel without compiler parameters raises
+    ``NotInThisJax`` (the kernels call it through ``jax.experimental.pallas``); the wheel's Mosaic
+    GPU kernels (``plgpu.kernel``) are untouched."""
     if not mosaic_gpu:
         yield
         return
     import functools
 
     from jax.experimental import pallas as pl
-    from jax.experimental.pallas import mosaic_gpu as plgpu
 
     original = pl.pallas_call
 
     @functools.wraps(original)
-    def with_params(*args: Any, **kwargs: Any) -> Any:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
         if kwargs.get("compiler_params") is None:
-            kwargs["compiler_params"] = plgpu.CompilerParams()
+            raise NotInThisJax(NO_MOSAIC_GPU_SWITCH)
         return original(*args, **kwargs)
 
-    pl.pallas_call = with_params
+    pl.pallas_call = refuse
     try:
         yield
     finally:
