@@ -168,7 +168,14 @@ def test_where_float64_is_not_the_dtype_the_compiled_jax_vjp_has_the_last_word()
 def test_where_nothing_here_runs_the_derivative_it_is_not_runnable_here_not_an_error() -> None:
     # float16 lu: the CPU's LAPACK has no float16 kernel (jax.vjp does not compile here) and the
     # artifact's vjp modules call the other platforms' solvers: nothing here to judge
-    by = _gradients(_one("lu_float16_4x4"), order=2, platforms=("cuda", "rocm", "tpu"))
+    h = _one("lu_float16_4x4")
+    if not trace.run(h, h.make_args()).ok:  # jax 0.12 refuses half-precision linalg when tracing
+        from farm.judge.limitations import judge_record
+
+        rec = judge_record(h, trace.run(h, h.make_args()))
+        assert rec.status == "expected_fail" and "does not accept dtype" in rec.facts["limitation"], rec
+        pytest.skip("this jax does not trace float16 lu (HALF_REFUSED): no derivative to leave unrun")
+    by = _gradients(h, order=2, platforms=("cuda", "rocm", "tpu"))
     assert not [k for k, r in by.items() if r.status in ("error", "fail")], \
         {k: r.error for k, r in by.items() if r.status in ("error", "fail")}
     rec = by[("vjp2", "expected")]
@@ -188,4 +195,4 @@ def test_where_a_pullback_ran_a_jax_vjp_that_raises_stays_an_error(monkeypatch: 
     assert by[("vjp", "expected")].status == "error" and "jax.vjp broke" in by[("vjp", "expected")].error
     cpu = by[("vjp", "cpu")]  # still judged by finite differences, and compiled as every pullback is
     assert cpu.status == "ok" and cpu.facts["finite_differences"]
-    assert cpu.facts["compiler_options"] == compile_stage.CHECK_OPTIONS
+    assert cpu.facts["compiler_options"] == compile_stage.check_options()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import dataclasses
 from dataclasses import replace
 
 import numpy as np
@@ -301,6 +302,11 @@ def test_a_host_with_too_few_devices_cannot_run_the_artifact() -> None:
 def test_an_older_jaxs_sharded_artifact_runs_from_its_hlo_shardings() -> None:
     """Artifacts from jax versions that recorded only HLO shardings (no mesh) run on this
     host's devices from those shardings: the cross-version matrix's 0.8.3 exports."""
+    from jax._src.export import _export
+
+    if "_has_named_shardings" not in {f.name for f in dataclasses.fields(_export.Exported)}:
+        pytest.skip("this jax (0.12 and later) has no Exported without named shardings to make: an older "
+                    "jax's artifact is read from its own bytes (the version sweeps' cross runs)")
     names = ["sharding_all_to_all.all_to_all_float32_4x8_mesh=2x4_partitioner=gspmd",
              "sharding_explicit_reduce.explicit_reduce_float32_8x8_axes=explicit_mesh=2x2x2_partitioner=shardy"]
     assert _with_eight_devices(AS_OLD_JAX, names) == {n: True for n in names}

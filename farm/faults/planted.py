@@ -240,21 +240,36 @@ def hang(prim: str) -> None:
 
 
 def wrong_groups(rule: str = "allreduce") -> None:
-    """Replica groups of the collectives lowered by ``_<rule>_lowering`` come out transposed."""
+    """Replica groups of the collectives lowered by ``_<rule>_lowering`` come out transposed.
+    jax 0.12 writes an all-reduce's groups as mesh axes (``_try_mesh_axes_replica_group``)
+    where it can: there the rule gets the transposed dense groups instead."""
     import sys
 
     from jax._src.lax import parallel
 
     original = parallel._replica_groups
 
-    def transposed(axis_ctx, axis_name, axis_index_groups):  # noqa: ANN001, ANN202
-        groups = original(axis_ctx, axis_name, axis_index_groups)
-        if rule not in sys._getframe(1).f_code.co_name:  # noqa: SLF001
-            return groups
+    def wrong(groups):  # noqa: ANN001, ANN202
         ids = np.asarray(groups)
         return ids.T.reshape(ids.shape).tolist() if ids.ndim == 2 and min(ids.shape) > 1 else groups
 
+    def by_rule(depth: int) -> bool:  # jax 0.12 names it _all_reduce_lowering, earlier _allreduce_lowering
+        return rule.replace("_", "") in sys._getframe(depth + 1).f_code.co_name.replace("_", "")  # noqa: SLF001
+
+    def transposed(axis_ctx, axis_name, axis_index_groups):  # noqa: ANN001, ANN202
+        groups = original(axis_ctx, axis_name, axis_index_groups)
+        return wrong(groups) if by_rule(1) else groups
+
     parallel._replica_groups = transposed
+    mesh_axes = getattr(parallel, "_try_mesh_axes_replica_group", None)
+    if mesh_axes is not None:
+        def dense_and_transposed(ctx, axis_names, axis_index_groups):  # noqa: ANN001, ANN202
+            if not by_rule(1):
+                return mesh_axes(ctx, axis_names, axis_index_groups)
+            groups = original(ctx.module_context.axis_context, axis_names, axis_index_groups)
+            return parallel._device_list_replica_groups_hlo(wrong(groups))
+
+        parallel._try_mesh_axes_replica_group = dense_and_transposed
 
 
 #: The kernels ``ragged_block`` can wrap: name -> the wheel's module that defines it.

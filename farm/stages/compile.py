@@ -39,8 +39,29 @@ _UNKNOWN_OPTIONS: set[str] = set()
 _NO_SUCH_OPTION = re.compile(r"No such compile option: '(\w+)'")
 
 
+_PROBED = False
+
+
 def check_options() -> dict[str, Any]:
-    """The CHECK_OPTIONS this process's XLA takes (what the records of those stages carry)."""
+    """The CHECK_OPTIONS this process's XLA takes (what the records of those stages carry):
+    asked of XLA:CPU once, by compiling a one-op program with them, so a record written before
+    the first real compile names the same options as one written after it."""
+    global _PROBED
+    if not _PROBED:
+        _PROBED = True
+        import jax
+
+        if jax.default_backend() == "cpu":
+            lowered = jax.jit(lambda x: x + 1).lower(np.float32(0))
+            for _ in CHECK_OPTIONS:
+                try:
+                    lowered.compile(compiler_options=check_options())
+                    break
+                except Exception as e:  # noqa: BLE001 - only a refused option is learned from
+                    m = _NO_SUCH_OPTION.search(str(e))
+                    if m is None or m.group(1) not in CHECK_OPTIONS:
+                        break
+                    _UNKNOWN_OPTIONS.add(m.group(1))
     return {k: v for k, v in CHECK_OPTIONS.items() if k not in _UNKNOWN_OPTIONS}
 
 #: A LAPACK custom call's line in a module's text (StableHLO or HLO). jaxlib 0.10.2's batched
