@@ -17,11 +17,11 @@ def test_overview_matrix_colours_worst_status(client: Any, farm_db: dict[str, An
     r = client.get("/")
     assert r.status_code == 200
     page = html(r)
-    for prim in ("sin", "exp", "asin", "add"):
+    for prim in ("sin", "exp", "asinh", "add"):
         assert f">{prim}</a>" in page
     # sin's planted execute failure makes its cpu cell "fail", counts on hover.
     assert 'class="cell st-fail" title="fail 1, ok ' in page
-    assert 'class="cell st-expected_fail"' in page  # asin: chlo.asin is a known limitation
+    assert 'class="cell st-expected_fail"' in page  # asinh: chlo.asinh is a known limitation
 
 
 def test_overview_json_twin_has_the_same_context(client: Any, farm_db: dict[str, Any]) -> None:
@@ -139,18 +139,18 @@ def test_read_only_without_a_token(farm_db: dict[str, Any], monkeypatch: pytest.
 
 # --------------------------------------------------------------------------- harness
 def test_harness_detail_definition_stages_modules_history(client: Any, farm_db: dict[str, Any]) -> None:
-    fp = farm_db["fp"]["asin"]
+    fp = farm_db["fp"]["asinh"]
     page = html(client.get(f"/harness/{fp}"))
-    assert "asin_float32_3x4" in page and "[[3, 4]]" in page
-    assert "lowers to chlo.asin, which crosses the plugin boundary" in page  # the limitation
-    assert '<span class="hl-chlo" title="not StableHLO: crosses the plugin boundary">chlo.asin</span>' in page
+    assert "asinh_float32_3x4" in page and "[[3, 4]]" in page
+    assert "lowers to chlo.asinh, which crosses the plugin boundary" in page  # the limitation
+    assert '<span class="hl-chlo" title="not StableHLO: crosses the plugin boundary">chlo.asinh</span>' in page
     assert page.count('<details class="module"') == 4  # cpu, cuda, rocm, tpu
     assert 'aria-label="compile time"' in page and 'aria-label="status history"' in page
     d = client.get(f"/harness/{fp}.json").get_json()
     stages = {(r["stage"], r["platform"]): r for r in d["results"]}
     assert stages[("compile", "cpu")]["metrics"]["compile_s"] > 0
-    assert d["modules"]["cpu"]["non_stablehlo"] == ["chlo.asin"]
-    assert "chlo.asin" in d["modules"]["cpu"]["text"]
+    assert d["modules"]["cpu"]["non_stablehlo"] == ["chlo.asinh"]
+    assert "chlo.asinh" in d["modules"]["cpu"]["text"]
     assert "export" in [a["kind"] for a in d["artifacts"]]
     assert len(d["history"]["runs"]) == 2 and {r["series"] for r in d["history"]["compile_s"]} == {"cpu"}
     assert {r["run"] for r in d["history"]["compile_s"]} == set(d["history"]["runs"])
@@ -162,9 +162,9 @@ def test_harness_detail_definition_stages_modules_history(client: Any, farm_db: 
 
 
 def test_module_page_and_diff_between_runs(client: Any, farm_db: dict[str, Any]) -> None:
-    fp = farm_db["fp"]["asin"]
+    fp = farm_db["fp"]["asinh"]
     d = client.get(f"/harness/{fp}/module/tpu.json").get_json()
-    assert d["module"]["sha256"] == farm_db["asin_module"] and d["platforms"] == ["cpu", "cuda", "rocm", "tpu"]
+    assert d["module"]["sha256"] == farm_db["asinh_module"] and d["platforms"] == ["cpu", "cuda", "rocm", "tpu"]
     assert 'id="module-text"' in html(client.get(f"/harness/{fp}/module/cpu"))
     assert client.get(f"/harness/{fp}/module/nowhere").status_code == 404
     diff = client.get(f"/harness/{fp}/diff.json?platform=cpu").get_json()
@@ -185,7 +185,7 @@ def test_unknown_run_and_harness_are_404(client: Any) -> None:
 
 # --------------------------------------------------------------------------- artifacts
 def test_artifact_download_is_verified(client: Any, farm_db: dict[str, Any]) -> None:
-    sha = farm_db["asin_module"]
+    sha = farm_db["asinh_module"]
     r = client.get(f"/artifacts/{sha}")
     assert r.status_code == 200 and hashlib.sha256(r.data).hexdigest() == sha
     assert r.headers["X-Content-Type-Options"] == "nosniff"
@@ -217,17 +217,17 @@ def test_coverage_marks_stale_limitations(client: Any, farm_db: dict[str, Any]) 
 
 def test_boundary_lists_non_stablehlo_ops_per_platform(client: Any) -> None:
     d = client.get("/boundary.json").get_json()
-    assert {r["harness"] for r in d["rows"]} == {"asin_float32_3x4"}
+    assert {r["harness"] for r in d["rows"]} == {"asinh_float32_3x4"}
     assert sorted(r["platform"] for r in d["rows"]) == ["cpu", "cuda", "rocm", "tpu"]
-    assert d["ops"] == {"chlo.asin": ["asin_float32_3x4"]}
-    assert "chlo.asin" in html(client.get("/boundary"))
+    assert d["ops"] == {"chlo.asinh": ["asinh_float32_3x4"]}
+    assert "chlo.asinh" in html(client.get("/boundary"))
 
 
 # --------------------------------------------------------------------------- API
 def test_openapi_describes_every_json_twin(client: Any, farm_db: dict[str, Any]) -> None:
     spec = client.get("/openapi.json").get_json()
     assert spec["openapi"].startswith("3.")
-    fp = farm_db["fp"]["asin"]
+    fp = farm_db["fp"]["asinh"]
     for path in spec["paths"]:
         if path.endswith(".json"):
             url = path.replace("{fp}", fp).replace("{platform}", "cpu")

@@ -57,22 +57,22 @@ def test_overview_to_harness_to_module_to_compare(page: Any, server: dict[str, A
     page.goto(base + "/")
     assert page.title() == "Overview · Lowering Farm"
     matrix = page.locator("#matrix")
-    assert matrix.locator("th", has_text="asin").count() == 1
+    assert matrix.locator("th", has_text="asinh").count() == 1
     assert matrix.locator("td.st-fail").count() == 1  # sin on cpu: the planted failure
     page.screenshot(path=str(SHOTS / "01-overview.png"), full_page=True)
 
-    # Drill down: primitive asin -> dtype matrix and its harness list.
-    matrix.get_by_role("link", name="asin", exact=True).click()
-    page.wait_for_url("**/?primitive=asin*")
+    # Drill down: primitive asinh -> dtype matrix and its harness list.
+    matrix.get_by_role("link", name="asinh", exact=True).click()
+    page.wait_for_url("**/?primitive=asinh*")
     assert page.locator("#matrix th", has_text="float32").count() == 1
-    page.screenshot(path=str(SHOTS / "02-overview-asin.png"), full_page=True)
-    page.locator("#harnesses").get_by_role("link", name="asin_float32_3x4").click()
+    page.screenshot(path=str(SHOTS / "02-overview-asinh.png"), full_page=True)
+    page.locator("#harnesses").get_by_role("link", name="asinh_float32_3x4").click()
 
     # Harness detail: definition, stages, highlighted module, history plots.
-    page.wait_for_url(f"**/harness/{server['fp']['asin']}*")
-    assert "lowers to chlo.asin" in page.locator("#definition").inner_text()
+    page.wait_for_url(f"**/harness/{server['fp']['asinh']}*")
+    assert "lowers to chlo.asinh" in page.locator("#definition").inner_text()
     assert page.locator("#stages tr").count() > 15
-    assert page.locator("#module-cpu .hl-chlo", has_text="chlo.asin").first.is_visible()
+    assert page.locator("#module-cpu .hl-chlo", has_text="chlo.asinh").first.is_visible()
     assert page.locator("#history svg").count() == 4
     page.screenshot(path=str(SHOTS / "03-harness.png"), full_page=True)
 
@@ -80,7 +80,7 @@ def test_overview_to_harness_to_module_to_compare(page: Any, server: dict[str, A
     page.locator("#module-cpu").get_by_role("link", name="full page").click()
     page.wait_for_url("**/module/cpu*")
     text = page.locator("#module-text").inner_text()
-    assert "module @jit_asin" in text and "chlo.asin" in text
+    assert "module @jit_asinh" in text and "chlo.asinh" in text
     assert page.locator("#module-text .hl-chlo").count() >= 1
     page.screenshot(path=str(SHOTS / "04-module.png"), full_page=True)
 
@@ -111,7 +111,7 @@ def test_other_pages_render(page: Any, server: dict[str, Any]) -> None:
     assert page.locator("#coverage td.stale").count() == 1
     page.screenshot(path=str(SHOTS / "06-coverage.png"), full_page=True)
     page.goto(base + "/boundary")
-    assert "chlo.asin" in page.locator("#ops").inner_text()
+    assert "chlo.asinh" in page.locator("#ops").inner_text()
     page.screenshot(path=str(SHOTS / "07-boundary.png"), full_page=True)
     page.goto(base + "/runs")
     assert page.locator("#runs tr").count() == 3
@@ -120,5 +120,5 @@ def test_other_pages_render(page: Any, server: dict[str, Any]) -> None:
     assert resp.status == 500
     assert "is corrupt" in page.locator("#error-message").inner_text()
     page.screenshot(path=str(SHOTS / "09-corrupt-artifact.png"), full_page=True)
-    page.goto(f"{base}/harness/{server['fp']['asin']}/diff?platform=cpu")
+    page.goto(f"{base}/harness/{server['fp']['asinh']}/diff?platform=cpu")
     assert "identical in both runs" in page.locator("#identical").inner_text()

@@ -128,7 +128,7 @@ def test_overview_heat_map_and_compare_perf_plot(page: Any, serve: Callable[[str
     page.goto(base + "/")
     heat = page.locator("#heatmap svg")
     assert heat.is_visible()
-    assert heat.locator("text", has_text="asin").count() >= 1 and heat.locator("text", has_text="cpu").count() >= 1
+    assert heat.locator("text", has_text="asinh").count() >= 1 and heat.locator("text", has_text="cpu").count() >= 1
     page.screenshot(path=str(SHOTS / "11-overview-heatmap.png"), full_page=True)
 
     page.get_by_role("link", name="compare with the previous run").click()
@@ -147,7 +147,7 @@ def test_search_from_the_header_with_filters_in_the_url(page: Any, serve: Callab
     box.fill("sin")
     box.press("Enter")
     page.wait_for_url("**/search?q=sin")
-    assert column(page, "results", 0) == ["asin_float32_3x4", "sin_float32_3x4"]
+    assert column(page, "results", 0) == ["asinh_float32_3x4", "sin_float32_3x4"]
     page.select_option("#search-form select[name=status]", "fail")
     page.locator("#search-form button[type=submit]").click()
     page.wait_for_url("**/search?q=sin&status=fail*")

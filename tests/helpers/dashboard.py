@@ -17,7 +17,7 @@ TOKEN = "t0ken-for-tests"
 
 
 def make_db(path: str) -> dict[str, Any]:
-    """Two real sweeps of sin, exp, asin, add (float32) into a SQLite file, then planted data:
+    """Two real sweeps of sin, exp, asinh, add (float32) into a SQLite file, then planted data:
     a regression carrying a malicious error string, a stale limitation, a corrupt module.
 
     Returns what the tests need: the URL and the fingerprints, run ids and shas involved."""
@@ -31,7 +31,7 @@ def make_db(path: str) -> dict[str, Any]:
 
     url = f"sqlite:///{path}"
     store = open_store(url)
-    filters = catalog.Filters.parse(primitive="sin,exp,asin,add", dtype="float32", name="*3x4*")  # not special_values
+    filters = catalog.Filters.parse(primitive="sin,exp,asinh,add", dtype="float32", name="*3x4*")  # not special_values
     hs = catalog.select(filters)
     started = not ray.is_initialized()
     if started:
@@ -62,11 +62,11 @@ def make_db(path: str) -> dict[str, Any]:
             ResultRow.stage == "lower"))["module_sha256"]
         s.execute(update(ArtifactRow).where(ArtifactRow.sha256 == exp_module)
                   .values(data=zlib.compress(b"module @tampered {}")))
-        asin_module = s.scalar(select(ResultRow.facts).where(
-            ResultRow.run_id == head, ResultRow.harness_id == hid["asin"], ResultRow.platform == "cpu",
+        asinh_module = s.scalar(select(ResultRow.facts).where(
+            ResultRow.run_id == head, ResultRow.harness_id == hid["asinh"], ResultRow.platform == "cpu",
             ResultRow.stage == "lower"))["module_sha256"]
     store.dispose()
-    return {"url": url, "fp": fps, "base": runs[0], "head": runs[1], "corrupt": exp_module, "asin_module": asin_module}
+    return {"url": url, "fp": fps, "base": runs[0], "head": runs[1], "corrupt": exp_module, "asinh_module": asinh_module}
 
 
 def dashboard_fixtures(label: str) -> tuple[Any, Any, Any]:
