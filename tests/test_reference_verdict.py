@@ -215,9 +215,13 @@ def test_farm_coverage_counts_verdict_kinds_with_reasons(capsys) -> None:
     assert main(["coverage", "--catalog", "upstream", "--group", "eig,eigh,svd,sin,scatter_mul",
                  "--format", "json"]) == 0
     v = json.loads(capsys.readouterr().out)["verdicts"]
-    assert v["groups"]["eig"]["invariant"] == v["groups"]["eig"]["total"] == 48
+    # JAX's catalog itself changes between releases (0.12 dropped the half-precision eig harnesses:
+    # 24 against 0.10.2's 48): each eig harness is judged by an invariant, however many there are
+    eig = [h for h in catalog.load("upstream") if h.group == "eig"]
+    assert v["groups"]["eig"]["invariant"] == v["groups"]["eig"]["total"] == len(eig) >= 24
     assert v["groups"]["sin"]["reference"] == v["groups"]["sin"]["total"]
-    assert v["groups"]["svd"]["reference"] == v["groups"]["svd"]["invariant"] == 40  # compute_uv=False / True
+    svd = v["groups"]["svd"]  # compute_uv=False / True: half each (40 each on 0.10.2, 20 on 0.12)
+    assert svd["reference"] == svd["invariant"] == svd["total"] // 2 >= 20
     assert v["groups"]["scatter_mul"]["reasons"] == {"does not trace: TypeError": 1}
     assert v["total"] == v["reference"] + v["invariant"] + v["none"]
     assert main(["coverage", "--catalog", "upstream", "--group", "sin"]) == 0
@@ -230,13 +234,18 @@ def test_dashboard_coverage_shows_the_verdicts_a_run_recorded(tmp_path) -> None:
     from farm.store import open_store  # noqa: PLC0415
     from farm.store.writes import Writer, create_run, finish_run, harness_ids  # noqa: PLC0415
 
-    hs = catalog.select(catalog.Filters.parse(catalog="upstream", group="eigh,sin", dtype="float32,float16"))
+    hs = catalog.select(catalog.Filters.parse(catalog="upstream", group="eigh,sin", dtype="float32,complex64"))
     hs = [h for h in hs if "50x50" not in h.name]
+    # complex64 eigh lowered only (no run_on: a sweep whose workers could not run it) has no
+    # verdict, and says why (0.10.2's catalog had float16 eigh for that; 0.12's has none)
+    lowered_only = Options(run_on=())
     url = f"sqlite:///{tmp_path / 'v.db'}"
     store = open_store(url)
     with store.session() as s:
         run = create_run(s, env=describe(), name="verdicts")
-        Writer(s, run, harness_ids(s, hs)).write([run_harness(h) for h in hs])
+        Writer(s, run, harness_ids(s, hs)).write(
+            [run_harness(h, lowered_only) if (h.group, h.dtype) == ("eigh", "complex64") else run_harness(h)
+             for h in hs])
         finish_run(s, run, "finished")
     store.dispose()
     app = create_app(url)
