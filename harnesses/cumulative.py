@@ -3,7 +3,7 @@ reverse along each axis, against NumPy's ufunc accumulations."""
 import numpy as np
 from jax import lax
 
-from farm.catalog import FLOAT, INEXACT, INTEGER, NUMERIC, SCAN_ABORTS_CPU, RandArg, StaticArg, define
+from farm.catalog import FLOAT, INEXACT, INTEGER, NUMERIC, SCAN_ABORTS, RandArg, StaticArg, define
 
 FAMILY = "cumulative"
 SHAPE = (4, 6)
@@ -35,4 +35,4 @@ for prim, (fn, ref, dtypes, domain) in OPS.items():
                    params={"axis": axis, "reverse": reverse}, reference=ref,
                    tol=TOL.get(dt) if dt in INEXACT else None,
                    # reverse too: its derivative (--vjp) is a forward cumsum, whose cuda module aborts the same way
-                   limitations=[SCAN_ABORTS_CPU] if prim == "cumsum" else [])
+                   limitations=list(SCAN_ABORTS) if prim == "cumsum" else [])

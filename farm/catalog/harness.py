@@ -57,8 +57,8 @@ class Limitation:
         check_spec(self.jax)  # a bad specifier fails where the harness is defined
         if self.stage not in LIMITATION_STAGES:
             raise ValueError(f"Limitation stage must be one of {LIMITATION_STAGES}, got {self.stage!r}")
-        if self.status is not None and self.status not in ("fail", "error", "not_runnable_here"):
-            raise ValueError(f"Limitation status must be fail, error or not_runnable_here, got {self.status!r}")
+        if self.status is not None and self.status not in ("fail", "error", "not_runnable_here", "crashed"):
+            raise ValueError(f"Limitation status must be fail, error, not_runnable_here or crashed, got {self.status!r}")
         if self.error is not None:
             re.compile(self.error)  # a bad pattern fails where the harness is defined
 
@@ -97,8 +97,18 @@ def chlo_leak(op: str, dtype: str = "") -> list[Limitation]:
 #: module for cuda compiles and runs there (repro: docs/findings.md). On an H200 with jax 0.11.2
 #: the module is chlo.scan too, runs right on the GPU, and aborts XLA:CPU the same way. The same
 #: check failure on GPU upstream: openxla/xla#47373. Used by the cumulative and symbolic families.
+#: The crossexec of those modules runs in a process of its own (``farm.pipeline.apart``): its
+#: death is that record's, and the harness keeps every other.
 SCAN_ABORTS_CPU = Limitation("jax 0.11.2 and 0.12's cuda/rocm cumsum module (chlo.scan) aborts XLA:CPU's compiler",
-                             platforms=("cpu",), stage="crossexec", crashes=True, jax=">=0.11.2")
+                             platforms=("cuda", "rocm"), stage="crossexec", crashes=True, status="crashed",
+                             error="Check failed: operand_maps.size", jax=">=0.11.2")
+#: Under ``--vjp`` the same module is a pullback the gradients stage runs in the worker itself
+#: (a reverse cumsum's derivative is a forward cumsum): the worker dies, and the harness is one
+#: ``crashed`` record, expected there (``farm.judge.limitations.judge_crash``).
+SCAN_VJP_ABORTS_CPU = Limitation("under --vjp, jax 0.11.2 and 0.12's cuda/rocm cumsum pullback (chlo.scan) aborts "
+                                 "XLA:CPU's compiler in the worker", platforms=("cpu",), stage="crossexec",
+                                 crashes=True, jax=">=0.11.2")
+SCAN_ABORTS = (SCAN_ABORTS_CPU, SCAN_VJP_ABORTS_CPU)
 
 
 @dataclass(frozen=True, slots=True)

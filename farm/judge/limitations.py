@@ -64,7 +64,7 @@ def judge_record(h: Harness, rec: Record) -> Record:
     if carried and rec.status == "ok":  # a carried limitation explains a failure, never flags a pass
         return rec
     facts = {**rec.facts, "limitation": lim.description}
-    if rec.status in ("fail", "error", "not_runnable_here"):
+    if rec.status in ("fail", "error", "not_runnable_here", "crashed"):
         return expected(rec, lim)
     if rec.status == "ok":
         return rec.with_status("unexpected_pass", facts=facts,

@@ -13,6 +13,7 @@ import numpy as np
 
 from farm.judge import harness as judge
 from farm.judge.harness import Job, Tolerance
+from farm.pipeline import apart
 from farm.pipeline.compile_cache import compile_execute
 from farm.results import Record
 from farm.stages import compare, compile as compile_stage, export, lower, xhost
@@ -63,12 +64,20 @@ def crossexec(job: Job, lo: lower.Lowered, native_lo: lower.Lowered, native: lis
     here is ``not_runnable_here``, whether the compile or the first run finds out."""
     if lo.module_sha256 == native_lo.module_sha256:
         return [judge.identical(lo.platform, native_lo.platform)]
-    c, e = compile_execute(lo, job.dyn, job.opts, "crossexec")
-    if c.status != "ok":
+    lim = job.h.limitation(lo.platform, "crossexec")
+    ran_apart = lim is not None and lim.crashes  # it would take the harness's other records down with it
+    if ran_apart:
+        c, e, arrays = apart.run(job.h, lo.platform, job.dyn, job.opts)
+    else:
+        c, e = compile_execute(lo, job.dyn, job.opts, "crossexec")
+        arrays = e.handle.arrays if e.ok else None
+    if c.status != "ok" or e is None:
         return [c]
     if not e.ok:
         return [compile_stage.not_runnable(e.with_status(e.status, stage="crossexec"))]
-    cmp = judge.crossexec(job, lo.platform, native_lo.platform, e.handle.arrays, native, tol)
+    cmp = judge.crossexec(job, lo.platform, native_lo.platform, arrays, native, tol)
+    if ran_apart:
+        cmp = cmp.with_status(cmp.status, facts={**cmp.facts, "apart": True})
     return [cmp.with_status(cmp.status, seconds=c.seconds + e.seconds,
                             metrics={**cmp.metrics, "compile_s": c.metrics.get("compile_s", 0.0),
                                      "execute_s": e.metrics.get("execute_s", 0.0)})]
