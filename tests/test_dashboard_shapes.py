@@ -99,7 +99,11 @@ def test_harness_page_static_against_symbolic(client: Any, shapes_db: dict[str, 
     assert "st-ok" in row.split('class="symbolic"')[0] and "st-fail" in row.split('class="symbolic"')[1]
     assert "b=1,d3=3,d4=4" in row and "12 of 12 elements differ" in row
     clean = client.get(f"/harness/{shapes_db['cumsum']}.json?run={RUN}").get_json()["static_vs_symbolic"]
-    assert {(r["static"]["status"], r["symbolic"]["status"]) for r in clean} == {("ok", "ok")}
+    # cumsum is clean; on jax 0.11.2 and later its cuda/rocm module crosses the boundary as chlo.scan
+    # and aborts XLA:CPU (its static census and crossexec: known, expected_fail)
+    pairs = {r["platform"]: (r["static"]["status"], r["symbolic"]["status"]) for r in clean}
+    assert pairs["cpu"] == pairs["tpu"] == ("ok", "ok")
+    assert all(pairs[p] in (("ok", "ok"), ("expected_fail", "ok")) for p in ("cuda", "rocm")), pairs
 
 
 def test_harness_page_stages_by_shapes(client: Any, shapes_db: dict[str, Any]) -> None:

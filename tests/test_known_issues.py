@@ -110,9 +110,10 @@ def test_stale_upstream_limitations_are_dropped_and_the_others_kept() -> None:
 
 
 def test_a_crash_known_on_a_newer_jax_is_expected_only_there(monkeypatch) -> None:  # noqa: ANN001
-    """jax >= 0.11.2 lowers a forward cumsum for cuda to chlo.scan, which aborts XLA:CPU: a cumsum
-    harness's crash is the expected failure there (a reverse one's too: its derivative is a
-    forward cumsum), and still a crash on 0.10.2, where the same modules run."""
+    """jax >= 0.11.2 lowers a forward cumsum for cuda to chlo.scan, which aborts XLA:CPU. A reverse
+    cumsum's derivative (--vjp) is such a forward cumsum, run in the worker: its worker's death
+    is the expected failure there, and still a crash on 0.10.2, where the same modules run. A
+    forward cumsum's crossexec runs apart, so its worker dying is news on every jax."""
     from farm.judge.limitations import judge_crash
     from farm.results import Outcome, Record
 
@@ -121,7 +122,8 @@ def test_a_crash_known_on_a_newer_jax_is_expected_only_there(monkeypatch) -> Non
     for h in hs:
         crashed = Outcome(h.fingerprint, h.name, [Record("execute", "any", "crashed", error="exit code -6")], [], 1.0)
         monkeypatch.setattr(known, "running_jax", lambda: "0.12.0.1")
-        assert judge_crash(h, crashed, ("cpu",)).records[0].status == "expected_fail", h.name
+        want = "expected_fail" if "reverse=True" in h.name else "crashed"
+        assert judge_crash(h, crashed, ("cpu",)).records[0].status == want, h.name
         monkeypatch.setattr(known, "running_jax", lambda: "0.10.2")
         assert judge_crash(h, crashed, ("cpu",)).records[0].status == "crashed", h.name
 

@@ -268,6 +268,9 @@ def test_a_static_lowering_that_raises_while_judging_is_an_error_record_not_a_lo
     h = _one(primitive="eigh", dtype="bfloat16")
     recs = run_harness(h, Options(shapes=("static", "symbolic"))).records
     stages = {r.stage for r in recs}
+    trace = next(r for r in recs if r.stage == "trace")
+    if trace.status == "expected_fail" and "does not accept dtype" in trace.facts.get("limitation", ""):
+        pytest.skip("this jax (0.12 and later) does not trace bfloat16 eigh: no symbolic export to judge")
     assert "trace" in stages and "symbolic_export" in stages  # the outcome is whole
     assert not any((r.error or "").startswith("farm error") for r in recs)
 

@@ -108,7 +108,6 @@ SCAN_ABORTS_CPU = Limitation("jax 0.11.2 and 0.12's cuda/rocm cumsum module (chl
 SCAN_VJP_ABORTS_CPU = Limitation("under --vjp, jax 0.11.2 and 0.12's cuda/rocm cumsum pullback (chlo.scan) aborts "
                                  "XLA:CPU's compiler in the worker", platforms=("cpu",), stage="crossexec",
                                  crashes=True, jax=">=0.11.2")
-SCAN_ABORTS = (SCAN_ABORTS_CPU, SCAN_VJP_ABORTS_CPU)
 
 
 @dataclass(frozen=True, slots=True)
