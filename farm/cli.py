@@ -82,8 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as e:  # a full disk, a locked database, a lost server: one line, not a traceback
-        from farm.store.failures import explain  # deferred: only on a failure
-
+        try:
+            from farm.store.failures import explain  # deferred: only on a failure
+        except ImportError:  # a version's standalone worker has jax and numpy, no database driver
+            raise e from None
         err = explain(e)
         if err is None:
             raise

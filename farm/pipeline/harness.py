@@ -75,12 +75,27 @@ def run_harness(h: Harness | ArtifactJob, opts: Options = Options(), prior: xhos
                    downstream_key=dkey, deps_key=deps_key, deps=recorder.wire(deps) if deps_key else None)
 
 
+def _missing_kernel(source: str) -> str | None:
+    """Why a Pallas kernel of the jax wheel (``Kernel.source``, a module) is not in this jax."""
+    if source == "farm":
+        return None
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(source) is not None
+    except ImportError:  # a parent package is missing too
+        found = False
+    return None if found else f"this jax's wheel has no {source}"
+
+
 def _run(h: Harness, opts: Options, prior: xhost.Prior | None, reuse: Reuse | None,
          options_digest: str) -> tuple[list[Record], list[Artifact], str | None]:
     """(records, artifacts, downstream key) of the stages in order. The native stages are
     an earlier run's records when ``reuse`` has the downstream key computed here (and no
     other host's artifact is to be run)."""
     have = _device_count()
+    if h.pallas and (missing := _missing_kernel(h.pallas.source)):  # an older jax's wheel: skipped likewise
+        return [Record("trace", "any", "skipped", error_type="NotInThisJax", error=missing)], [], None
     if h.mesh and (missing := meshes.missing_api(h, have)):  # an older jax: skipped, never the farm's error
         return [Record("trace", "any", "skipped", error_type="NotInThisJax", error=missing,
                        facts={"devices_needed": h.devices, "devices_here": have})], [], None
