@@ -75,11 +75,27 @@ def run_harness(h: Harness | ArtifactJob, opts: Options = Options(), prior: xhos
                    downstream_key=dkey, deps_key=deps_key, deps=recorder.wire(deps) if deps_key else None)
 
 
+#: What the farm's Pallas stages use of jax (interpret mode, TPU generations, abstract devices),
+#: each (module, attribute); jax 0.5.3 has none of the first two.
+PALLAS_NEEDS = (("jax.experimental.pallas.tpu", "force_tpu_interpret_mode"), ("jax._src.pallas.mosaic.tpu_info", ""),
+                ("jax.sharding", "use_abstract_mesh"))
+
+
 def _missing_kernel(source: str) -> str | None:
-    """Why a Pallas kernel of the jax wheel (``Kernel.source``, a module) is not in this jax."""
+    """Why a Pallas harness cannot run on this jax: what the farm's Pallas stages need of jax
+    (``PALLAS_NEEDS``), or the kernel's own module of the jax wheel (``Kernel.source``)."""
+    import importlib
+    import importlib.util
+
+    for module, attr in PALLAS_NEEDS:
+        try:
+            found = importlib.import_module(module)
+        except ImportError:
+            return f"this jax has no {module} (the farm's Pallas stages need it)"
+        if attr and not hasattr(found, attr):
+            return f"this jax has no {module}.{attr} (the farm's Pallas stages need it)"
     if source == "farm":
         return None
-    import importlib.util
 
     try:
         found = importlib.util.find_spec(source) is not None
