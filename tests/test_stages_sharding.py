@@ -190,6 +190,12 @@ def test_check_options_this_xla_refuses_are_left_out(monkeypatch) -> None:  # no
     monkeypatch.setattr(comp, "_UNKNOWN_OPTIONS", set())
     monkeypatch.setattr(comp, "_CHECKED", type(comp._CHECKED)())
     lowered = jax.jit(lambda x: x + 1).lower(np.ones(3, np.float32))
+    # asked of this XLA once: what it names, it takes
+    monkeypatch.setattr(comp, "_PROBED", False)
+    assert lowered.compile(compiler_options=comp.check_options()) is not None
+    # a refusal met while compiling (no probe before it) is learned there too
+    monkeypatch.setattr(comp, "_UNKNOWN_OPTIONS", set())
+    monkeypatch.setattr(comp, "_PROBED", True)
     seen = []
 
     class Refusing:
