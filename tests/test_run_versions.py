@@ -54,6 +54,23 @@ def test_published_releases_come_from_the_index() -> None:
     assert "0.4.36" in found and "0.4.37" not in found  # 0.4.37 was never a jaxlib release
 
 
+def test_a_malformed_or_oversized_index_answer_is_one_clear_error(tmp_path, monkeypatch) -> None:
+    """FARM_PYPI_URL is read as the index: an answer that is not JSON, JSON without a releases
+    table, or one over the size bound is a ConfigError naming the index, nothing more."""
+    monkeypatch.setenv("FARM_PYPI_URL", tmp_path.as_uri())
+    big = b'{"releases": {}, "pad": "' + b"x" * (venvs._MAX_INDEX_BYTES + 1) + b'"}'
+    for body, needle in ((b"not json", "Expecting value"), (b"[1, 2]", "no 'releases' table"),
+                         (b'{"releases": [1]}', "no 'releases' table"), (big, "over 16 MiB")):
+        for name in ("jax", "jaxlib"):
+            (tmp_path / name).mkdir(exist_ok=True)
+            (tmp_path / name / "json").write_bytes(body)
+        monkeypatch.setattr(venvs, "_published", None)
+        with pytest.raises(ConfigError, match=needle) as e:
+            venvs.parse("newest")
+        assert "cannot read jax's releases" in str(e.value) and "\n" not in str(e.value)
+    monkeypatch.setattr(venvs, "_published", None)
+
+
 def _xrow(harness: str, status: str, **facts: str) -> dict:
     return {"harness": harness, "stage": "xhost", "platform": "cpu", "status": status,
             "error": "vs native: 2 of 4 elements differ" if status == "fail" else None, "facts": facts}

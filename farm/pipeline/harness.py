@@ -26,7 +26,7 @@ from farm.judge.limitations import judge_record, judge_run
 from farm.reference.handwritten import reference_outputs
 from farm.pipeline.checks import Job, check
 from farm.pipeline.effects import run_effects
-from farm.pipeline.pallas import run_pallas_kept, run_pallas_prior
+from farm.pipeline.pallas import missing_api, run_pallas_kept, run_pallas_prior
 from farm.pipeline.features import run_features
 from farm.pipeline.gradients import run_gradients
 from farm.pipeline.symbolic import run_symbolic
@@ -75,42 +75,13 @@ def run_harness(h: Harness | ArtifactJob, opts: Options = Options(), prior: xhos
                    downstream_key=dkey, deps_key=deps_key, deps=recorder.wire(deps) if deps_key else None)
 
 
-#: What the farm's Pallas stages use of jax (interpret mode, TPU generations, abstract devices),
-#: each (module, attribute); jax 0.5.3 has none of the first two.
-PALLAS_NEEDS = (("jax.experimental.pallas.tpu", "force_tpu_interpret_mode"), ("jax._src.pallas.mosaic.tpu_info", ""),
-                ("jax.sharding", "use_abstract_mesh"))
-
-
-def _missing_kernel(source: str) -> str | None:
-    """Why a Pallas harness cannot run on this jax: what the farm's Pallas stages need of jax
-    (``PALLAS_NEEDS``), or the kernel's own module of the jax wheel (``Kernel.source``)."""
-    import importlib
-    import importlib.util
-
-    for module, attr in PALLAS_NEEDS:
-        try:
-            found = importlib.import_module(module)
-        except ImportError:
-            return f"this jax has no {module} (the farm's Pallas stages need it)"
-        if attr and not hasattr(found, attr):
-            return f"this jax has no {module}.{attr} (the farm's Pallas stages need it)"
-    if source == "farm":
-        return None
-
-    try:
-        found = importlib.util.find_spec(source) is not None
-    except ImportError:  # a parent package is missing too
-        found = False
-    return None if found else f"this jax's wheel has no {source}"
-
-
 def _run(h: Harness, opts: Options, prior: xhost.Prior | None, reuse: Reuse | None,
          options_digest: str) -> tuple[list[Record], list[Artifact], str | None]:
     """(records, artifacts, downstream key) of the stages in order. The native stages are
     an earlier run's records when ``reuse`` has the downstream key computed here (and no
     other host's artifact is to be run)."""
     have = _device_count()
-    if h.pallas and (missing := _missing_kernel(h.pallas.source)):  # an older jax's wheel: skipped likewise
+    if h.pallas and (missing := missing_api(h.pallas.source)):  # an older jax's Pallas: skipped likewise
         return [Record("trace", "any", "skipped", error_type="NotInThisJax", error=missing)], [], None
     if h.mesh and (missing := meshes.missing_api(h, have)):  # an older jax: skipped, never the farm's error
         return [Record("trace", "any", "skipped", error_type="NotInThisJax", error=missing,

@@ -46,10 +46,3 @@ def uninstall() -> None:
     if _STATE.get("installed"):
         _STATE["module"].make_ir_context = _STATE["original"]
         _STATE["installed"] = False
-    # a wrapper an earlier copy of this module left (imported again under another name) goes too
-    try:
-        from jax._src.interpreters import mlir
-    except ImportError:
-        return
-    while getattr(mlir.make_ir_context, "__name__", "") == "shared" and hasattr(mlir.make_ir_context, "__wrapped__"):
-        mlir.make_ir_context = mlir.make_ir_context.__wrapped__

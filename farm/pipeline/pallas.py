@@ -10,6 +10,7 @@ pallas_export``) so that a version sweep's cross run can hand it to another jax
 from __future__ import annotations
 
 import base64
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,6 +20,36 @@ from farm.judge import pallas as judge
 from farm.results import Artifact, Options, Record
 from farm.stages import pallas
 from farm.stages.record import failure
+
+
+#: What the farm's Pallas stages use of jax (interpret mode, TPU generations, abstract devices),
+#: each (module, attribute); jax 0.5.3 has none of the first two.
+PALLAS_NEEDS = (("jax.experimental.pallas.tpu", "force_tpu_interpret_mode"), ("jax._src.pallas.mosaic.tpu_info", ""),
+                ("jax.sharding", "use_abstract_mesh"))
+
+
+@functools.cache
+def missing_api(source: str) -> str | None:
+    """Why a Pallas harness cannot run on this jax (as ``farm.pipeline.meshes.missing_api`` for
+    a mesh): what the farm's Pallas stages need of jax (``PALLAS_NEEDS``), or its kernel's own
+    module of the jax wheel (``Kernel.source``). Asked once per source in a process."""
+    import importlib
+    import importlib.util
+
+    for module, attr in PALLAS_NEEDS:
+        try:
+            found = importlib.import_module(module)
+        except ImportError:
+            return f"this jax has no {module} (the farm's Pallas stages need it)"
+        if attr and not hasattr(found, attr):
+            return f"this jax has no {module}.{attr} (the farm's Pallas stages need it)"
+    if source == "farm":
+        return None
+    try:
+        has = importlib.util.find_spec(source) is not None
+    except ImportError:  # a parent package is missing too
+        has = False
+    return None if has else f"this jax's wheel has no {source}"
 
 
 def run_pallas(h: Harness, dyn: list[Any], opts: Options) -> list[Record]:

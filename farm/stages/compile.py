@@ -52,17 +52,24 @@ def check_options() -> dict[str, Any]:
         import jax
 
         if jax.default_backend() == "cpu":
-            lowered = jax.jit(lambda x: x + 1).lower(np.float32(0))
-            for _ in CHECK_OPTIONS:
-                try:
-                    lowered.compile(compiler_options=check_options())
-                    break
-                except Exception as e:  # noqa: BLE001 - only a refused option is learned from
-                    m = _NO_SUCH_OPTION.search(str(e))
-                    if m is None or m.group(1) not in CHECK_OPTIONS:
-                        break
-                    _UNKNOWN_OPTIONS.add(m.group(1))
+            try:
+                _compile_checked(jax.jit(lambda x: x + 1).lower(np.float32(0)))
+            except Exception:  # noqa: BLE001 - only a refused option is learned from
+                pass
     return {k: v for k, v in CHECK_OPTIONS.items() if k not in _UNKNOWN_OPTIONS}
+
+
+def _compile_checked(lowered: Any) -> Any:
+    """``lowered`` compiled on XLA:CPU with ``check_options()``; an option this XLA refuses
+    ("No such compile option") is left out from then on and the compile tried again."""
+    while True:
+        try:
+            return lowered.compile(compiler_options=check_options())
+        except Exception as e:
+            m = _NO_SUCH_OPTION.search(str(e))
+            if m is None or m.group(1) not in CHECK_OPTIONS or m.group(1) in _UNKNOWN_OPTIONS:
+                raise
+            _UNKNOWN_OPTIONS.add(m.group(1))
 
 #: A LAPACK custom call's line in a module's text (StableHLO or HLO). jaxlib 0.10.2's batched
 #: LAPACK kernels split the batch over XLA:CPU's intra-op pool and block one of its threads
@@ -125,15 +132,7 @@ def _executable(lowered: Any, module: bytes) -> Any:
     key = hashlib.sha256(module + f"\n{lowered.args_info}\n{lowered.in_tree}".encode()).hexdigest()
     exe = _CHECKED.get(key)
     if exe is None:
-        while True:
-            try:
-                exe = lowered.compile(compiler_options=check_options() if cpu else None)
-                break
-            except Exception as e:
-                m = _NO_SUCH_OPTION.search(str(e))
-                if not cpu or m is None or m.group(1) not in CHECK_OPTIONS or m.group(1) in _UNKNOWN_OPTIONS:
-                    raise
-                _UNKNOWN_OPTIONS.add(m.group(1))
+        exe = _compile_checked(lowered) if cpu else lowered.compile()
         _CHECKED[key] = exe
         while len(_CHECKED) > 64:
             _CHECKED.popitem(last=False)

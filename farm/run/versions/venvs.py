@@ -49,6 +49,8 @@ def key(version: str) -> tuple[int, ...]:
 ALIASES = ("newest", "previous")
 #: Where the releases of jax and jaxlib are read (PyPI's JSON API; FARM_PYPI_URL for a mirror).
 _INDEX = "https://pypi.org/pypi"
+#: The most of one package's JSON the index may send (jax's is about 0.2 MiB).
+_MAX_INDEX_BYTES = 16 * 2**20
 
 
 def parse(text: str, releases: Callable[[], list[str]] | None = None) -> list[str]:
@@ -100,14 +102,23 @@ def published() -> list[str]:
         base = os.environ.get("FARM_PYPI_URL") or _INDEX
         found = []
         for name in ("jax", "jaxlib"):
+            def bad(why: str) -> ConfigError:
+                return ConfigError(f"--jax newest/previous: cannot read {name}'s releases from {base} ({why}); "
+                                   "name the versions instead")
             try:
                 with urllib.request.urlopen(f"{base}/{name}/json", timeout=30) as r:
-                    data = json.load(r)
+                    body = r.read(_MAX_INDEX_BYTES + 1)
+                if len(body) > _MAX_INDEX_BYTES:
+                    raise bad(f"the answer is over {_MAX_INDEX_BYTES // 2**20} MiB")
+                data = json.loads(body)
             except (OSError, ValueError) as e:
-                raise ConfigError(f"--jax newest/previous: cannot read {name}'s releases from {base} ({e}); "
-                                  "name the versions instead") from None
-            found.append({v for v, files in data.get("releases", {}).items()
-                          if _VERSION.fullmatch(v) and files and not all(f.get("yanked") for f in files)})
+                raise bad(str(e)) from None
+            releases = data.get("releases") if isinstance(data, dict) else None
+            if not isinstance(releases, dict):
+                raise bad("no 'releases' table in the answer")
+            found.append({v for v, files in releases.items()
+                          if _VERSION.fullmatch(str(v)) and isinstance(files, list) and files
+                          and not all(isinstance(f, dict) and f.get("yanked") for f in files)})
         _published = sorted(found[0] & found[1], key=key)
     return _published
 
