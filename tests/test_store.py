@@ -47,6 +47,37 @@ def test_writes_are_idempotent_and_queryable(db_url: str) -> None:
         assert queries.resolve_run(s, "r1").id == queries.resolve_run(s, str(run.id)).id
 
 
+def test_two_writers_storing_one_artifact_between_lookup_and_commit_both_finish(db_url: str, monkeypatch) -> None:  # noqa: ANN001
+    """Two sweeps on one database write the same module: the second looks up the address,
+    the first commits it, then the second inserts. Both runs keep their rows and the blob is
+    stored once (a plain INSERT failed the second sweep on the primary key, in CI)."""
+    store = open_store(db_url)
+    with store.session() as s:
+        hids = writes.harness_ids(s, [harness_desc(i) for i in range(2)])
+        run_a = writes.create_run(s, env=ENV, name="a").id
+        run_b = writes.create_run(s, env=ENV, name="b").id
+    real = artifacts.stored
+    interleaved: list[dict[str, bool]] = []
+
+    def lookup_then_other_writer_commits(session, shas):  # noqa: ANN001, ANN202
+        seen = real(session, shas)
+        if not interleaved:
+            interleaved.append(seen)
+            with store.session() as other:
+                writes.Writer(other, other.get(writes.Run, run_b), hids).write([outcome(0), outcome(1)])
+        return seen
+
+    monkeypatch.setattr(artifacts, "stored", lookup_then_other_writer_commits)
+    with store.session() as s:
+        writes.Writer(s, s.get(writes.Run, run_a), hids).write([outcome(0), outcome(1)])
+    assert interleaved == [{}]  # the first writer saw no row: the other committed it after the lookup
+    with store.session() as s:
+        assert s.scalar(select(func.count()).select_from(ArtifactRow)) == 1
+        for run in (run_a, run_b):
+            assert s.scalar(select(func.count()).select_from(OutcomeRow).where(OutcomeRow.run_id == run)) == 2
+        assert artifacts.get(s, outcome(0).artifacts[0].sha256)[1] == b"module text"
+
+
 def test_database_enforces_status_vocabulary(db_url: str) -> None:
     store = open_store(db_url)
     with store.session() as s:

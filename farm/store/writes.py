@@ -141,13 +141,18 @@ class Writer:
         deps_rows = {sha: body for o in outcomes if o.deps for sha, body in o.deps.get("rows", {}).items()}
         if deps_rows:
             codedeps.put(self.session, deps_rows)
+        new: list[tuple[str, str, bytes, str, dict]] = []
         for o, hid in zip(outcomes, ids):
             if hid in done:
                 continue
             done.add(hid)
             for a in o.artifacts:
-                artifacts.put(self.session, a.sha256, a.kind, a.data, jax_version=a.meta.get("jax_version", self.jax_version),
-                              meta=a.meta, existing=self.known_artifacts, absent=a.sha256 in absent)
+                version = a.meta.get("jax_version", self.jax_version)
+                if a.sha256 in absent:
+                    new.append((a.sha256, a.kind, a.data, version, a.meta))
+                else:
+                    artifacts.put(self.session, a.sha256, a.kind, a.data, jax_version=version, meta=a.meta,
+                                  existing=self.known_artifacts)
             seen: set[tuple[str, str]] = set()
             for r in o.records:
                 if (r.platform, r.stage) in seen:
@@ -166,6 +171,8 @@ class Writer:
                           "downstream_key": o.downstream_key if reusable else None,
                           "deps_sha": o.deps.get("set") if reusable and o.deps and o.deps_key else None,
                           "deps_key": o.deps_key if reusable and o.deps else None})
+        artifacts.put_new(self.session, new)
+        self.known_artifacts |= {b[0] for b in new}
         self.session.flush()
         _insert_ignore(self.session, StoredResultRow, results, ["run_id", "harness_id", "platform", "stage"])
         _insert_ignore(self.session, StoredOutcomeRow, marks, ["run_id", "harness_id"])
