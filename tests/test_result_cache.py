@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import py_compile
 import shutil
 import sqlite3
 import subprocess
@@ -251,13 +250,6 @@ def test_crashes_and_timeouts_are_never_reused(sqlite_url, status) -> None:  # n
 
 
 # ------------------------------------------------------------------ end to end
-def _edit(path: Path, text: str) -> None:
-    """Write an edited module and its bytecode: no process here writes bytecode
-    (PYTHONDONTWRITEBYTECODE), so each of a sweep's processes would compile it again."""
-    path.write_text(text)
-    py_compile.compile(str(path), doraise=True)
-
-
 def _sweep(db: str, name: str, pythonpath: str, *extra: str) -> str:
     env = {**os.environ, "PYTHONPATH": pythonpath, "RAY_USAGE_STATS_ENABLED": "0"}
     p = subprocess.run([str(ROOT / ".venv/bin/farm") if (ROOT / ".venv/bin/farm").exists() else "farm",
@@ -308,8 +300,8 @@ def test_a_lowering_rule_edited_in_place_is_seen_by_the_next_sweep(tmp_path) -> 
     text = lax_py.read_text()
     sin_rule = "def _sin_lowering(ctx, x, accuracy):"
     assert text.count("return _nary_lower_hlo(hlo.sine, ctx, x, accuracy=accuracy)") == 1 and sin_rule in text
-    _edit(lax_py, text.replace("return _nary_lower_hlo(hlo.sine, ctx, x, accuracy=accuracy)",
-                               "return _nary_lower_hlo(hlo.cosine, ctx, x, accuracy=accuracy)"))
+    lax_py.write_text(text.replace("return _nary_lower_hlo(hlo.sine, ctx, x, accuracy=accuracy)",
+                                   "return _nary_lower_hlo(hlo.cosine, ctx, x, accuracy=accuracy)"))
     log = _sweep(db, "after", path)
     after = _results(db_file, "after")
     sin = after["sin_float32_3x4"]
@@ -330,7 +322,7 @@ def test_a_lowering_rule_edited_in_place_is_seen_by_the_next_sweep(tmp_path) -> 
     text = lax_py.read_text()
     line = "  out_dtype = params.pop('out_dtype', None)\n"  # the first statement of _nary_lower_hlo
     assert text.count(line) == 1 and text.index("def _nary_lower_hlo(") < text.index(line)
-    _edit(lax_py, text.replace(line, "  _farm_test_edit = None\n" + line))
+    lax_py.write_text(text.replace(line, "  _farm_test_edit = None\n" + line))
     log = _sweep(db, "helper", path)
     got = origins("helper")
     assert {w for w, _ in got.values()} & {"cache"} == set(), log
@@ -338,8 +330,8 @@ def test_a_lowering_rule_edited_in_place_is_seen_by_the_next_sweep(tmp_path) -> 
     assert {"compile/cpu", "execute/cpu", "compare/cpu"} <= {k for k, (_, f) in exp.items() if "reused_from" in f}
 
     # a module-level statement anywhere in jax: every harness re-runs
-    dtypes_py = shadow / "jax" / "_src" / "dtypes.py"
-    _edit(dtypes_py, dtypes_py.read_text() + "\n_FARM_TEST_EDIT = 1\n")
+    (shadow / "jax" / "_src" / "dtypes.py").write_text((shadow / "jax" / "_src" / "dtypes.py").read_text()
+                                                       + "\n_FARM_TEST_EDIT = 1\n")
     log = _sweep(db, "module-level", path)
     assert {w for w, _ in origins("module-level").values()} & {"cache"} == set(), log
 
