@@ -16,7 +16,7 @@ import pytest
 from farm import catalog
 from farm.cache import key as digest
 from farm.pipeline.gradients import run_gradients
-from farm.results import Options
+from farm.results import Options, Record
 from farm.stages import trace
 from tests.helpers.fresh import run_json
 
@@ -196,3 +196,52 @@ def test_where_a_pullback_ran_a_jax_vjp_that_raises_stays_an_error(monkeypatch: 
     cpu = by[("vjp", "cpu")]  # still judged by finite differences, and compiled as every pullback is
     assert cpu.status == "ok" and cpu.facts["finite_differences"]
     assert cpu.facts["compiler_options"] == compile_stage.check_options()
+
+
+def _bare_assert_in_kernel_jvp() -> Exception:
+    """jax.jvp of a Pallas kernel that calls program_id: the bare assertion of jax-ml/jax#37521."""
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+
+    def kernel(x_ref, o_ref):  # noqa: ANN001, ANN202
+        o_ref[...] = x_ref[...] * 2.0 + pl.program_id(0).astype(jnp.float32)
+
+    spec = pl.BlockSpec((8, 128), lambda i: (i, 0))
+    f = pl.pallas_call(kernel, grid=(2,), in_specs=[spec], out_specs=spec,
+                       out_shape=jax.ShapeDtypeStruct((16, 128), jnp.float32), interpret=True)
+    x = jnp.ones((16, 128), jnp.float32)
+    try:
+        jax.vjp(f, x)
+    except Exception as e:  # noqa: BLE001
+        return e
+    raise AssertionError("jax.vjp of the kernel succeeded: jax-ml/jax#37521 is fixed in this jax")
+
+
+def test_a_bare_exception_is_matched_by_where_it_was_raised() -> None:
+    """A known gap that names a bare assertion by the function raising it explains that one,
+    and not the same bare AssertionError raised anywhere else."""
+    from farm.judge.gradients import known_gap, raised_in
+    from farm.stages.record import failure
+
+    try:
+        e = _bare_assert_in_kernel_jvp()
+    except AssertionError as fixed:
+        pytest.skip(str(fixed))
+    rec = failure(Record, "vjp", "export", e, 0.0)
+    assert rec.error == "AssertionError"
+    assert raised_in(rec) == "AssertionError (raised in jax/_src/pallas/core.py:axis_frame)"
+    judged = known_gap(rec)
+    assert judged.status == "expected_fail" and "37521" in judged.facts["limitation"]
+
+    def elsewhere() -> None:
+        raise AssertionError  # bare, as jax's assertion (pytest rewrites an assert statement's message)
+
+    try:
+        elsewhere()
+    except AssertionError as other:
+        rec2 = failure(Record, "vjp", "export", other, 0.0)
+    assert raised_in(rec2).endswith(":elsewhere)")
+    assert known_gap(rec2).status == "error"
+    with_message = Record("vjp", "export", "error", error_type="AssertionError", error="shapes differ", detail=rec.detail)
+    assert raised_in(with_message) == "shapes differ" and known_gap(with_message).status == "error"

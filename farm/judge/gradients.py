@@ -26,6 +26,7 @@ cotangents, as JAX defines them.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -54,6 +55,22 @@ KNOWN_GAPS = (
     Limitation("jax 0.10.2: the vjp of clamp with scalar bounds and an array operand selects between a "
                "scalar and an array", stage="vjp", status="error",
                error=r"select cases must have the same shapes"),
+    Limitation("jax: a primitive with a forward-mode (JVP) rule and no transpose cannot be reverse-differentiated "
+               "(pallas_call: a kernel without its own custom_vjp)", stage="vjp", status="error",
+               error=r"Linearization failed to produce known values for all output primals"),
+    Limitation("jax: pallas_call's JVP rule refuses scalar-prefetch operands, dynamic grid bounds, aliasing and "
+               "meshes", stage="vjp", status="error",
+               error=r"^NotImplementedError: (NotImplementedError \(raised in jax/_src/pallas/pallas_call\.py:"
+                     r"_pallas_call_jvp_rule\)|interpret with dynamic grid bounds unsupported|JVP with aliasing "
+                     r"not supported|pallas_call with a mesh does not support JVP)$"),
+    Limitation("jax: pallas_call's JVP rule retraces the kernel outside its grid, so a kernel that calls "
+               "program_id or num_programs fails an assertion (https://github.com/jax-ml/jax/pull/37521, open; "
+               "forward mode fails too)", stage="vjp", status="error",
+               error=r"^AssertionError: AssertionError \(raised in jax/_src/pallas/core\.py:axis_frame\)$"),
+    Limitation("jax: pallas_call's JVP rule passes one nonzero flag per input and output, none for a kernel's "
+               "scratch operands: ad.jvp_jaxpr asserts (docs/findings.md; forward mode fails too)", stage="vjp",
+               status="error", error=r"^AssertionError: AssertionError \(raised in jax/_src/(interpreters/ad\.py:"
+                                     r"_jvp_jaxpr|pallas/pallas_call\.py:_pallas_call_jvp_rule)\)$"),
 )
 
 #: Relative steps of the central differences, times the inputs' size (at least 1).
@@ -137,10 +154,30 @@ def known_gap(rec: Record) -> Record:
     """A record of JAX refusing to differentiate: ``expected_fail`` with the gap named."""
     if rec.status != "error":
         return rec
-    gap = next((g for g in KNOWN_GAPS if g.expects("error", rec.error_type, rec.error)), None)
+    said = raised_in(rec)
+    gap = next((g for g in KNOWN_GAPS if g.expects("error", rec.error_type, said)), None)
     if gap is None:
         return rec
     return rec.with_status("expected_fail", facts={**rec.facts, "limitation": gap.description})
+
+
+_FRAME = re.compile(r'^  File "([^"]+)", line \d+, in (\S+)$', re.M)
+
+
+def raised_in(rec: Record) -> str | None:
+    """``rec``'s error, and for an exception without a message (a bare ``assert``, a bare
+    ``raise NotImplementedError``) where it was raised: "AssertionError (raised in
+    jax/_src/pallas/core.py:axis_frame)", from the innermost frame of the traceback in
+    ``rec.detail``. A gap can then name the assertion it means, not every bare one."""
+    if not rec.error_type or rec.error not in (None, "", rec.error_type) or not rec.detail:
+        return rec.error
+    end = re.search(rf"^{re.escape(rec.error_type)}$", rec.detail, re.M)
+    frames = _FRAME.findall(rec.detail[:end.start()] if end else rec.detail)
+    if not frames:
+        return rec.error
+    path, fn = frames[-1]
+    where = path.split("site-packages/")[-1]
+    return f"{rec.error_type} (raised in {where}:{fn})"
 
 
 def pullback(rec: Record, expected: list[np.ndarray | None] | None, point: Point, jaxpr: Any, order: int,
