@@ -264,11 +264,22 @@ MOSAIC_GPU_ONLY = [
                jax=">=0.12"),
     Limitation("jax 0.12 lowers a Mosaic GPU kernel for rocm into a bare AssertionError (no ROCm refusal)",
                platforms=("rocm",), stage="lower", error="^AssertionError: ", jax=">=0.12"),
+    # measured: refused on 0.10.2, exported on 0.9.2 and 0.12.0.1
     Limitation("a multi-platform export of a plgpu.kernel is refused", stage="export",
-               error="mpmd_map does not support multi-platform lowering", jax="<0.12"),
+               error="mpmd_map does not support multi-platform lowering", jax=">=0.10,<0.12"),
+    # measured on 0.9.2; 0.10.2 lowers it (with the CUDA custom call, docs/findings.md)
+    Limitation("jax 0.9 refuses to lower a Mosaic GPU kernel for rocm", platforms=("rocm",), stage="lower",
+               error="Mosaic GPU does not yet support AMD ROCm devices", jax="<0.10"),
     Limitation("a Mosaic GPU kernel cannot be lowered for tpu", platforms=("tpu",), stage="lower"),
     Limitation("the CPU backend has no handler for mosaic_gpu_v2", platforms=("cuda",), stage="crossexec"),
 ]
+
+
+#: measured on 0.9.2; 0.10.2 and 0.12.0.1 trace it
+HOPPER_CORE_COUNT = Limitation(
+    "jax 0.9's hopper_matmul sizes its grid by the default backend's device's core_count, which a CPU device "
+    "does not have: it traces only on a GPU host", stage="trace", status="error", error="^AttributeError",
+    jax="<0.10")
 
 
 def _hopper_matmul(tiles, interpret):
@@ -284,7 +295,7 @@ for (m, k, n), tiles in [((512, 256, 512), (128, 128, 64)), ((384, 192, 768), (1
     define(FAMILY, "hopper_matmul", _hopper_matmul(tiles, False), [RandArg((m, k), "float16"), RandArg((k, n), "float16")],
            dtype="float16", group="gpu", params={"tiles": "x".join(map(str, tiles))}, catalog=CATALOG, compare="none",
            pallas=Kernel(functools.partial(_hopper_matmul, tiles), MOSAIC_GPU, "jax.experimental.pallas.ops.gpu.hopper_matmul_mgpu",
-                         interpretable=False), limitations=MOSAIC_GPU_ONLY)
+                         interpretable=False), limitations=[*MOSAIC_GPU_ONLY, HOPPER_CORE_COUNT])
 
 
 def _ragged_dot(interpret):
