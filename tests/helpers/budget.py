@@ -13,7 +13,7 @@ them up.
 from __future__ import annotations
 
 import os
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -49,18 +49,10 @@ def slow_reason(item: pytest.Item) -> str | None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Record each slow test's reason; put the files with the most slow tests first (the order
-    within a file stays). Under xdist's ``--dist loadfile`` a file goes whole to one process in
-    collection order: a long file collected last kept one process busy minutes after the other
-    ran out of files."""
-    slow: Counter[str] = Counter()
     for item in items:
         reason = slow_reason(item)
         if reason:
             item.user_properties.append((_REASON, reason))
-            slow[item.nodeid.split("::")[0]] += 1
-    first = {f: i for i, f in enumerate(dict.fromkeys(item.nodeid.split("::")[0] for item in items))}
-    items.sort(key=lambda item: (-slow[item.nodeid.split("::")[0]], first[item.nodeid.split("::")[0]]))
 
 
 class _Books:
