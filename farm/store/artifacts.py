@@ -149,14 +149,11 @@ def put(session: Session, sha: str, kind: str, data: bytes, *, jax_version: str,
     """
     if existing is not None and sha in existing:
         return
-    actual = digest(data)
-    if actual != sha:
-        raise ArtifactMismatch(f"artifact bytes hash to {actual[:12]}, not to the address they claim "
-                               f"({str(sha)[:12]}): refused, nothing stored")
+    _verify(sha, data)
     bd = blob_dir()
     row = session.get(ArtifactRow, sha)
     if row is None:
-        put_new(session, [(sha, kind, data, jax_version, meta or {})], verified=True)
+        _add(session, [(sha, kind, data, jax_version, meta or {})])
     elif row.damaged is not None or not intact(row, bd):
         # the stored bytes are lost or wrong: these (verified) bytes replace them
         packed = zlib.compress(data, 3)
@@ -169,7 +166,7 @@ def put(session: Session, sha: str, kind: str, data: bytes, *, jax_version: str,
         existing.add(sha)
 
 
-def put_new(session: Session, blobs: list[tuple[str, str, bytes, str, dict]], *, verified: bool = False) -> None:
+def put_new(session: Session, blobs: list[tuple[str, str, bytes, str, dict]]) -> None:
     """Store blobs ``(sha, kind, data, jax_version, meta)`` that no row held when the caller
     looked, in one INSERT that skips an address stored meanwhile: two sweeps on one database
     write the same module between their lookup and their commit (a plain INSERT failed the
@@ -178,12 +175,20 @@ def put_new(session: Session, blobs: list[tuple[str, str, bytes, str, dict]], *,
     Raises:
         ArtifactMismatch: a blob's bytes do not hash to its address (nothing is written).
     """
-    if not verified:
-        for sha, _, data, _, _ in blobs:
-            actual = digest(data)
-            if actual != sha:
-                raise ArtifactMismatch(f"artifact bytes hash to {actual[:12]}, not to the address they claim "
-                                       f"({str(sha)[:12]}): refused, nothing stored")
+    for sha, _, data, _, _ in blobs:
+        _verify(sha, data)
+    _add(session, blobs)
+
+
+def _verify(sha: str, data: bytes) -> None:
+    actual = digest(data)
+    if actual != sha:
+        raise ArtifactMismatch(f"artifact bytes hash to {actual[:12]}, not to the address they claim "
+                               f"({str(sha)[:12]}): refused, nothing stored")
+
+
+def _add(session: Session, blobs: list[tuple[str, str, bytes, str, dict]]) -> None:
+    """Insert verified blobs, skipping an address another writer stored meanwhile."""
     bd = blob_dir()
     rows = []
     for sha, kind, data, jax_version, meta in dict((b[0], b) for b in blobs).values():
