@@ -83,10 +83,14 @@ ABSTRACT_COMPILE = Limitation("jit of shard_map over an AbstractMesh, without a 
                               "module with xla.sdy.GlobalToLocalShape, which XLA:CPU cannot compile; only its export "
                               "runs (called under a concrete mesh)", platforms=("cpu",), stage="compile")
 
+#: all_gather's ``to='invarying'`` is new in jax 0.10.0 (jax-ml/jax c99d000; 0.9.2 refuses the value).
+NEEDS = {"all_gather": {"lax.all_gather(to='invarying')": ">=0.10"}}
+
 for prim, (fn, ref) in OPS.items():
     for dt in DTYPES:
         shape = (DEVICES, DEVICES) if prim in ("all_to_all", "psum_scatter") else (DEVICES, 4)
-        define(FAMILY, prim, fn, [RandArg(shape, dt)], dtype=dt, devices=DEVICES, reference=ref, tol=TOL.get(dt))
+        define(FAMILY, prim, fn, [RandArg(shape, dt)], dtype=dt, devices=DEVICES, reference=ref, tol=TOL.get(dt),
+               needs=NEEDS.get(prim))
 for dt in DTYPES:
     define(FAMILY, "sharding_constraint", _constrained, [RandArg((DEVICES, 4), dt)], dtype=dt, devices=DEVICES,
            reference=lambda x: x * 2 + 1, tol=TOL.get(dt))

@@ -160,3 +160,39 @@ def test_a_stage_run_apart_that_no_longer_dies_is_an_unexpected_pass() -> None:
     assert by[("crossexec", "tpu")].status == "unexpected_pass", by[("crossexec", "tpu")]
     assert by[("crossexec", "tpu")].facts["apart"]
     assert by[("crossexec", "cuda")].status == "ok"  # run in the worker as always
+
+
+def test_a_leak_a_newer_jax_brought_holds_only_from_it(monkeypatch) -> None:  # noqa: ANN001
+    """jax 0.8.1 lowers square through chlo.square; 0.5.3 multiplies (its census passed: 24
+    unexpected passes). The farm catalog's limitation and the known issue both hold from 0.8.1."""
+    def covered(version: str) -> tuple[set[str], bool]:
+        monkeypatch.setattr(known, "running_jax", lambda: version)
+        h = next(h for h in catalog.select(catalog.Filters.parse(primitive="square", dtype="float32"))
+                 if h.family == "elementwise_unary")
+        issue = known.explaining("square", "census", "fail", "CensusViolation",
+                                 "crosses the plugin boundary: chlo.square")
+        return {p for p in ("cpu", "cuda", "rocm", "tpu") if h.limitation(p, "census")}, issue is not None
+
+    assert covered("0.5.3") == (set(), False)
+    assert covered("0.8.0") == (set(), False)
+    assert covered("0.8.1") == ({"cpu", "cuda", "rocm", "tpu"}, True)
+    assert covered("0.12.0.1") == ({"cpu", "cuda", "rocm", "tpu"}, True)
+    assert known.explaining("var", "census", "fail", "CensusViolation",
+                            "crosses the plugin boundary: chlo.square") is not None  # var squares too
+
+
+def test_a_harness_calling_what_this_jax_lacks_is_skipped_with_the_reason(monkeypatch) -> None:  # noqa: ANN001
+    """The collective family's all_gather uses ``to='invarying'``, new in jax 0.10: on 0.9.2 it
+    was the farm's own ValueError at trace. A harness names what it needs, with the versions that
+    have it; elsewhere it is ``skipped`` saying so, and where the versions hold it runs."""
+    h = next(h for h in catalog.select(catalog.Filters.parse(family="collective", primitive="all_gather")))
+    assert h.needs == (("lax.all_gather(to='invarying')", ">=0.10"),)
+    monkeypatch.setattr(known, "running_jax", lambda: "0.9.2")
+    out = run_harness(h, Options(platforms=("cpu",)))
+    assert [(r.stage, r.status, r.error_type) for r in out.records] == [("trace", "skipped", "NotInThisJax")]
+    assert out.records[0].error == "jax 0.9.2 lacks lax.all_gather(to='invarying') (jax>=0.10 has it)"
+    monkeypatch.setattr(known, "running_jax", lambda: "0.10.2")
+    assert known.lacking(h.needs) is None
+    with pytest.raises(Exception, match="nvalid"):  # a bad specifier fails where the harness is defined
+        catalog.define("test", "sin", lax.sin, [catalog.RandArg((3,), "float32")], dtype="float32",
+                       catalog="test_needs", needs={"lax.sin": "0.10"})

@@ -21,7 +21,7 @@ from farm.catalog.dtypes import X64_DTYPES
 from farm.catalog.effects import Effects
 from farm.catalog.pallas import Kernel
 from farm.catalog.features import ExportFeature
-from farm.catalog.known import CHLO_GONE, CHLO_OPS, check_spec, holds_on
+from farm.catalog.known import CHLO_GONE, CHLO_OPS, CHLO_SINCE, check_spec, holds_on
 from farm.catalog.specs import Point, check
 from farm.platforms import LOWERING_PLATFORMS
 from farm.results import LIMITATION_STAGES
@@ -83,7 +83,7 @@ def chlo_leak(op: str, dtype: str = "") -> list[Limitation]:
     why = f"lowers to chlo.{op}, which crosses the plugin boundary (JAX #15608)"
     gone = CHLO_GONE.get(op)
     if gone is None or (gone[1] and dtype not in gone[1]):
-        return [Limitation(why, platforms=LOWERING_PLATFORMS, stage="census")]
+        return [Limitation(why, platforms=LOWERING_PLATFORMS, stage="census", jax=CHLO_SINCE.get(op, ""))]
     platforms, _, since = gone
     still = tuple(p for p in LOWERING_PLATFORMS if platforms and p not in platforms)
     return ([Limitation(why, platforms=still, stage="census")] if still else []) + [
@@ -240,6 +240,14 @@ class Harness:
     #: Exercises an export feature (donation, a typed PRNG key, a disabled safety check,
     #: device-count polymorphism) the ``export_feature`` stage checks.
     feature: ExportFeature | None = None
+    #: What it calls that an older jax lacks, ((API, the jax versions that have it: a PEP 440
+    #: specifier), ...): on another jax the harness is ``skipped`` with that reason
+    #: (``farm.catalog.known.lacking``), never an error of the farm's own.
+    needs: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        for _, spec in self.needs:
+            check_spec(spec)  # a bad specifier fails where the harness is defined
 
     @property
     def name(self) -> str:

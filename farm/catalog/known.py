@@ -53,6 +53,16 @@ def check_spec(spec: str) -> None:
     if spec:
         _specifier(spec)
 
+def lacking(needs: tuple[tuple[str, str], ...]) -> str | None:
+    """What a harness calls that the running jax lacks: of its ``needs``, (API, the jax versions
+    that have it), the first whose versions exclude this one, said as the reason it is skipped;
+    None: it has them all."""
+    for api, spec in needs:
+        if not holds_on(spec):
+            return f"jax {running_jax()} lacks {api} (jax{spec} has it)"
+    return None
+
+
 #: Per primitive (a harness key's primitive: JAX's catalog's group), the ops JAX lowers it to
 #: that are non-StableHLO ``chlo`` ops and so cross the plugin boundary (JAX #15608), on every
 #: platform. Measured by the census on jax 0.10.2 over the farm and the upstream catalogs.
@@ -75,6 +85,12 @@ CHLO_GONE: dict[str, tuple[tuple[str, ...], tuple[str, ...], str]] = {
     "asin": (("cpu", "tpu"), ("bfloat16", "float16", "float32", "float64"), "0.12"),
     "lgamma": ((), ("bfloat16", "float16", "float32"), "0.12"),
 }
+
+#: Where a leak above came in later than the oldest supported jax: op -> the jax versions that
+#: lower through it. jax 0.8.1 lowers square through chlo.square (jax-ml/jax 8ab31d1, "lax.square:
+#: use chlo.square"; 0.8.0 and before multiply); 0.5.3's census had no chlo.square.
+CHLO_SINCE: dict[str, str] = {"square": ">=0.8.1"}
+assert not CHLO_SINCE.keys() & CHLO_GONE.keys(), "chlo_leak reads an op's versions from one of the two"
 
 #: Leaks that a newer jax brought: primitive -> (ops, the jax versions). 0.12 lowers the
 #: complex abs through chlo.square on every platform; 0.11.2 and 0.12 a forward cumsum for cuda
@@ -119,7 +135,8 @@ def _chlo(primitive: str, ops: frozenset[str], jax: str = "") -> KnownIssue:
 
 
 #: Every known issue.
-KNOWN_ISSUES: tuple[KnownIssue, ...] = (tuple(_chlo(p, ops) for p, ops in sorted(CHLO_LEAKS.items()))
+KNOWN_ISSUES: tuple[KnownIssue, ...] = (tuple(_chlo(p, ops, ",".join(sorted({CHLO_SINCE.get(o, "") for o in ops} - {""})))
+                                              for p, ops in sorted(CHLO_LEAKS.items()))
                                         + tuple(_chlo(p, ops, jax) for p, (ops, jax) in sorted(CHLO_NEW.items())))
 
 

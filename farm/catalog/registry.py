@@ -69,6 +69,7 @@ def define(
     effects: Effects | None = None,
     pallas: Kernel | None = None,
     feature: ExportFeature | None = None,
+    needs: dict[str, str] | None = None,
 ) -> Harness:
     """Declare one harness and append it to its catalog's registry."""
     if dtype not in DTYPES:
@@ -87,7 +88,7 @@ def define(
         constraints=tuple((tuple((str(n), int(k)) for n, k in m), tuple(sp)) for m, sp in constraints),
         poly=poly, jax_config=tuple((str(k), v) for k, v in jax_config), effects=effects,
         pallas=pallas,
-        feature=feature,
+        feature=feature, needs=tuple((needs or {}).items()),
     )
     _REGISTRY.setdefault(catalog, []).append(h)
     return h

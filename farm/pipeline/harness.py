@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from farm.stages import compat
-from farm.catalog import Harness
+from farm.catalog import Harness, known
 from farm.cache import key as digest
 from farm.cache import recorder
 from farm.formats import iofile
@@ -82,6 +82,8 @@ def _run(h: Harness, opts: Options, prior: xhost.Prior | None, reuse: Reuse | No
     other host's artifact is to be run)."""
     have = _device_count()
     if h.pallas and (missing := missing_api(h.pallas.source)):  # an older jax's Pallas: skipped likewise
+        return [Record("trace", "any", "skipped", error_type="NotInThisJax", error=missing)], [], None
+    if h.needs and (missing := known.lacking(h.needs)):  # an API an older jax lacks: skipped likewise
         return [Record("trace", "any", "skipped", error_type="NotInThisJax", error=missing)], [], None
     if h.mesh and (missing := meshes.missing_api(h, have)):  # an older jax: skipped, never the farm's error
         return [Record("trace", "any", "skipped", error_type="NotInThisJax", error=missing,
