@@ -84,16 +84,18 @@ ABSTRACT_COMPILE = Limitation("jit of shard_map over an AbstractMesh, without a 
                               "runs (called under a concrete mesh)", platforms=("cpu",), stage="compile")
 
 #: all_gather's ``to='invarying'`` is new in jax 0.10.0 (jax-ml/jax c99d000; 0.9.2 refuses the value).
+#: jax.shard_map is public from jax 0.6.1 (0.5.3 has only jax.experimental.shard_map).
 NEEDS = {"all_gather": {"lax.all_gather(to='invarying')": ">=0.10"}}
+SHARD_MAP = {"jax.shard_map": ">=0.6.1"}
 
 for prim, (fn, ref) in OPS.items():
     for dt in DTYPES:
         shape = (DEVICES, DEVICES) if prim in ("all_to_all", "psum_scatter") else (DEVICES, 4)
         define(FAMILY, prim, fn, [RandArg(shape, dt)], dtype=dt, devices=DEVICES, reference=ref, tol=TOL.get(dt),
-               needs=NEEDS.get(prim))
+               needs={**SHARD_MAP, **NEEDS.get(prim, {})})
 for dt in DTYPES:
     define(FAMILY, "sharding_constraint", _constrained, [RandArg((DEVICES, 4), dt)], dtype=dt, devices=DEVICES,
            reference=lambda x: x * 2 + 1, tol=TOL.get(dt))
     define(FAMILY, "psum", _abstract, [RandArg((DEVICES, 4), dt)], dtype=dt, devices=DEVICES,
            params={"mesh": "abstract_4x2"}, reference=lambda x: x.sum(0, keepdims=True), tol=TOL.get(dt),
-           limitations=[ABSTRACT_COMPILE])
+           limitations=[ABSTRACT_COMPILE], needs=SHARD_MAP)

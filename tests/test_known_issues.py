@@ -186,7 +186,9 @@ def test_a_harness_calling_what_this_jax_lacks_is_skipped_with_the_reason(monkey
     was the farm's own ValueError at trace. A harness names what it needs, with the versions that
     have it; elsewhere it is ``skipped`` saying so, and where the versions hold it runs."""
     h = next(h for h in catalog.select(catalog.Filters.parse(family="collective", primitive="all_gather")))
-    assert h.needs == (("lax.all_gather(to='invarying')", ">=0.10"),)
+    assert h.needs == (("jax.shard_map", ">=0.6.1"), ("lax.all_gather(to='invarying')", ">=0.10"))
+    monkeypatch.setattr(known, "running_jax", lambda: "0.5.3")
+    assert known.lacking(h.needs) == "jax 0.5.3 lacks jax.shard_map (jax>=0.6.1 has it)"
     monkeypatch.setattr(known, "running_jax", lambda: "0.9.2")
     out = run_harness(h, Options(platforms=("cpu",)))
     assert [(r.stage, r.status, r.error_type) for r in out.records] == [("trace", "skipped", "NotInThisJax")]
