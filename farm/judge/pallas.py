@@ -38,8 +38,9 @@ def pallas(rec: Record) -> Record:
 
 def own_reference(h: Harness, rec: Record) -> Record:
     """The interpret-mode kernel against the jnp reference it ships, under twice the harness's
-    tolerance (``own_reference_tolerance``: both compute in the kernel's dtype; the farm's
-    float64 reference is the ``compare`` stage's); the outputs the stage carried are dropped."""
+    tolerance (``own_reference_tolerance``: the kernel computes in its dtype, the reference on
+    float32 copies of half-precision inputs; the farm's float64 reference is the ``compare``
+    stage's); the outputs the stage carried are dropped."""
     if rec.status != "ok" or rec.handle is None:
         return rec.with_status(rec.status, handle=None)
     got, want = rec.handle
