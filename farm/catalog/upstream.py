@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from farm.catalog import DTYPES, Limitation, define
+from farm.catalog.harness import SCAN_ABORTS_CPU
 from farm.catalog.known import stale_upstream
 from farm.catalog.registry import harness_key
 
@@ -262,6 +263,10 @@ KNOWN: tuple[tuple[str, str, Limitation], ...] = (
         "complex64 tan against the float64 reference: 3.7 eps (|z|-relative) at one of the b=3 points, over the 3 ULP "
         "the table allows; the table's tan bound is measured on real inputs, and complex tan is a quotient of sin, "
         "sinh, cos and cosh", stage="symbolic_call", tol=(6e-7, 0.0))),
+    # the farm catalog's cumulative finding (docs/findings.md): a forward real cumsum's cuda/rocm
+    # module (chlo.scan) aborts XLA:CPU's compiler on jax >= 0.11.2; run apart, its death is that
+    # record's (JAX's catalog on 0.12.0.1: 22 workers died, every one of these)
+    ("cumsum", r"^cumsum_(?!complex).*_reverse=False$", SCAN_ABORTS_CPU),
     ("scatter_(add|mul)", "_bool_", Limitation(
         "jax 0.10.2's scatter_add/scatter_mul refuse bool operands at trace time ('add does not accept dtype "
         "bool'), where JAX's own catalog still lists them", stage="trace", status="error",
