@@ -141,9 +141,20 @@ SVD_TPU_SYMBOLIC = Limitation("the tpu svd lowering (QDWH) needs concrete matrix
                               "encountered where concrete value is expected'", platforms=("tpu",), dtypes=CPU_LOWERS,
                               stage="symbolic_export", status="error", error="concrete value is expected")
 GTSV_TPU_SYMBOLIC = Limitation("the tpu tridiagonal_solve lowering blocks the system by 32: with a symbolic n its "
-                               "slice of a floordiv(n - 1, 32) block array is refused", platforms=("tpu",), dtypes=CPU_LOWERS,
+                               "slice of a floordiv(n - 1, 32) block array is refused (jax 0.5.3: its comparison "
+                               "with 1 is inconclusive)", platforms=("tpu",), dtypes=CPU_LOWERS,
                                stage="symbolic_export", status="error",
-                               error="slice_sizes must be less than or equal to operand shape")
+                               error=r"slice_sizes must be less than or equal to operand shape"
+                                     r"|comparison 'floordiv\(d\d* - 1, 32\)' >= '1' is inconclusive")
+#: jax before 0.6.2 lowered tridiagonal_solve for cuda/rocm through jaxlib's GPU plugin module
+#: (``gpu_sparse.gtsv2_*_buffer_size``, None without the plugin: cross-lowering fails) and only
+#: for float32/float64; its symbolic lowering multiplied an int by an MLIR value. 0.6.2 replaced
+#: that path (the strings are gone from jax-v0.6.2's sources; 0.9.2 lowers all of them here).
+GTSV_GPU_OLD = [Limitation("jax < 0.6.2 lowers tridiagonal_solve for cuda/rocm through the GPU plugin's module (absent "
+                           "here) and only in float32/float64", platforms=("cuda", "rocm"), stage=stage,
+                           status="error", error=r"only implemented for float32 and float64 on GPU|"
+                                                 r"has no attribute 'gtsv2_|unsupported operand type\(s\) for \*: 'int'",
+                           jax="<0.6.2") for stage in ("lower", "symbolic_export")]
 
 
 for dt in DTYPES:
@@ -167,4 +178,4 @@ for dt in DTYPES:
            reference=lambda a, b: np.linalg.solve(a, b), tol=tol)
     define(FAMILY, "tridiagonal_solve", lambda dl, d, du, b: linalg.tridiagonal_solve(dl, d, du, b),
            [_tridiagonal(dt, "dl"), _tridiagonal(dt, "d"), _tridiagonal(dt, "du"), _matrix(dt, (2, N, 1))],
-           dtype=dt, reference=_tridiagonal_ref, limitations=lims + [GTSV2_ROCM_EXPORT, GTSV_TPU_SYMBOLIC], tol=tol)
+           dtype=dt, reference=_tridiagonal_ref, limitations=lims + [GTSV2_ROCM_EXPORT, GTSV_TPU_SYMBOLIC, *GTSV_GPU_OLD], tol=tol)

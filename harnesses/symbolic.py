@@ -9,6 +9,7 @@ shape-assertion error. Expected errors are ``Limitation`` data with the error th
 Covers jax#22489, #23437, #23456, #24730 and #36766 (digitize, where, tile, searchsorted,
 constraints).
 """
+from dataclasses import replace
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -123,12 +124,22 @@ EIGH_TPU = Limitation("the tpu lowering of eigh supports symbolic batch dimensio
 SEARCHSORTED = Limitation("jnp.searchsorted (and digitize, built on it) cannot be exported with a symbolic length of "
                           "the sorted array, whatever the method: the hijax SearchSorted primitive converts the "
                           "dimension to an int in its constructor (jax/_src/numpy/hijax.py:88, an overflow check), "
-                          "jax 0.10.2; a regression of jax#22489's fix (docs/findings.md)",
-                          stage="symbolic_export", status="error", error="used in a context that requires a constant")
+                          "jax 0.10.2; a regression of jax#22489's fix (docs/findings.md); the class is new in "
+                          "jax 0.9.2 (0.5.3 exports these)",
+                          stage="symbolic_export", status="error", error="used in a context that requires a constant",
+                          jax=">=0.9.2")
 SEARCHSORTED_SORT = Limitation("jnp.searchsorted(method='sort') with symbolic query values: bounded by a constraint "
                                "past its index-dtype comparison, it still raises \"'_DimExpr' object cannot be "
-                               "interpreted as an integer\" (jax 0.10.2, docs/findings.md)", stage="symbolic_export",
-                               status="error", error="cannot be interpreted as an integer")
+                               "interpreted as an integer\" (jax 0.10.2, docs/findings.md; 0.5.3 exports it)",
+                               stage="symbolic_export", status="error", error="cannot be interpreted as an integer",
+                               jax=">=0.9.2")
+#: jax 0.5.3's symbolic cholesky modules for cuda/rocm call no solver: they run here, and right
+#: (a version sweep's 4 unexpected passes); 0.9.2 and later call cusolver/hipsolver.
+CHOLESKY_SOLVER_SINCE = ">0.5.3"
+#: jax 0.5.3 exports the symbolic top_k for several platforms with ``mhlo.topk``, which crosses
+#: the plugin boundary (census of the multi-platform artifact); 0.9.2 and later do not.
+TOPK_MHLO = Limitation("jax 0.5.3's multi-platform symbolic top_k export holds mhlo.topk, which crosses the plugin "
+                       "boundary (JAX #15608)", stage="census", error="mhlo.topk", jax="<=0.5.3")
 GPU_SOLVER = Limitation("cuda/rocm solver custom calls (cusolver/hipsolver) have no CPU handler: their symbolic "
                         "modules cannot be called here", platforms=("cuda", "rocm"), stage="symbolic_call",
                         status="not_runnable_here")
@@ -186,9 +197,9 @@ sym("sort", "sort", lambda x: jnp.sort(x, axis=-1), ["b, n"], [dict(b=1, n=1), d
 sym("argsort", "sort", lambda x: jnp.argsort(x, axis=-1), ["b, n"], [dict(b=2, n=1), dict(b=3, n=5), dict(b=1, n=7)],
     maker=_distinct)
 sym("top_k", "top_k", lambda x: lax.top_k(x, 3), ["b, n"], [dict(b=1, n=3), dict(b=3, n=5), dict(b=2, n=7)],
-    constraints=["n >= 3"], violations=[dict(b=2, n=2)], maker=_distinct, limitations=chlo_leak("top_k"))
+    constraints=["n >= 3"], violations=[dict(b=2, n=2)], maker=_distinct, limitations=[*chlo_leak("top_k"), TOPK_MHLO])
 sym("top_k_unconstrained", "top_k", lambda x: lax.top_k(x, 3), ["b, n"], [dict(b=1, n=3), dict(b=3, n=5)],
-    maker=_distinct, limitations=[INCONCLUSIVE, *chlo_leak("top_k")])
+    maker=_distinct, limitations=[INCONCLUSIVE, *chlo_leak("top_k"), TOPK_MHLO])
 
 # random bits of a symbolic shape: the same key gives the same bits at every size, statically or not
 sym("uniform", "random_bits", lambda x: x + jax.random.uniform(jax.random.key(7), x.shape), ["b, n"],
@@ -198,9 +209,9 @@ sym("bits", "random_bits", lambda x: jax.random.bits(jax.random.key(3), x.shape,
 
 # linalg: a symbolic batch, and symbolic matrix dimensions
 sym("cholesky_batch", "cholesky", lambda a: jnp.linalg.cholesky(a), ["b, 3, 3"], [dict(b=1), dict(b=3), dict(b=7)],
-    maker=_spd("b, 3, 3"), limitations=[GPU_SOLVER])
+    maker=_spd("b, 3, 3"), limitations=[replace(GPU_SOLVER, jax=CHOLESKY_SOLVER_SINCE)])
 sym("cholesky_n", "cholesky", lambda a: jnp.linalg.cholesky(a), ["n, n"], [dict(n=1), dict(n=3), dict(n=6)],
-    maker=_spd("n, n"), limitations=[GPU_SOLVER])
+    maker=_spd("n, n"), limitations=[replace(GPU_SOLVER, jax=CHOLESKY_SOLVER_SINCE)])
 sym("solve", "lu", lambda a, b: jnp.linalg.solve(a, b[..., None])[..., 0], ["b, n, n", "b, n"],
     [dict(b=1, n=1), dict(b=2, n=3), dict(b=3, n=5)], maker=_solve, limitations=[GPU_SOLVER])
 sym("eigvalsh_n", "eigh", lambda a: jnp.linalg.eigvalsh(a), ["n, n"], [dict(n=1), dict(n=3), dict(n=5)],
