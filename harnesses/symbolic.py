@@ -124,10 +124,11 @@ EIGH_TPU = Limitation("the tpu lowering of eigh supports symbolic batch dimensio
 SEARCHSORTED = Limitation("jnp.searchsorted (and digitize, built on it) cannot be exported with a symbolic length of "
                           "the sorted array, whatever the method: the hijax SearchSorted primitive converts the "
                           "dimension to an int in its constructor (jax/_src/numpy/hijax.py:88, an overflow check), "
-                          "jax 0.10.2; a regression of jax#22489's fix (docs/findings.md); the class is new in "
-                          "jax 0.9.2 (0.5.3 exports these)",
-                          stage="symbolic_export", status="error", error="used in a context that requires a constant",
-                          jax=">=0.9.2")
+                          "jax 0.10.2; a regression of jax#22489's fix (docs/findings.md); 0.5.3 refuses it at "
+                          "that check's comparison",
+                          stage="symbolic_export", status="error",
+                          # jax 0.5.3 refuses it too, at the overflow check's comparison
+                          error=r"used in a context that requires a constant|'n' <= '2147483647' is inconclusive")
 SEARCHSORTED_SORT = Limitation("jnp.searchsorted(method='sort') with symbolic query values: bounded by a constraint "
                                "past its index-dtype comparison, it still raises \"'_DimExpr' object cannot be "
                                "interpreted as an integer\" (jax 0.10.2, docs/findings.md; 0.5.3 exports it)",

@@ -100,3 +100,27 @@ def test_only_the_judge_sets_a_verdict_status() -> None:
 def test_the_judge_sets_them() -> None:
     judged = {path.name for path in (ROOT / "farm" / "judge").glob("*.py") if setters(ast.parse(path.read_text()))}
     assert {"harness.py", "limitations.py", "stages.py", "stored.py", "jaxpr.py"} <= judged
+
+
+def test_a_sunk_export_is_explained_by_the_platform_whose_error_it_carries() -> None:
+    """jax 0.5.3: a bfloat16 four-platform symbolic export sunk by cpu and cuda fails with the
+    cpu's error; cuda's own symbolic_export limitation names another, the cpu's lower one this:
+    expected. An error neither names still fails against the first."""
+    from jax import lax
+
+    from farm import catalog
+    from farm.catalog import Limitation
+    from farm.judge.limitations import judge_record
+    from farm.results import Record
+
+    h = catalog.define("test", "sin", lax.sin, [catalog.RandArg((3,), "bfloat16")], dtype="bfloat16",
+                       catalog="test_sunk", compare="none",
+                       limitations=[Limitation("cuda's", platforms=("cuda",), stage="symbolic_export", error="^A: "),
+                                    Limitation("cpu's", platforms=("cpu",), stage="lower", error="^B: ")])
+    def sunk(err: str) -> Record:
+        return Record("symbolic_export", "export", "error", error_type=err, error="x",
+                      facts={"sunk_by": ["cuda", "cpu"]})
+    assert judge_record(h, sunk("B")).status == "expected_fail"
+    assert judge_record(h, sunk("A")).status == "expected_fail"
+    got = judge_record(h, sunk("C"))
+    assert got.status == "fail" and "cuda's" in got.error

@@ -53,10 +53,14 @@ def judge_record(h: Harness, rec: Record) -> Record:
     if rec.stage == "symbolic_export" and rec.platform == "export" and rec.status != "ok":
         platforms += tuple(rec.facts.get("sunk_by", ()))  # a platform whose own export fails sinks it
     lim = _explaining(rec, [h.limitation(platform, stage) for platform in platforms])
-    carried = lim is None
-    if carried:
-        lim = _explaining(rec, [h.limitation(on or platform, s) for platform in platforms
+    carried = False
+    if lim is None or not lim.expects(rec.status, rec.error_type, rec.error):
+        # none of this stage's own explains it: one carried from an earlier stage may (a sunk
+        # four-platform export fails with the error of whichever platform lowered first)
+        via = _explaining(rec, [h.limitation(on or platform, s) for platform in platforms
                                 for s, on in _CARRIED.get((rec.stage, platform == "cpu"), ())])
+        if via is not None and (lim is None or via.expects(rec.status, rec.error_type, rec.error)):
+            lim, carried = via, True
     if lim is None:  # an upstream issue known in every catalog explains only its own failure
         issue = known.explaining(h.key.primitive, rec.stage, rec.status, rec.error_type, rec.error)
         return rec if issue is None else rec.with_status(
