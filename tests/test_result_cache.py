@@ -363,3 +363,24 @@ def test_show_and_dashboard_say_what_was_reused_and_from_which_run(sqlite_url) -
     app = create_app(sqlite_url)
     page = app.test_client().get(f"/harness/{h.fingerprint}.json?run={second_id}").get_json()
     assert {(r["stage"], r["reused"], r["reused_from"]) for r in page["results"]} >= {("execute", "whole", first_id)}
+
+
+def test_the_unit_memo_is_one_per_python(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    """ast.dump differs between Python 3.11 and 3.13: with one memo for both, a jax file's
+    skeleton parsed by 3.13 and its edited copy parsed by 3.11 never matched, and the 3.11 line
+    re-ran every harness after a one-rule edit (the edited-jax test failed there). A memo
+    another Python wrote is not read."""
+    import sys
+
+    from farm.cache import units
+
+    monkeypatch.delenv("FARM_UNIT_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    memo = units.UnitDigests(lambda p: "same-sha")
+    assert memo.path.name == f"unit-digests-{units.UNITS_VERSION}-{sys.implementation.cache_tag}.json"
+    other = memo.path.with_name(f"unit-digests-{units.UNITS_VERSION}-cpython-00.json")
+    other.parent.mkdir(parents=True, exist_ok=True)
+    other.write_text(json.dumps({"same-sha": units.parse_units(b"def g():\n    return 2\n").to_json()}))
+    src = tmp_path / "m.py"
+    src.write_text("def f():\n    return 1\n")
+    assert set(memo.of(str(src)).units) == {"f"}

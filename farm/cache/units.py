@@ -37,6 +37,7 @@ import ast
 import hashlib
 import json
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,10 +125,13 @@ def parse_units(source: str | bytes) -> FileUnits:
 
 class UnitDigests(JsonMemo):
     """``parse_units`` per file, memoized by the file's content sha256 in memory and on
-    disk (beside the file-digest memo), so an unchanged tree is parsed once per host."""
+    disk (beside the file-digest memo), so an unchanged tree is parsed once per host. One
+    memo per Python (``sys.implementation.cache_tag``): ``ast.dump`` differs between 3.11 and
+    3.13, so a skeleton parsed by one and its edited file parsed by the other never matched
+    (the 3.11 line re-ran every harness after a one-rule edit)."""
 
     def __init__(self, sha: Any, path: Path | None = None) -> None:
-        super().__init__(path, "FARM_UNIT_CACHE", f"unit-digests-{UNITS_VERSION}.json")
+        super().__init__(path, "FARM_UNIT_CACHE", f"unit-digests-{UNITS_VERSION}-{sys.implementation.cache_tag}.json")
         self._sha = sha  # path -> content sha256 (memoized by stat: ``farm.cache.key.FILES.sha``)
         self._parsed: dict[str, FileUnits] = {}
 
