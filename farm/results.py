@@ -7,6 +7,7 @@ boundaries (Ray, standalone workers' bundles) as plain dicts.
 """
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -24,49 +25,176 @@ NOT_REUSABLE = ("crashed", "timeout")
 SEVERITY = {s: i for i, s in enumerate(("ok", "skipped", "not_runnable_here", "expected_fail",
                                         "unexpected_pass", "fail", "error", "timeout", "crashed"))}
 
-#: The one ordered list of pipeline stages (records of these stage names exist; a native
-#: run on a foreign backend adds ``<stage>_run`` records for crossexec's execution).
-STAGES = ("trace", "lower", "census", "sharding", "export", "serialize", "compile", "execute",
-          "compare", "crossexec", "xhost", "symbolic_export", "symbolic_serialize", "symbolic_call",
-          "effects_export", "export_feature", "pallas_export", "pallas_reference", "pallas_xver", "vjp", "vjp2")
-#: The stages of a harness's symbolic variant (``--shapes symbolic``): its leading dimension
-#: symbolic, exported, serialized and called at several sizes (``farm.pipeline.symbolic``).
-SYMBOLIC_STAGES = ("symbolic_export", "symbolic_serialize", "symbolic_call")
+@dataclass(frozen=True, slots=True)
+class CheckSpec:
+    """What a check declares, as data every part of the farm reads without running it (the
+    store, the analysis, the faces). Its code is a ``farm.pipeline.check.Check`` holding this
+    spec; ``farm.pipeline.registry`` holds the checks, and every stage list below, which
+    limitations carry to which stage, the options digest and the harness fingerprint are
+    derived from the specs, never listed by hand."""
+
+    name: str
+    #: the record stages it produces, in display order
+    stages: tuple[str, ...]
+    #: its records may be an earlier run's where the downstream key (the modules, inputs and
+    #: compiler) is unchanged; the others run again on every result-cache miss (upstream)
+    reusable: bool = False
+    #: the stages a ``Limitation`` may name for it (None: its stages)
+    limit_stages: tuple[str, ...] | None = None
+    #: per (stage, "is the record's platform the cpu"), the earlier stages' limitations that
+    #: explain a failure here too, each (stage, platform; None: the record's own platform)
+    carries: tuple[tuple[tuple[str, bool], tuple[tuple[str, str | None], ...]], ...] = ()
+    #: the ``Options`` fields it owns: at their defaults they are left out of ``Options.to_dict``
+    #: and the result key (a run from before the check existed keeps its options and keys) ...
+    options: tuple[str, ...] = ()
+    #: ... except these, keyed from the start
+    keyed_at_default: tuple[str, ...] = ()
+    #: the ``Harness`` field that defines what this check runs (None: nothing of its own) and the
+    #: attribute of it holding code: its description and that code's source enter the fingerprint
+    harness_field: str | None = None
+    harness_code: str | None = None
+
+    @property
+    def limits(self) -> tuple[str, ...]:
+        return self.stages if self.limit_stages is None else self.limit_stages
+
+
+def _carried_gradients() -> tuple[tuple[tuple[str, bool], tuple[tuple[str, str | None], ...]], ...]:
+    """Every vjp module runs on the CPU backend: a known XLA CPU numerics gap shows in its
+    derivatives too, and another platform's module fails there as its crossexec does."""
+    return tuple(((s, cpu), (("compare", None), ("execute", None), ("run", None)) if cpu else
+                  (("crossexec", None), ("compare", "cpu"), ("run", "cpu")))
+                 for s in ("vjp", "vjp2") for cpu in (True, False))
+
+
+#: The built-in checks, in display order (``farm.pipeline.registry`` runs them: the upstream
+#: ones first, in its order, then the reusable ones).
+CHECKS = (
+    # a harness traced, lowered per platform, the census of each module (and, sharded, its
+    # structure), the multi-platform export and its serialize round trip
+    CheckSpec("lowering", ("trace", "lower", "census", "sharding", "export", "serialize")),
+    # compile and execute on each run-on kind, the outputs judged; on the CPU the other
+    # platforms' modules run here (crossexec), another host's artifact run here (xhost).
+    # ``run`` in a Limitation: "does not work on this device" without saying where (RUN_STAGES)
+    CheckSpec("native", ("compile", "execute", "compare", "crossexec", "xhost"), reusable=True,
+              limit_stages=("compile", "execute", "compare", "crossexec", "run")),
+    # ``--shapes symbolic``: the leading dimension symbolic, exported, serialized and called at
+    # several sizes (``farm.pipeline.symbolic``). With no limitation of its own, a symbolic stage
+    # is judged by the static stage's on that platform: JAX refusing to lower eig for tpu refuses
+    # its symbolic variant too, and a module the CPU backend miscomputes for another platform
+    # (crossexec) is miscomputed when refined from a symbolic one. Another platform's module is
+    # called on the CPU backend, so where the harness cannot be lowered for the cpu (LAPACK has
+    # no bf16) the CPU backend cannot run it either, and a known XLA CPU numerics gap (the cpu's
+    # compare limitation) shows in it too. ``run``: JAX's catalog's "fails somewhere here".
+    CheckSpec("symbolic", ("symbolic_export", "symbolic_serialize", "symbolic_call"),
+              carries=((("symbolic_export", True), (("lower", None), ("export", None), ("run", None))),
+                       (("symbolic_export", False), (("lower", None), ("export", None), ("run", None))),
+                       (("symbolic_call", True), (("compare", None), ("execute", None), ("compile", None),
+                                                  ("run", None))),
+                       (("symbolic_call", False), (("crossexec", None), ("lower", "cpu"), ("compare", "cpu"),
+                                                   ("run", "cpu")))),
+              options=("shapes",), keyed_at_default=("shapes",), harness_field="poly", harness_code="maker"),
+    # a harness with side effects (``Harness.effects``: debug prints, callbacks,
+    # ``lax.platform_dependent``): one record per export configuration, what its exported,
+    # deserialized and relabelled artifacts printed, received and returned on the CPU
+    CheckSpec("effects", ("effects_export",), harness_field="effects", harness_code="build"),
+    # an export-feature harness (``Harness.feature``: donation, a typed PRNG key, a disabled
+    # safety check, device-count polymorphism): one record per export configuration
+    CheckSpec("features", ("export_feature",), harness_field="feature", harness_code="fun"),
+    # a Pallas kernel (``Harness.pallas``): one record per target (a TPU generation, cuda with
+    # Mosaic GPU or Triton, rocm with Triton), lowered, exported, its custom call's census and the
+    # round trip; where the kernel ships a jnp reference, the interpret-mode kernel against it
+    CheckSpec("pallas", ("pallas_export", "pallas_reference"), options=("pallas_targets",),
+              harness_field="pallas", harness_code="build"),
+    # a version sweep's cross run: another jax's ``pallas_export`` artifact deserialized here
+    CheckSpec("pallas_xver", ("pallas_xver",)),
+    # ``--vjp [1|2]``: the export serialized with its vjp modules, read back, each platform's
+    # vjp taken on the CPU at order 1 (``vjp``) and 2 (``vjp2``), judged against ``jax.vjp`` and
+    # finite differences of the float64 reference (docs/gradients.md)
+    CheckSpec("gradients", ("vjp", "vjp2"), carries=_carried_gradients(), options=("vjp",)),
+)
+_BUILT_IN = {c.name: c for c in CHECKS}
+_REGISTERED: dict[str, CheckSpec] = {}  # added at run time (``farm.pipeline.registry.register``)
+
+
+def check_spec(name: str) -> CheckSpec:
+    """A check's spec by name (built in or registered)."""
+    return _REGISTERED.get(name) or _BUILT_IN[name]
+
+
+@functools.cache
+def check_specs() -> tuple[CheckSpec, ...]:
+    """Every check's spec: the built-in ones, then those registered at run time."""
+    return CHECKS + tuple(_REGISTERED.values())
+
+
+def register_spec(spec: CheckSpec) -> None:
+    """Declare a check added at run time (``farm.pipeline.registry.register`` calls this)."""
+    if spec.name in _BUILT_IN or spec.name in _REGISTERED:
+        raise ValueError(f"a check named {spec.name!r} exists")
+    taken = {s for c in check_specs() for s in c.stages}
+    if clash := taken.intersection(spec.stages):
+        raise ValueError(f"stages {sorted(clash)} belong to another check")
+    _REGISTERED[spec.name] = spec
+    _derived_changed()
+
+
+def unregister_spec(name: str) -> None:
+    _REGISTERED.pop(name, None)
+    _derived_changed()
+
+
+def _derived_changed() -> None:
+    """What is derived from the specs is memoized (the judge asks per record): recompute it."""
+    for f in (check_specs, stages, upstream_stages, limitation_stages, carried, _owned_options):
+        f.cache_clear()
+
+
+@functools.cache
+def stages() -> tuple[str, ...]:
+    """Every check's stages, in display order."""
+    return tuple(s for c in check_specs() for s in c.stages)
+
+
+@functools.cache
+def upstream_stages() -> tuple[str, ...]:
+    """Stages that run before anything is compiled: always run again on a result-cache miss."""
+    return tuple(s for c in check_specs() if not c.reusable for s in c.stages)
+
+
+@functools.cache
+def limitation_stages() -> tuple[str, ...]:
+    """Stages a ``Limitation`` can name, in pipeline order."""
+    return tuple(s for c in check_specs() for s in c.limits)
+
+
+@functools.cache
+def carried(stage: str, on_cpu: bool) -> tuple[tuple[str, str | None], ...]:
+    """The earlier stages' limitations that explain a failure of ``stage`` too (``CheckSpec.carries``)."""
+    for c in check_specs():
+        for key, via in c.carries:
+            if key == (stage, on_cpu):
+                return via
+    return ()
+
+
+#: The built-in checks' stages in display order (records of these names exist; a native run
+#: on a foreign backend adds ``<stage>_run`` records for crossexec's execution); each
+#: feature's stages; the stages before anything compiles (never reused); the stages a
+#: Limitation can name. Derived from ``CHECKS``; ``stages()`` and its siblings also see the
+#: checks registered at run time.
+STAGES = stages()
+SYMBOLIC_STAGES = check_spec("symbolic").stages
+EFFECTS_STAGES = check_spec("effects").stages
+FEATURE_STAGES = check_spec("features").stages
+PALLAS_STAGES = (*check_spec("pallas").stages, *check_spec("pallas_xver").stages)
+GRADIENT_STAGES = check_spec("gradients").stages
+UPSTREAM_STAGES = upstream_stages()
+LIMITATION_STAGES = limitation_stages()
 #: The shape kinds a sweep runs each harness at: as declared, or with a symbolic dimension.
 SHAPE_KINDS = ("static", "symbolic")
-#: The stage of a harness with side effects (``Harness.effects``: debug prints, callbacks,
-#: ``lax.platform_dependent``): one record per export configuration, what its exported,
-#: deserialized and relabelled artifacts printed, received and returned on the CPU
-#: (``farm.pipeline.effects``).
-EFFECTS_STAGES = ("effects_export",)
-#: The stage of an export-feature harness (``Harness.feature``: donation, a typed PRNG key,
-#: a disabled safety check, device-count polymorphism): one record per export
-#: configuration, what its artifacts did with the feature (``farm.pipeline.features``).
-FEATURE_STAGES = ("export_feature",)
-#: The stage of a Pallas kernel (``Harness.pallas``): one record per target (a TPU generation,
-#: cuda with Mosaic GPU or Triton, rocm with Triton), the kernel lowered and exported for it,
-#: the census of its custom call and the serialize round trip (``farm.pipeline.pallas``); and,
-#: where the kernel ships a jnp reference of its own, the interpret-mode kernel against it;
-#: in a version sweep's cross run, another jax's ``pallas_export`` artifact deserialized here
-#: (``pallas_xver``, one record per target: deserialize only).
-PALLAS_STAGES = ("pallas_export", "pallas_reference", "pallas_xver")
-#: The stages of a harness's derivatives (``farm sweep --vjp [1|2]``): its export serialized
-#: with its vjp modules, read back, and each platform's vjp taken on the CPU, at order 1
-#: (``vjp``) and 2 (``vjp2``), judged against ``jax.vjp`` and finite differences of the
-#: float64 reference (``farm.pipeline.gradients``, docs/gradients.md).
-GRADIENT_STAGES = ("vjp", "vjp2")
 #: The vjp orders a sweep can ask for (0: none).
 VJP_ORDERS = (0, 1, 2)
-#: Stages that run before anything is compiled: always run again on a result-cache miss.
-#: Everything after them may be reused when the downstream key is unchanged.
-UPSTREAM_STAGES = ("trace", "lower", "census", "sharding", "export", "serialize", *SYMBOLIC_STAGES,
-                   *EFFECTS_STAGES, *FEATURE_STAGES, *PALLAS_STAGES, *GRADIENT_STAGES)
-#: Stages a Limitation can name, in pipeline order. ``export`` names the platforms whose
-#: part of the multi-platform export JAX refuses; ``serialize`` is the artifact's round
-#: trip; ``run`` is "does not work on this device" without saying where (see RUN_STAGES).
-LIMITATION_STAGES = ("trace", "lower", "census", "sharding", "export", "serialize", "compile", "execute",
-                     "compare", "crossexec", "run", *SYMBOLIC_STAGES, *EFFECTS_STAGES, *FEATURE_STAGES,
-                     *PALLAS_STAGES, *GRADIENT_STAGES)
 #: ``stage="run"``: any of these native stages failing on the platform is the expected
 #: failure; all of them passing where the platform ran natively makes it stale.
 RUN_STAGES = ("lower", "compile", "execute", "compare", "xhost")
@@ -171,29 +299,34 @@ class Options:
             raise ValueError(f"vjp order must be one of {VJP_ORDERS}, got {self.vjp!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        d = {"platforms": list(self.platforms), "run_on": list(self.run_on), "warmup": self.warmup,
-             "repeats": self.repeats, "crossexec": self.crossexec, "roundtrip": self.roundtrip,
-             "keep_modules": self.keep_modules}
-        # static alone is every run before shapes existed, no vjp every run before vjp existed,
-        # no Pallas targets every run before them: their options (and result keys) stay as they were
-        if self.pallas_targets:
-            d["pallas_targets"] = list(self.pallas_targets)
-        if self.shapes != ("static",):
-            d["shapes"] = list(self.shapes)
-        if self.vjp:
-            d["vjp"] = self.vjp
-        return d
+        """Every field, less a check's at its default (``CheckSpec.options``): the options of a
+        run from before that check existed stay as they were."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in self._fields(keyed=False)}
 
     def key_fields(self) -> dict[str, Any]:
         """The fields that make the result cache's options digest (``farm.cache.key``): every
-        field, less those at a default that older runs did not have (their keys stay as they were)."""
-        return {k: getattr(self, k) for k in self.__dataclass_fields__
-                if not (k == "vjp" and not self.vjp) and not (k == "pallas_targets" and not self.pallas_targets)}
+        field, less a check's at its default (unless ``CheckSpec.keyed_at_default``): older
+        runs' keys stay as they were."""
+        return dict(self._fields(keyed=True))
+
+    def _fields(self, keyed: bool) -> list[tuple[str, Any]]:
+        owned, keyed_anyway = _owned_options()
+        always = keyed_anyway if keyed else frozenset()
+        fields = self.__dataclass_fields__
+        return [(k, getattr(self, k)) for k in fields
+                if k not in owned or k in always or getattr(self, k) != fields[k].default]
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Options":
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()
                       if k in cls.__dataclass_fields__})
+
+
+@functools.cache
+def _owned_options() -> tuple[frozenset[str], frozenset[str]]:
+    """(the Options fields checks own, those of them keyed at their defaults)."""
+    return (frozenset(f for c in check_specs() for f in c.options),
+            frozenset(f for c in check_specs() for f in c.keyed_at_default))
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,7 @@ from farm.catalog.features import ExportFeature
 from farm.catalog.known import CHLO_GONE, CHLO_OPS, CHLO_SINCE, check_spec, holds_on
 from farm.catalog.specs import Point, check
 from farm.platforms import LOWERING_PLATFORMS
-from farm.results import LIMITATION_STAGES
+from farm.results import check_specs, limitation_stages
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +55,8 @@ class Limitation:
 
     def __post_init__(self) -> None:
         check_spec(self.jax)  # a bad specifier fails where the harness is defined
-        if self.stage not in LIMITATION_STAGES:
-            raise ValueError(f"Limitation stage must be one of {LIMITATION_STAGES}, got {self.stage!r}")
+        if self.stage not in (known := limitation_stages()):
+            raise ValueError(f"Limitation stage must be one of {known}, got {self.stage!r}")
         if self.status is not None and self.status not in ("fail", "error", "not_runnable_here", "crashed"):
             raise ValueError(f"Limitation status must be fail, error, not_runnable_here or crashed, got {self.status!r}")
         if self.error is not None:
@@ -282,19 +282,12 @@ class Harness:
             _code_digest(self.fun, h)
             if self.jax_config:
                 h.update(repr(self.jax_config).encode())
-            if self.poly is not None:
-                h.update(self.poly.describe().encode())
-                if self.poly.maker is not None:
-                    _code_digest(self.poly.maker, h)
-            if self.effects is not None:
-                h.update(self.effects.describe().encode())
-                _code_digest(self.effects.build, h)
-            if self.pallas is not None:
-                h.update(self.pallas.describe().encode())
-                _code_digest(self.pallas.build, h)
-            if self.feature is not None:
-                h.update(self.feature.describe().encode())
-                _code_digest(self.feature.fun, h)
+            for spec in check_specs():  # each check's own part of the harness (its Poly, Effects, Kernel...)
+                part = getattr(self, spec.harness_field) if spec.harness_field else None
+                if part is not None:
+                    h.update(part.describe().encode())
+                    if (code := getattr(part, spec.harness_code or "", None)) is not None:
+                        _code_digest(code, h)
             fp = h.hexdigest()[:20]
             object.__setattr__(self, "_fp", fp)
         return fp

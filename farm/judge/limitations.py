@@ -7,43 +7,18 @@ from __future__ import annotations
 
 from farm.catalog import Harness, Limitation, known
 from farm.platforms import native_platform
-from farm.results import (EFFECTS_STAGES, FEATURE_STAGES, GRADIENT_STAGES, PALLAS_STAGES, PLATFORMS_OF_KIND, RUN_STAGES,
-                           SYMBOLIC_STAGES, Outcome, Record)
-
-#: Which Limitation stage judges a record of each pipeline stage. Export records are
-#: per platform that JAX refused to export ("cuda", ...) or for the artifact ("export",
-#: which only a limitation for all platforms covers); serialize records are for "export".
-_LIMIT_STAGE = {"trace": "trace", "lower": "lower", "census": "census", "sharding": "sharding", "export": "export",
-                "serialize": "serialize", "compile": "compile", "execute": "execute", "compare": "compare",
-                "crossexec": "crossexec",
-                **{s: s for s in SYMBOLIC_STAGES + EFFECTS_STAGES + FEATURE_STAGES + PALLAS_STAGES + GRADIENT_STAGES}}
-
-
-#: A symbolic stage with no limitation of its own is judged by the static stage's on that
-#: platform (keyed by stage and "is it the cpu"): JAX refusing to lower eig for tpu refuses
-#: its symbolic variant too, and a module the CPU backend miscomputes for another platform
-#: (crossexec) is miscomputed when refined from a symbolic one.
-#: Each entry: (stage, platform), None for the record's own platform. Another platform's
-#: module is called on the CPU backend, so where the harness cannot be lowered for the cpu
-#: (LAPACK has no bf16), the CPU backend cannot run that module either, and a known XLA CPU
-#: numerics gap (the cpu's compare limitation: atan2 of subnormals, NaN dropped by large
-#: reductions) shows in it too. ``run``: JAX's own catalog's "fails somewhere on this platform".
-_CARRIED = {("symbolic_export", True): (("lower", None), ("export", None), ("run", None)),
-            ("symbolic_export", False): (("lower", None), ("export", None), ("run", None)),
-            ("symbolic_call", True): (("compare", None), ("execute", None), ("compile", None), ("run", None)),
-            ("symbolic_call", False): (("crossexec", None), ("lower", "cpu"), ("compare", "cpu"), ("run", "cpu")),
-            # every vjp module runs on the CPU backend: a known XLA CPU numerics gap shows in its derivatives too
-            **{(s, True): (("compare", None), ("execute", None), ("run", None)) for s in GRADIENT_STAGES},
-            **{(s, False): (("crossexec", None), ("compare", "cpu"), ("run", "cpu")) for s in GRADIENT_STAGES}}
+from farm.results import PALLAS_STAGES, PLATFORMS_OF_KIND, RUN_STAGES, Outcome, Record, carried, limitation_stages
 
 
 def judge_record(h: Harness, rec: Record) -> Record:
-    """Apply the harness's limitations: expected failures and stale limitations."""
+    """Apply the harness's limitations: expected failures and stale limitations. A stage with
+    no limitation of its own that explains a failure is judged by the earlier stages' that its
+    check carries (``farm.results.CheckSpec.carries``)."""
     if rec.stage == "xhost":
         return _xhost(h, rec)
-    stage = _LIMIT_STAGE.get(rec.stage)
-    if stage is None:
+    if rec.stage == "run" or rec.stage not in limitation_stages():  # a record's stage is the Limitation stage judging it
         return rec
+    stage = rec.stage
     platforms = (rec.platform,) + PLATFORMS_OF_KIND.get(rec.platform, ())
     if rec.stage == "export" and rec.platform == "export" and rec.status == "ok":
         # the artifact holds these platforms: a limitation saying one cannot be exported is stale
@@ -53,19 +28,19 @@ def judge_record(h: Harness, rec: Record) -> Record:
     if rec.stage == "symbolic_export" and rec.platform == "export" and rec.status != "ok":
         platforms += tuple(rec.facts.get("sunk_by", ()))  # a platform whose own export fails sinks it
     lim = _explaining(rec, [h.limitation(platform, stage) for platform in platforms])
-    carried = False
+    was_carried = False
     if lim is None or not lim.expects(rec.status, rec.error_type, rec.error):
         # none of this stage's own explains it: one carried from an earlier stage may (a sunk
         # four-platform export fails with the error of whichever platform lowered first)
         via = _explaining(rec, [h.limitation(on or platform, s) for platform in platforms
-                                for s, on in _CARRIED.get((rec.stage, platform == "cpu"), ())])
+                                for s, on in carried(rec.stage, platform == "cpu")])
         if via is not None and (lim is None or via.expects(rec.status, rec.error_type, rec.error)):
-            lim, carried = via, True
+            lim, was_carried = via, True
     if lim is None:  # an upstream issue known in every catalog explains only its own failure
         issue = known.explaining(h.key.primitive, rec.stage, rec.status, rec.error_type, rec.error)
         return rec if issue is None else rec.with_status(
             "expected_fail", facts={**rec.facts, "limitation": issue.description, "known_issue": issue.url})
-    if carried and rec.status == "ok":  # a carried limitation explains a failure, never flags a pass
+    if was_carried and rec.status == "ok":  # a carried limitation explains a failure, never flags a pass
         return rec
     facts = {**rec.facts, "limitation": lim.description}
     if rec.status in ("fail", "error", "not_runnable_here", "crashed"):

@@ -10,9 +10,9 @@ from typing import Any
 from farm.catalog import Harness
 from farm.catalog.effects import configurations, label
 from farm.judge import effects as judge
-from farm.results import LOWERING_PLATFORMS, Record
+from farm.pipeline.check import Base, Produced, Run, per_config
+from farm.results import LOWERING_PLATFORMS, Record, check_spec
 from farm.stages import effects
-from farm.stages.record import failure
 
 
 def run_effects(h: Harness, dyn: list[Any], platforms: tuple[str, ...] = LOWERING_PLATFORMS) -> list[Record]:
@@ -20,11 +20,22 @@ def run_effects(h: Harness, dyn: list[Any], platforms: tuple[str, ...] = LOWERIN
     raises: the harness's other records must survive."""
     if h.effects is None:
         return []
-    out: list[Record] = []
-    for ps in (None, *configurations(platforms)):
-        try:
-            rec: Record = effects.run_native(h, dyn) if ps is None else effects.run(h, dyn, ps)
-        except Exception as e:  # the farm's own bug: an error record, never a pass
-            rec = failure(Record, "effects_export", "native" if ps is None else label(ps), e, 0.0)
-        out.append(judge.effects(h, rec))
-    return out
+    return per_config("effects_export", (None, *configurations(platforms)),
+                      lambda ps: "native" if ps is None else label(ps),
+                      lambda ps: effects.run_native(h, dyn) if ps is None else effects.run(h, dyn, ps),
+                      lambda rec: judge.effects(h, rec))
+
+
+class EffectsCheck(Base):
+    """A harness with side effects, on its static path (``--shapes static``)."""
+
+    spec = check_spec("effects")
+
+    def applies(self, run: Run) -> bool:
+        return run.h.effects is not None and run.static
+
+    def run(self, run: Run) -> Produced:
+        return run_effects(run.h, run.dyn, run.opts.platforms), []
+
+
+CHECK = EffectsCheck()

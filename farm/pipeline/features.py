@@ -8,9 +8,9 @@ from typing import Any
 from farm.catalog import Harness
 from farm.catalog.effects import label
 from farm.judge import features as judge
-from farm.results import LOWERING_PLATFORMS, Record
+from farm.pipeline.check import Base, Produced, Run, per_config
+from farm.results import LOWERING_PLATFORMS, Record, check_spec
 from farm.stages import features
-from farm.stages.record import failure
 
 
 def configurations(platforms: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
@@ -24,11 +24,20 @@ def run_features(h: Harness, dyn: list[Any], platforms: tuple[str, ...] = LOWERI
     raises: the harness's other records must survive."""
     if h.feature is None:
         return []
-    out: list[Record] = []
-    for ps in configurations(platforms):
-        try:
-            rec: Record = features.run(h, dyn, ps)
-        except Exception as e:  # the farm's own bug: an error record, never a pass
-            rec = failure(Record, "export_feature", label(ps), e, 0.0)
-        out.append(judge.feature(h, rec))
-    return out
+    return per_config("export_feature", configurations(platforms), label, lambda ps: features.run(h, dyn, ps),
+                      lambda rec: judge.feature(h, rec))
+
+
+class FeaturesCheck(Base):
+    """An export-feature harness, on its static path."""
+
+    spec = check_spec("features")
+
+    def applies(self, run: Run) -> bool:
+        return run.h.feature is not None and run.static
+
+    def run(self, run: Run) -> Produced:
+        return run_features(run.h, run.dyn, run.opts.platforms), []
+
+
+CHECK = FeaturesCheck()

@@ -16,7 +16,8 @@ import numpy as np
 
 from farm.catalog import Harness
 from farm.judge import gradients as judge
-from farm.results import Record
+from farm.pipeline.check import Base, Produced, Run
+from farm.results import Record, check_spec
 from farm.stages import gradients
 from farm.stages.gradients import ORDERS, STAGE_OF_ORDER, Point
 from farm.stages.record import failure
@@ -135,3 +136,19 @@ def _kind(x: Any) -> str:
         return np.dtype(getattr(x, "dtype", np.float32)).kind
     except TypeError:  # a PRNG key
         return "V"
+
+
+class GradientsCheck(Base):
+    """``--vjp [1|2]``, on the static path of a harness this host can run (not an abstract mesh)."""
+
+    spec = check_spec("gradients")
+
+    def applies(self, run: Run) -> bool:
+        return bool(run.opts.vjp) and run.static and not run.abstract
+
+    def run(self, run: Run) -> Produced:
+        handle = run.traced.handle
+        return run_gradients(run.h, handle.jitted, handle.dyn, handle.traced.jaxpr, run.exported, run.opts.vjp), []
+
+
+CHECK = GradientsCheck()

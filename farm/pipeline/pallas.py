@@ -17,7 +17,8 @@ from typing import Any
 from farm.catalog import Harness
 from farm.catalog.pallas import targets
 from farm.judge import pallas as judge
-from farm.results import Artifact, Options, Record
+from farm.pipeline.check import Base, Produced, Run
+from farm.results import Artifact, Options, Record, check_spec
 from farm.stages import pallas
 from farm.stages.record import failure
 
@@ -95,3 +96,42 @@ def run_pallas_prior(h: Harness, kept: Mapping[str, Mapping[str, Any]]) -> list[
             rec = failure(Record, "pallas_xver", label, e, 0.0)
         out.append(judge.cross_version(rec))
     return out
+
+
+class PallasCheck(Base):
+    """A Pallas kernel exported per target, on its static path; harnesses whose kernel this
+    jax lacks are skipped before anything is traced."""
+
+    spec = check_spec("pallas")
+
+    def lacking(self, h: Harness) -> str | None:
+        return missing_api(h.pallas.source) if h.pallas is not None else None
+
+    def applies(self, run: Run) -> bool:
+        return run.h.pallas is not None and run.static
+
+    def run(self, run: Run) -> Produced:
+        return run_pallas_kept(run.h, run.dyn, run.opts)
+
+
+class CrossVersionCheck(Base):
+    """Another jax's kernel artifacts (a version sweep's cross run), deserialized here: they
+    need no trace, so they run where the harness does not trace here either (unless its
+    declared symbolic variant is all that was asked for)."""
+
+    spec = check_spec("pallas_xver")
+
+    def applies(self, run: Run) -> bool:
+        if run.prior is None or not run.prior.pallas:
+            return False
+        if run.traced.ok:
+            return "static" in run.opts.shapes
+        return not (run.h.poly is not None and "static" not in run.opts.shapes)
+
+    def run(self, run: Run) -> Produced:
+        assert run.prior is not None
+        return run_pallas_prior(run.h, run.prior.pallas), []
+
+
+CHECK = PallasCheck()
+XVER = CrossVersionCheck()

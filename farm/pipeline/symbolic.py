@@ -12,7 +12,8 @@ from typing import Any
 
 from farm.catalog import Harness
 from farm.judge import symbolic as judge
-from farm.results import LOWERING_PLATFORMS, Record
+from farm.pipeline.check import Base, Produced, Run
+from farm.results import LOWERING_PLATFORMS, Record, check_spec
 from farm.stages import compat, symbolic
 from farm.stages.parts import branched, module_text, relabelled
 from farm.stages.record import failure
@@ -126,3 +127,20 @@ def census(harnesses: Sequence[Harness]) -> dict[str, Any]:
             declared += v.kind == "declared"
     return {"harnesses": len(harnesses), "variants": made, "declared": declared,
             "skipped": dict(sorted(skipped.items(), key=lambda kv: -kv[1]))}
+
+
+class SymbolicCheck(Base):
+    """``--shapes symbolic``: after the static path, or alone; a declared variant
+    (``Harness.poly``) runs alone whether or not its static twin traces."""
+
+    spec = check_spec("symbolic")
+
+    def applies(self, run: Run) -> bool:
+        shapes = run.opts.shapes
+        return "symbolic" in shapes and (run.traced.ok or (run.h.poly is not None and "static" not in shapes))
+
+    def run(self, run: Run) -> Produced:
+        return run_symbolic(run.h, run.opts.platforms), []
+
+
+CHECK = SymbolicCheck()

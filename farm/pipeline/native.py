@@ -1,26 +1,92 @@
-"""What is run to judge one harness's native outputs, and on CPU, what else is run here:
-another host's artifact (xhost), the deserialized artifact (round trip) and the other
-platforms' modules (crossexec). Every verdict is the judge's (``farm.judge.harness``).
+"""The native check: compile and execute on each run-on kind, then what is run to judge the
+native outputs, and on CPU, what else is run here: another host's artifact (xhost), the
+deserialized artifact (round trip) and the other platforms' modules (crossexec). Every
+verdict is the judge's (``farm.judge.harness``).
 
-``run_harness`` (``farm.pipeline.harness``) runs the stages and hands each native result to
-``check``.
+Its records are the ones the result cache may reuse (``CheckSpec.reusable``): an earlier
+run's, where the modules, inputs and compiler are unchanged (``farm.pipeline.harness``).
 """
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import numpy as np
 
 from farm.judge import harness as judge
 from farm.judge.harness import Job, Tolerance
+from farm.formats import iofile
 from farm.pipeline import apart
+from farm.pipeline.check import Base, Produced, Run
 from farm.pipeline.compile_cache import compile_execute
-from farm.results import Record
+from farm.platforms import native_platform
+from farm.reference.handwritten import reference_outputs
+from farm.results import Artifact, Record, check_spec
 from farm.stages import compare, compile as compile_stage, export, lower, xhost
 from farm.stages.execute import to_numpy
 from farm.stages.record import failure
 
-__all__ = ["Job", "check"]
+__all__ = ["CHECK", "Job", "check"]
+
+
+class NativeCheck(Base):
+    """Compile, execute, compare, crossexec and xhost: on the static path, after every upstream check."""
+
+    spec = check_spec("native")
+
+    def applies(self, run: Run) -> bool:
+        return run.static
+
+    def run(self, run: Run) -> Produced:
+        if run.abstract:
+            return too_big(run.h, run.opts.run_on, run.devices_here), []
+        job = Job(run.h, run.opts, run.args, run.dyn, run.traced.promised, run.traced.handle.traced.jaxpr)
+        return native(job, run.lowered, run.serialized, run.xhost_prior)
+
+
+CHECK = NativeCheck()
+
+
+def native(job: Job, lowered: dict[str, lower.Lowered], serialized: export.Serialized | None,
+           prior: xhost.Prior | None) -> Produced:
+    """(records, io artifacts): compile and execute on each run-on kind, then check the
+    outputs (``check``)."""
+    recs: list[Record] = []
+    arts: list[Artifact] = []
+    ref = None
+    for kind in job.opts.run_on:
+        platform = native_platform(kind)
+        lo = lowered.get(platform)
+        if lo is None:
+            continue
+        c, e = compile_execute(lo, job.dyn, job.opts, "compile")
+        actual = e.handle.arrays if e.ok else None
+        if actual is not None:
+            io_art = _io_artifact(job.dyn, actual)
+            arts.append(io_art)
+            e = e.with_status(e.status, artifact=io_art.sha256)
+        recs += [c, e.with_status(e.status, handle=None)]
+        if ref is None and job.h.reference is not None:
+            try:
+                ref = reference_outputs(job.h, job.args)
+            except Exception as exc:  # a broken reference is the farm's bug: say so
+                recs.append(Record("compare", platform, "error", error_type=type(exc).__name__,
+                                   error=f"reference raised: {exc}"[:500]))
+        recs += check(job, kind, lo, actual, ref, lowered, serialized, prior)
+    return recs, arts
+
+
+def too_big(h: Any, run_on: tuple[str, ...], have: int) -> list[Record]:
+    """Compile and execute records of a mesh larger than this host: not runnable here."""
+    why = f"a mesh of {h.devices} devices; this host's default backend has {have}"
+    return [Record(stage, native_platform(kind), "not_runnable_here", error_type="TooFewDevices", error=why,
+                   facts={"devices_needed": h.devices}) for kind in run_on for stage in ("compile", "execute")]
+
+
+def _io_artifact(dyn: list[Any], outputs: list[np.ndarray] | None) -> Artifact:
+    data = iofile.pack(dyn, outputs or [])
+    return Artifact(hashlib.sha256(data).hexdigest(), "io", data,
+                    {"inputs": len(dyn), "outputs": len(outputs or [])})
 
 
 def check(job: Job, kind: str, lo: lower.Lowered, actual: list[np.ndarray] | None,
