@@ -28,6 +28,8 @@ import numpy  # noqa: F401  (see below)
 import vl_convert as vlc
 from markupsafe import Markup, escape
 
+from farm.results import OUTCOME_CLASS
+
 # numpy is imported here, before any request, because Altair's ``to_dict`` looks numpy up in
 # ``sys.modules`` without importing it: a page that imports numpy for the first time (the
 # compare page loads the catalog) while another thread builds a chart handed Altair a
@@ -45,9 +47,7 @@ STATUS_COLOURS = {"ok": "#4caf50", "fail": "#e53935", "error": "#c62828", "crash
                   "timeout": "#8e24aa", "unexpected_pass": "#ffb300", "expected_fail": "#9e9e9e",
                   "skipped": "#cfd8dc", "not_runnable_here": "#e0e0e0"}
 #: Statuses grouped for the trend counts: what a reader asks first is "how many passed, how many broke".
-OUTCOME_CLASSES = {"ok": "pass", "unexpected_pass": "pass", "fail": "fail", "error": "fail", "crashed": "fail",
-                   "timeout": "fail", "expected_fail": "expected", "skipped": "skipped",
-                   "not_runnable_here": "skipped"}
+OUTCOME_CLASSES = OUTCOME_CLASS
 CLASS_COLOURS = {"pass": "#4caf50", "fail": "#e53935", "expected": "#9e9e9e", "skipped": "#cfd8dc"}
 #: The generic family: Vega measures labels in it about 3x faster than in a named font
 #: (a heat map of 132 primitives: 60 ms against 175 ms), and browsers draw it in theirs.

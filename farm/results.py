@@ -24,6 +24,33 @@ NOT_REUSABLE = ("crashed", "timeout")
 #: How bad each status is (higher is worse): the worst status of a harness is its max.
 SEVERITY = {s: i for i, s in enumerate(("ok", "skipped", "not_runnable_here", "expected_fail",
                                         "unexpected_pass", "fail", "error", "timeout", "crashed"))}
+#: Every status, worst first (what a cell's colour follows).
+WORST_FIRST = tuple(sorted(STATUSES, key=SEVERITY.__getitem__, reverse=True))
+# Statuses grouped by what they say, each grouping named once here (never restated as a literal):
+#: the stage ran and its result held (a stale limitation's ``unexpected_pass`` included)
+PASSED = ("ok", "unexpected_pass")
+#: what the catalog says it should be: a pass, or the failure a limitation describes
+GOOD = ("ok", "expected_fail")
+#: broken, worst first: a new one is a regression (``BAD`` less ``unexpected_pass``, which is a finding
+#: about the catalog, not about JAX)
+BROKEN = ("crashed", "timeout", "error", "fail")
+#: the stage raised or never finished
+ERRORS = ("crashed", "timeout", "error")
+#: the process died or hung: about one attempt
+LOST = NOT_REUSABLE
+#: nothing ran: it had nothing to do or cannot run here
+NOT_RUN = ("skipped", "not_runnable_here")
+#: a failure ``farm repro`` makes a script of (an expected one too: it is still JAX's bug)
+REPRODUCIBLE = (*BROKEN, "expected_fail")
+#: nothing to triage: no failure signature
+QUIET = ("ok", *NOT_RUN, "expected_fail")
+#: what a ``Limitation`` may expect a stage to end with
+EXPECTABLE = ("fail", "error", "not_runnable_here", "crashed")
+#: ran to its end: its seconds are a timing (a raised or killed stage's are not)
+TIMED = ("ok", "unexpected_pass", "fail", "expected_fail")
+#: the trend plots' classes: what a reader asks first is "how many passed, how many broke"
+OUTCOME_CLASS = {**dict.fromkeys(PASSED, "pass"), **dict.fromkeys(BROKEN, "fail"), "expected_fail": "expected",
+                 **dict.fromkeys(NOT_RUN, "skipped")}
 
 @dataclass(frozen=True, slots=True)
 class CheckSpec:
@@ -235,7 +262,7 @@ class Record:
 
     @property
     def ok(self) -> bool:
-        return self.status in ("ok", "unexpected_pass")
+        return self.status in PASSED
 
     def with_status(self, status: str, **kw: Any) -> "Record":
         return replace(self, status=status, **kw)

@@ -12,11 +12,11 @@ from flask import Flask, request
 
 from dashboards.views import one_of, store, twin
 from farm.analysis.crosshost import summarize
-from farm.results import LOWERING_PLATFORMS
+from farm.results import LOWERING_PLATFORMS, NOT_RUN
 from farm.store import queries
 
 #: Statuses that mean a device did not run the harness itself.
-_NOT_RUN = ("not_runnable_here", "skipped")
+_NOT_RUN = NOT_RUN
 
 
 def device_platforms(rows: list[dict[str, Any]]) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
+from farm.results import WORST_FIRST
 
 #: The stages the matrix reads, in the order their features are listed.
 STAGES = ("export", "serialize", "symbolic_export", "symbolic_serialize", "symbolic_call", "effects_export",
@@ -21,7 +22,7 @@ _FEATURE = {"export": "export (static shapes)", "serialize": "serialize round tr
 #: Columns first in this order; export configurations ("cpu+cuda") after, as they come.
 _COLUMNS = ("cpu", "cuda", "rocm", "tpu", "export", "native")
 #: Worst first: what a cell's colour follows.
-_WORST = ("crashed", "timeout", "error", "fail", "unexpected_pass", "expected_fail", "not_runnable_here", "skipped", "ok")
+_WORST = WORST_FIRST
 
 
 def feature_of(row: Mapping[str, Any]) -> str:

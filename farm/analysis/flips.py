@@ -4,10 +4,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from farm.analysis.rows import Key, Row
+from farm.results import BROKEN, ERRORS, GOOD
 
-BAD = ("crashed", "timeout", "error", "fail")
-ERRORS = ("crashed", "timeout", "error")
-GOOD = ("ok", "expected_fail")
+BAD = BROKEN  # unexpected_pass is a kind of flip of its own
 
 #: Kinds of flip, worst first; the first four are regressions. ``vanished`` (a result the
 #: candidate should have and lacks) comes from ``farm.analysis.gate``, never ``classify``.

@@ -47,14 +47,14 @@ from typing import Any
 
 from farm.analysis.flips import classify
 from farm.analysis.rows import Row
-from farm.results import BAD, SEVERITY
+from farm.results import BAD, PASSED, SEVERITY
 
 #: The platform of records that are about the whole harness (trace, a crashed worker).
 ANY = "any"
 #: ``platform`` / ``stage`` of a finding about every platform or every stage.
 ALL = "*"
 #: Statuses of a platform-``"any"`` record after which the harness goes on per platform.
-_PROCEEDS = ("ok", "unexpected_pass")
+_PROCEEDS = PASSED
 
 Cells = dict[str, dict[str, Row]]  # fingerprint -> platform -> the worst row
 

@@ -39,12 +39,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from farm.results import BAD
+from farm.results import BAD, QUIET
 
 #: Placeholders the normalized error uses.
 NUM, SHAPE, HEX, PATH, NAME, DTYPE = "N", "[…]", "0x…", "<path>", "'…'", "<dtype>"
 #: Statuses without a signature: nothing is wrong, or the failure was expected.
-NO_SIGNATURE = ("ok", "skipped", "expected_fail", "not_runnable_here")
+NO_SIGNATURE = QUIET
 #: How long a normalized error may be (the rest rarely tells causes apart).
 MAX_MESSAGE = 240
 #: ULP bands of a numeric disagreement, (upper bound in ULPs, label): just past the tolerance

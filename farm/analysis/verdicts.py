@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from farm.results import verdict_table
+from farm.results import ERRORS, verdict_table
 
 #: what a compare record's ``facts.against`` says -> verdict kind
 KIND_OF_AGAINST = {"jaxpr": "reference", "reference": "reference", "invariant": "invariant", "none": "none",
@@ -26,7 +26,7 @@ def kind(record: dict[str, Any]) -> tuple[str, str | None]:
     k = KIND_OF_AGAINST.get(facts.get("against"), "none")
     if record["status"] == "skipped" or k == "none":
         return "none", facts.get("reason") or record.get("error") or "skipped"
-    if record["status"] in ("error", "crashed", "timeout"):
+    if record["status"] in ERRORS:
         return "none", f"compare {record['status']}: {record.get('error_type') or record.get('error') or ''}".strip()
     return k or "none", None
 

@@ -24,7 +24,7 @@ from farm.catalog.features import ExportFeature
 from farm.catalog.known import CHLO_GONE, CHLO_OPS, CHLO_SINCE, check_spec, holds_on
 from farm.catalog.specs import Point, check
 from farm.platforms import LOWERING_PLATFORMS
-from farm.results import check_specs, limitation_stages
+from farm.results import EXPECTABLE, check_specs, limitation_stages
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +57,7 @@ class Limitation:
         check_spec(self.jax)  # a bad specifier fails where the harness is defined
         if self.stage not in (known := limitation_stages()):
             raise ValueError(f"Limitation stage must be one of {known}, got {self.stage!r}")
-        if self.status is not None and self.status not in ("fail", "error", "not_runnable_here", "crashed"):
+        if self.status is not None and self.status not in EXPECTABLE:
             raise ValueError(f"Limitation status must be fail, error, not_runnable_here or crashed, got {self.status!r}")
         if self.error is not None:
             re.compile(self.error)  # a bad pattern fails where the harness is defined

@@ -8,6 +8,7 @@ from typing import Any
 
 from farm.commands import add_db, number, store_from
 from farm.errors import ConfigError, FarmError, UnknownName
+from farm.results import REPRODUCIBLE
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -64,7 +65,7 @@ def _stored(args: argparse.Namespace) -> dict[str, Any]:
         rows = [r for r in queries.results(s, run.id) if r["harness"] == args.harness]
     if not rows:
         raise FarmError(f"run {info['name']!r} has no results for {args.harness!r}")
-    bad = [r for r in rows if r["status"] in ("fail", "error", "crashed", "timeout", "expected_fail")
+    bad = [r for r in rows if r["status"] in REPRODUCIBLE
            and (not args.platform or r["platform"] == args.platform) and (not args.stage or r["stage"] == args.stage)]
     if not bad:
         raise FarmError(f"{args.harness} did not fail in run {info['name']!r}: nothing to reproduce")

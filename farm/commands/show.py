@@ -6,7 +6,7 @@ import json
 from collections import Counter, defaultdict
 
 from farm.commands import add_db, number, statuses, store_from
-from farm.results import BAD, SEVERITY
+from farm.results import BAD, BROKEN, SEVERITY
 
 ABBREV = {"ok": ".", "fail": "F", "error": "E", "expected_fail": "x", "unexpected_pass": "U", "skipped": "-",
           "not_runnable_here": "n", "crashed": "C", "timeout": "T"}
@@ -210,7 +210,7 @@ def list_runs(args: argparse.Namespace) -> int:
         return 0
     print(f"{'id':>4}  {'name':<28} {'kind':<7} {'status':<11} {'done':>6} {'bad':>5}  {'jax':<8} started")
     for r in runs:
-        bad = sum(v for k, v in r["status_counts"].items() if k in ("fail", "error", "crashed", "timeout"))
+        bad = sum(v for k, v in r["status_counts"].items() if k in BROKEN)
         print(f"{r['id']:>4}  {r['name']:<28} {r['kind']:<7} {r['status']:<11} {r['done']:>6} {bad:>5}  "
               f"{r['environment'].get('jax_version', ''):<8} {r['started_at']}")
     return 0

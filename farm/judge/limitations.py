@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from farm.catalog import Harness, Limitation, known
 from farm.platforms import native_platform
-from farm.results import PALLAS_STAGES, PLATFORMS_OF_KIND, RUN_STAGES, Outcome, Record, carried, limitation_stages
+from farm.results import EXPECTABLE, PALLAS_STAGES, PLATFORMS_OF_KIND, RUN_STAGES, Outcome, Record, carried, limitation_stages
 
 
 def judge_record(h: Harness, rec: Record) -> Record:
@@ -43,7 +43,7 @@ def judge_record(h: Harness, rec: Record) -> Record:
     if was_carried and rec.status == "ok":  # a carried limitation explains a failure, never flags a pass
         return rec
     facts = {**rec.facts, "limitation": lim.description}
-    if rec.status in ("fail", "error", "not_runnable_here", "crashed"):
+    if rec.status in EXPECTABLE:
         return expected(rec, lim)
     if rec.status == "ok":
         return rec.with_status("unexpected_pass", facts=facts,

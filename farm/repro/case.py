@@ -15,10 +15,9 @@ from farm.errors import FarmError
 from farm.repro.candidate import Source, load_harness
 from farm.repro.needs import Needs, capture
 from farm.repro.script import Check
-from farm.results import SYMBOLIC_STAGES, Options, Outcome, Record
+from farm.results import REPRODUCIBLE, SYMBOLIC_STAGES, Options, Outcome, Record
 
 #: What a repro can be written for, by status
-REPRODUCIBLE = ("fail", "error", "crashed", "timeout", "expected_fail")
 #: Environment variables that shape what jax computes (the configuration it failed in)
 SETTINGS = ("JAX_ENABLE_X64", "XLA_FLAGS", "JAX_USE_SHARDY_PARTITIONER", "JAX_DEFAULT_MATMUL_PRECISION")
 

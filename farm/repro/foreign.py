@@ -23,6 +23,7 @@ from farm.errors import FarmError
 from farm.repro.case import find, policy_check, reference
 from farm.repro.script import Check, Script
 from farm.repro.write import Written, npz, verify
+from farm.results import LOST
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,7 @@ def reproduce_foreign(catalog: str, modules: tuple[str, ...], name: str, out: Pa
     notes: list[str] = []
     more: list[tuple[Check, str]] = []
     judged: set[int] = set()  # outputs only the invariant judges
-    if status in ("crashed", "timeout"):
+    if status in LOST:
         chk = Check("crash" if status == "crashed" else "timeout")
     elif status == "error":
         chk = Check("error", f"the error jax {b} raised", error_type=rec.get("error_type"),

@@ -27,9 +27,10 @@ from typing import Any
 import numpy as np
 
 from farm.repro.candidate import Candidate, Worker
+from farm.results import REPRODUCIBLE
 
 #: statuses that are a failure to reproduce (``expected_fail``: a declared bug is still a bug)
-FAILING = ("fail", "error", "crashed", "timeout", "expected_fail")
+FAILING = REPRODUCIBLE
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from farm.repro.script import Check, Script
 from farm.repro.write import Written, _story, compact, correctly_rounded, header, npz, verify, write_full
 from farm.repro.gradients import write_gradients
 from farm.repro.symbolic import write_symbolic
-from farm.results import GRADIENT_STAGES, SYMBOLIC_STAGES, Record
+from farm.results import GRADIENT_STAGES, LOST, SYMBOLIC_STAGES, Record
 
 #: The failures the minimizer can judge candidates for: this host's own run of the program
 MINIMIZABLE = ("trace", "lower", "compile", "execute", "compare")
@@ -60,7 +60,7 @@ def reproduce(catalog: str, modules: tuple[str, ...], name: str, out: Path, *, p
     from farm.stages import compat
 
     case = load(catalog, modules, name, platform, stored, shapes=shapes, vjp=vjp, stage=stage)
-    if do_minimize and (case.failure.stage not in MINIMIZABLE and case.failure.status not in ("crashed", "timeout")
+    if do_minimize and (case.failure.stage not in MINIMIZABLE and case.failure.status not in LOST
                         or case.failure.platform not in ("cpu", "any")):
         raise FarmError(f"{name}: --minimize judges candidates on this host's own run; this failure is "
                         f"{case.failure.stage} on {case.failure.platform} (write it without --minimize)")
@@ -110,7 +110,7 @@ def write_minimized(case: Case, program: Any, m: Minimized, out: Path, worker: W
              f"{rec.get('error') or ''}"[:400] + "\nThe unminimized reproducer is repro_full.py.")
     if rec.get("status") == "fail":
         chk, wants = policy_check(rec.get("facts") or {}), reference(closed, args)
-    elif rec.get("status") in ("crashed", "timeout"):
+    elif rec.get("status") in LOST:
         chk, wants = Check("crash" if rec["status"] == "crashed" else "timeout"), []
     else:
         chk, wants = Check("error", error_type=rec.get("error_type")), []

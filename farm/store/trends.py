@@ -29,12 +29,12 @@ from sqlalchemy.orm import Session
 from farm.store import queries, reports
 from farm.store.models import ReportRow, ResultRow
 from farm.store.models.base import utcnow
+from farm.results import TIMED
 
 #: Version of a stored summary's content; another version is recomputed.
 FORMAT_VERSION = 1
 SUMMARY_KEY = hashlib.sha256(b"farm.store.trends run summary").hexdigest()
 #: Statuses whose timings are a stage's real work (a skipped stage's 0 s is not).
-TIMED = ("ok", "unexpected_pass", "fail", "expected_fail")
 QUANTILES = {"p05": 0.05, "q1": 0.25, "median": 0.5, "q3": 0.75, "p95": 0.95}
 
 
