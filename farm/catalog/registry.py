@@ -1,24 +1,22 @@
-"""The registry: ``define()`` appends a harness to its catalog; ``load()``, ``select()`` and
-``Filters`` pick harnesses back out of it.
+"""The registry: ``load()`` imports a catalog (the farm's family modules, the Pallas modules, the
+adapters of JAX's own catalogs), ``select()`` and ``Filters`` pick harnesses out of what
+``define()`` (``farm.catalog.definitions``) declared.
 """
 from __future__ import annotations
 
 import fnmatch
 import importlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from farm.catalog.args import Arg, _shape_of
-from farm.catalog.dtypes import DTYPES, INTEGER
-from farm.catalog.effects import Effects
-from farm.catalog.features import ExportFeature
-from farm.catalog.harness import Harness, HarnessKey, Limitation, Poly
-from farm.catalog.pallas import Kernel
+from farm.catalog import shape_poly, upstream
+from farm.catalog.definitions import _REGISTRY, define, harness_key  # noqa: F401  (this module's public face)
+from farm.catalog.dtypes import DTYPES
+from farm.catalog.harness import Harness
 from farm.errors import ConfigError, UnknownName
 from farm.platforms import LOWERING_PLATFORMS
 
-_REGISTRY: dict[str, list[Harness]] = {}
 _LOADED: set[str] = set()
 
 #: Family modules of the farm's own catalog, imported on first use.
@@ -28,70 +26,6 @@ FARM_FAMILIES: tuple[str, ...] = (
     "linalg", "random", "fft", "special", "collective", "sharding", "found", "xla_cpu_findings", "symbolic",
     "effects", "export_features",
 )
-
-
-def harness_key(primitive: str, group: str | None, dtype: str, shapes: Sequence[tuple[int, ...]],
-                params: dict[str, Any] | None) -> HarnessKey:
-    """The key ``define`` gives a harness (its name comes from it)."""
-    return HarnessKey(primitive=primitive, group=group or primitive, dtype=dtype,
-                      shapes=tuple(tuple(int(d) for d in s) for s in shapes),
-                      params=tuple(sorted((k, str(v)) for k, v in (params or {}).items())))
-
-
-def define(
-    family: str,
-    primitive: str,
-    fun: Callable[..., Any],
-    args: Sequence[Arg],
-    *,
-    dtype: str,
-    group: str | None = None,
-    params: dict[str, Any] | None = None,
-    reference: Callable[..., Any] | None = None,
-    compare: str | None = None,
-    invariant: Callable[..., Any] | None = None,
-    limitations: Iterable[Limitation] = (),
-    tol: tuple[float, float] | None = None,
-    devices: int = 1,
-    catalog: str = "farm",
-    source: str = "",
-    arg_maker: Callable[[int], list[Any]] | None = None,
-    shapes: Sequence[tuple[int, ...]] | None = None,
-    timeout_s: float | None = None,
-    mesh: Sequence[tuple[str, int]] = (),
-    in_specs: Sequence[Any] = (),
-    collective_axes: Sequence[str] = (),
-    partitioner: str = "",
-    axis_types: str = "auto",
-    constraints: Sequence[tuple[Sequence[tuple[str, int]], Sequence[Any]]] = (),
-    poly: Poly | None = None,
-    jax_config: Sequence[tuple[str, Any]] = (),
-    effects: Effects | None = None,
-    pallas: Kernel | None = None,
-    feature: ExportFeature | None = None,
-    needs: dict[str, str] | None = None,
-) -> Harness:
-    """Declare one harness and append it to its catalog's registry."""
-    if dtype not in DTYPES:
-        raise UnknownName("dtype", dtype, DTYPES)
-    if shapes is None:
-        shapes = [s for s in (_shape_of(a) for a in args) if s is not None]
-    key = harness_key(primitive, group, dtype, shapes, params)
-    if compare is None:
-        compare = "exact" if dtype in INTEGER + ("bool",) else ("allclose" if reference else "none")
-    h = Harness(
-        key=key, fun=fun, args=tuple(args), family=family, catalog=catalog, reference=reference,
-        compare=compare, invariant=invariant, limitations=tuple(limitations), tol=tol,
-        devices=devices, source=source, arg_maker=arg_maker, timeout_s=timeout_s,
-        mesh=tuple((str(n), int(k)) for n, k in mesh), in_specs=tuple(in_specs),
-        collective_axes=tuple(collective_axes), partitioner=partitioner, axis_types=axis_types,
-        constraints=tuple((tuple((str(n), int(k)) for n, k in m), tuple(sp)) for m, sp in constraints),
-        poly=poly, jax_config=tuple((str(k), v) for k, v in jax_config), effects=effects,
-        pallas=pallas,
-        feature=feature, needs=tuple((needs or {}).items()),
-    )
-    _REGISTRY.setdefault(catalog, []).append(h)
-    return h
 
 
 CATALOGS = ("farm", "upstream", "shape_poly", "pallas", "all")
@@ -120,19 +54,13 @@ def load(catalog: str = "farm", modules: Iterable[str] = (), jax_repo: str | Non
                     raise
         _LOADED.add("farm")
     if catalog in ("upstream", "all") and "upstream" not in _LOADED:
-        # Imported here, not at the top: farm.catalog.upstream imports farm.catalog (a cycle at
-        # import time), and only the upstream catalog needs it (jax's catalog costs ~1.5 s).
-        from farm.catalog import upstream
-
-        upstream.register()
+        upstream.register()  # jax's catalog is imported here, on first use (~1.5 s)
         _LOADED.add("upstream")
     if catalog == "pallas" and "pallas" not in _LOADED:
         for mod in PALLAS_MODULES:
             importlib.import_module(mod)
         _LOADED.add("pallas")
     if catalog == "shape_poly":
-        from farm.catalog import shape_poly  # imported here: it imports jax and JAX's test modules
-
         if shape_poly.stale(jax_repo):  # not read yet, or read from another repository
             _REGISTRY.pop("shape_poly", None)
             shape_poly.register(jax_repo)

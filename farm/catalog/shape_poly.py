@@ -38,7 +38,7 @@ import numpy as np
 from farm.catalog import jaxrepo
 from farm.catalog.dtypes import DTYPES
 from farm.catalog.harness import Limitation, Point, Poly
-from farm.catalog.registry import define
+from farm.catalog.definitions import define
 from farm.catalog.specs import holds, shape
 from farm.errors import BadJaxRepo
 from farm.platforms import LOWERING_PLATFORMS

@@ -32,10 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from farm.catalog import DTYPES, Limitation, define
-from farm.catalog.harness import SCAN_ABORTS_CPU
+from farm.catalog.definitions import define, harness_key
+from farm.catalog.dtypes import DTYPES
+from farm.catalog.harness import SCAN_ABORTS_CPU, Limitation
 from farm.catalog.known import stale_upstream
-from farm.catalog.registry import harness_key
 
 CATALOG = "upstream"
 FAMILY = "upstream"

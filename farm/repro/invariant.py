@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from farm.repro.script import Check
+from farm.repro.verdict import Check
 
 #: The non-unique primitives a script can check standalone
 CHECKED = ("eigh", "eig", "svd", "qr")

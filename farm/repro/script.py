@@ -13,6 +13,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from farm.repro.invariant import CODE as INVARIANT_CODE
+from farm.repro.verdict import Check
+
 #: The judging code every script carries (a copy of ``farm.judge.tolerance``'s
 #: pointwise rule, so that the script needs no farm).
 CHECK_CODE = '''
@@ -169,31 +172,6 @@ if __name__ == "__main__":
 
 
 @dataclass(frozen=True)
-class Check:
-    """How a script judges: ``kind`` values | error | crash | timeout; for values, the
-    tolerance (``rtol``, ``atol``, pointwise or scaled by the reference's max-norm, exact,
-    zeros' signs) and what the expected values are."""
-
-    kind: str
-    against: str = "the float64 reference"
-    rtol: float = 0.0
-    atol: float = 0.0
-    pointwise: bool = True
-    exact: bool = False
-    signed_zeros: bool = True
-    error_type: str | None = None
-    timeout_s: float = 120.0
-    match_type: bool = False  # an error counts only if its type is ``error_type``
-    invariant: dict[str, Any] | None = None  # kind invariant: primitive, params, outputs, dtype, bound
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "against": self.against, "rtol": self.rtol, "atol": self.atol,
-                "pointwise": self.pointwise, "exact": self.exact, "signed_zeros": self.signed_zeros,
-                "error_type": self.error_type, "timeout_s": self.timeout_s, "match_type": self.match_type,
-                **({"invariant": self.invariant} if self.invariant else {})}
-
-
-@dataclass(frozen=True)
 class Script:
     """What one ``repro.py`` says and does."""
 
@@ -237,9 +215,7 @@ class Script:
         parts += [f"\ndef EXPECTED_{i}():\n    return {src}\n" for i, (_, src) in enumerate(self.more, start=2)]
         parts += [f"\nSIDES = [{', '.join(f'({c}, {e})' for c, e in sides)}]\n", CHECK_CODE]
         if uses_invariant:
-            from farm.repro.invariant import CODE
-
-            parts.append(CODE)
+            parts.append(INVARIANT_CODE)
         parts.append(MAIN_CODE.format())
         parts.append(RUN_CODE)
         return "\n".join(parts)
