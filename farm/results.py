@@ -80,6 +80,9 @@ class CheckSpec:
     #: attribute of it holding code: its description and that code's source enter the fingerprint
     harness_field: str | None = None
     harness_code: str | None = None
+    #: the check runs only for a harness that sets ``harness_field`` (False: for every harness,
+    #: the field refining what it runs); the pipeline asks nothing else of a harness without it
+    gated: bool = True
 
     @property
     def limits(self) -> tuple[str, ...]:
@@ -120,7 +123,8 @@ CHECKS = (
                                                   ("run", None))),
                        (("symbolic_call", False), (("crossexec", None), ("lower", "cpu"), ("compare", "cpu"),
                                                    ("run", "cpu")))),
-              options=("shapes",), keyed_at_default=("shapes",), harness_field="poly", harness_code="maker"),
+              options=("shapes",), keyed_at_default=("shapes",), harness_field="poly", harness_code="maker",
+              gated=False),
     # a harness with side effects (``Harness.effects``: debug prints, callbacks,
     # ``lax.platform_dependent``): one record per export configuration, what its exported,
     # deserialized and relabelled artifacts printed, received and returned on the CPU

@@ -119,3 +119,21 @@ def test_the_stage_lists_the_options_and_the_fingerprint_are_derived_from_the_ch
     other = dataclasses.replace(h.poly, maker=lambda point, rng: [])
     assert dataclasses.replace(h, poly=other).fingerprint != h.fingerprint
     assert dataclasses.replace(h, poly=None).fingerprint != h.fingerprint
+
+
+def test_a_gated_check_is_asked_only_about_harnesses_that_set_its_field() -> None:
+    asked: list[str] = []
+
+    class OnEffects(ExportTwice):
+        spec = CheckSpec("on_effects", ("on_effects",), harness_field="effects")
+
+        def applies(self, run: Run) -> bool:
+            asked.append(run.h.name)
+            return False
+
+    with_effects = next(h for h in catalog.load() if h.effects is not None)
+    with registry.registered(OnEffects()):
+        run_harness(_harness(), OPTS)
+        assert asked == []
+        run_harness(with_effects, Options(platforms=("cpu",), repeats=1))
+    assert asked == [with_effects.name]

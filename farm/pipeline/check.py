@@ -41,20 +41,23 @@ class Run:
     serialized: export.Serialized | None = None  # the artifact, where its round trip held
     exported: Any = None  # the live jax.export.Exported, where the export succeeded
     downstream_key: str | None = None  # what a reusable check's records are reused by
+    #: the harness traced and its static shapes were asked for: the static path runs
+    static: bool = field(init=False)
+    dyn: list[Any] = field(init=False)  # the traced harness's dynamic arguments
+    #: another host's export to run here (None where it carried Pallas artifacts only)
+    xhost_prior: xhost.Prior | None = field(init=False)
 
-    @property
-    def static(self) -> bool:
-        """The harness traced and its static shapes were asked for: the static path runs."""
-        return self.traced.ok and "static" in self.opts.shapes
+    def __post_init__(self) -> None:
+        self.static = self.traced.ok and "static" in self.opts.shapes
+        self.dyn = self.traced.handle.dyn if self.traced.handle is not None else []
+        self.xhost_prior = self.prior if self.prior is not None and self.prior.export else None
 
-    @property
-    def dyn(self) -> list[Any]:
-        return self.traced.handle.dyn
-
-    @property
-    def xhost_prior(self) -> xhost.Prior | None:
-        """Another host's export to run here (None where it carried Pallas artifacts only)."""
-        return self.prior if self.prior is not None and self.prior.export else None
+    def asks(self, check: "Check") -> bool:
+        """Whether ``check`` runs: a gated check only for a harness that sets its field, then its ``applies``."""
+        spec = check.spec
+        if spec.gated and spec.harness_field and getattr(self.h, spec.harness_field) is None:
+            return False
+        return check.applies(self)
 
 
 class Check(Protocol):

@@ -71,6 +71,8 @@ def _run(h: Harness, opts: Options, prior: xhost.Prior | None, reuse: Reuse | No
     runnable here, unless its mesh can be traced abstractly."""
     have = _device_count()
     for c in registry.CHECKS:
+        if c.spec.gated and c.spec.harness_field and getattr(h, c.spec.harness_field) is None:
+            continue
         if (missing := c.lacking(h)) is not None:
             return [Record("trace", "any", "skipped", error_type="NotInThisJax", error=missing)], [], None
     if h.needs and (missing := known.lacking(h.needs)):
@@ -100,11 +102,11 @@ def _run_checks(h: Harness, opts: Options, prior: xhost.Prior | None, reuse: Reu
     recs: list[Record] = [without_handle(tr)]
     arts: list[Artifact] = []
     for c in registry.upstream():
-        if c.applies(run):
+        if run.asks(c):
             r, a = c.run(run)
             recs += r
             arts += a
-    downstream = [c for c in registry.reusable() if c.applies(run)]
+    downstream = [c for c in registry.reusable() if run.asks(c)]
     if downstream and reuse is not None and reuse.key == run.downstream_key and run.xhost_prior is None:
         return recs + _reused(reuse), arts, run.downstream_key
     for c in downstream:
