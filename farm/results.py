@@ -83,6 +83,10 @@ class CheckSpec:
     #: the check runs only for a harness that sets ``harness_field`` (False: for every harness,
     #: the field refining what it runs); the pipeline asks nothing else of a harness without it
     gated: bool = True
+    #: facts of its records that name more platforms whose limitations judge the record too
+    #: (a Pallas target's ``backend``; the platforms whose own export sank a four-platform one);
+    #: a record's platform ``tpu:v5e`` (a target) is judged by ``tpu``'s as well
+    platform_facts: tuple[str, ...] = ()
 
     @property
     def limits(self) -> tuple[str, ...]:
@@ -124,7 +128,7 @@ CHECKS = (
                        (("symbolic_call", False), (("crossexec", None), ("lower", "cpu"), ("compare", "cpu"),
                                                    ("run", "cpu")))),
               options=("shapes",), keyed_at_default=("shapes",), harness_field="poly", harness_code="maker",
-              gated=False),
+              gated=False, platform_facts=("sunk_by",)),
     # a harness with side effects (``Harness.effects``: debug prints, callbacks,
     # ``lax.platform_dependent``): one record per export configuration, what its exported,
     # deserialized and relabelled artifacts printed, received and returned on the CPU
@@ -136,9 +140,9 @@ CHECKS = (
     # Mosaic GPU or Triton, rocm with Triton), lowered, exported, its custom call's census and the
     # round trip; where the kernel ships a jnp reference, the interpret-mode kernel against it
     CheckSpec("pallas", ("pallas_export", "pallas_reference"), options=("pallas_targets",),
-              harness_field="pallas", harness_code="build"),
+              harness_field="pallas", harness_code="build", platform_facts=("backend",)),
     # a version sweep's cross run: another jax's ``pallas_export`` artifact deserialized here
-    CheckSpec("pallas_xver", ("pallas_xver",)),
+    CheckSpec("pallas_xver", ("pallas_xver",), platform_facts=("backend",)),
     # ``--vjp [1|2]``: the export serialized with its vjp modules, read back, each platform's
     # vjp taken on the CPU at order 1 (``vjp``) and 2 (``vjp2``), judged against ``jax.vjp`` and
     # finite differences of the float64 reference (docs/gradients.md)
@@ -177,7 +181,7 @@ def unregister_spec(name: str) -> None:
 
 def _derived_changed() -> None:
     """What is derived from the specs is memoized (the judge asks per record): recompute it."""
-    for f in (check_specs, stages, upstream_stages, limitation_stages, carried, _owned_options):
+    for f in (check_specs, stages, upstream_stages, limitation_stages, carried, check_of, _owned_options):
         f.cache_clear()
 
 
@@ -197,6 +201,12 @@ def upstream_stages() -> tuple[str, ...]:
 def limitation_stages() -> tuple[str, ...]:
     """Stages a ``Limitation`` can name, in pipeline order."""
     return tuple(s for c in check_specs() for s in c.limits)
+
+
+@functools.cache
+def check_of(stage: str) -> CheckSpec | None:
+    """The check a stage belongs to (None: a stage no check declares)."""
+    return next((c for c in check_specs() if stage in c.stages), None)
 
 
 @functools.cache

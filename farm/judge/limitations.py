@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from farm.catalog import Harness, Limitation, known
 from farm.platforms import native_platform
-from farm.results import EXPECTABLE, PALLAS_STAGES, PLATFORMS_OF_KIND, RUN_STAGES, Outcome, Record, carried, limitation_stages
+from farm.results import EXPECTABLE, PLATFORMS_OF_KIND, RUN_STAGES, Outcome, Record, carried, check_of, limitation_stages
 
 
 def judge_record(h: Harness, rec: Record) -> Record:
@@ -23,10 +23,11 @@ def judge_record(h: Harness, rec: Record) -> Record:
     if rec.stage == "export" and rec.platform == "export" and rec.status == "ok":
         # the artifact holds these platforms: a limitation saying one cannot be exported is stale
         platforms += tuple(rec.facts.get("platforms", ()))
-    if rec.stage in PALLAS_STAGES:  # "tpu:v5e": a limitation may name the target, its platform or its backend
-        platforms += tuple(p for p in (rec.platform.partition(":")[0], rec.facts.get("backend")) if p)
-    if rec.stage == "symbolic_export" and rec.platform == "export" and rec.status != "ok":
-        platforms += tuple(rec.facts.get("sunk_by", ()))  # a platform whose own export fails sinks it
+    if ":" in rec.platform:  # "tpu:v5e", a target: a limitation may name it or its platform
+        platforms += (rec.platform.partition(":")[0],)
+    for fact in (spec := check_of(rec.stage)) and spec.platform_facts or ():  # more platforms its check's facts name
+        named = rec.facts.get(fact)
+        platforms += tuple(p for p in ([named] if isinstance(named, str) else named or ()) if p)
     lim = _explaining(rec, [h.limitation(platform, stage) for platform in platforms])
     was_carried = False
     if lim is None or not lim.expects(rec.status, rec.error_type, rec.error):
