@@ -67,11 +67,11 @@ def _parts(back: Any, live: Any, v: symbolic.Variant, platforms: tuple[str, ...]
     text = module_text(back)
     differs = branched(text)
     # a part calling a GPU library (cuSOLVER, hipSOLVER) cannot compile on the CPU: no use trying
-    together = symbolic.call_together(back, live, platforms, v, statics) \
+    together = symbolic.call_together(back, live, platforms, v) \
         if differs and not _DEVICE_LIBRARY.search(text) else None
-    if together is not None:  # one program for every platform's part and the static lowering
+    if together is not None:  # one program for every platform's part
         return [judge.calls(together[p], v, statics) for p in platforms]
-    first = symbolic.call(back, "cpu", v, artifact="deserialized", statics=statics)
+    first = symbolic.call(back, "cpu", v, artifact="deserialized")
     recs: list[Record] = []
     for p in platforms:
         if p == "cpu":

@@ -132,16 +132,14 @@ def widened(v: Variant, platforms: tuple[str, ...] = LOWERING_PLATFORMS) -> tupl
 
 
 def call(exported: Any, platform: str, v: Variant, points: tuple[Any, ...] | None = None, *,
-         native: bool = False, artifact: str = "exported", statics: dict[str, list[Any]] | None = None) -> SymbolicCall:
+         native: bool = False, artifact: str = "exported") -> SymbolicCall:
     """``exported`` (a symbolic artifact) called at each point on the CPU backend, and at each
     point that breaks a constraint (it must raise); a module for another platform is
     relabelled for the CPU first, so jax refines its symbolic shapes to the call's and the
     CPU backend compiles it (``native``: called as it is, on this host's device for its
     platform; ``artifact``: "deserialized" where it went through a round trip). ``handle``:
     {point label: outputs}; ``facts.violations``: {label: the error
-    raised, or None where the call returned}. ``statics``: where the static lowering's outputs
-    at each size go, computed in the same program as the calls (one compile for both; the
-    judge holds the calls against them and computes any that are missing)."""
+    raised, or None where the call returned}."""
     import jax
 
     here = exported if native or "cpu" in exported.platforms else relabelled(exported, platform)
@@ -152,14 +150,10 @@ def call(exported: Any, platform: str, v: Variant, points: tuple[Any, ...] | Non
     raised: dict[str, str] = {}
     try:
         with timer():
-            try:  # every size in one program (with the static lowering where asked): one compile
+            try:  # every size in one program: one compile
                 rows = [v.rows(pt) for pt in points]
-                more = () if statics is None else (v.fun,)
-                for pt, r in zip(points, checked_calls(here.call, rows, *more)):
-                    got, static = r if more else (r, None)
+                for pt, got in zip(points, checked_calls(here.call, rows)):
                     outs[label(pt)] = [np.asarray(o) for o in jax.tree.leaves(got)]
-                    if more:
-                        statics.setdefault(label(pt), [np.asarray(o) for o in jax.tree.leaves(static)])
                 facts["batched"] = True
             except Exception:  # noqa: BLE001  one size raises: each on its own, to see which
                 outs = {}
@@ -190,14 +184,13 @@ def _facts(v: Variant, points: tuple[Any, ...], artifact: str) -> dict[str, Any]
             "compiler_options": check_options()}
 
 
-def call_together(back: Any, live: Any, platforms: tuple[str, ...], v: Variant,
-                  statics: dict[str, list[Any]]) -> dict[str, SymbolicCall] | None:
+def call_together(back: Any, live: Any, platforms: tuple[str, ...], v: Variant) -> dict[str, SymbolicCall] | None:
     """Every platform's part of a multi-platform artifact whose parts compute differently,
-    called at every size in one program with the static lowering (one compile, not one per
-    platform): the cpu's from the deserialized artifact (``back``), another platform's from
-    the live export relabelled, as ``call`` makes them; each platform its own outputs. None
-    where anything in it raises (a part the CPU cannot compile, a size that raises): the
-    caller then calls each platform on its own, to see which."""
+    called at every size in one program (one compile, not one per platform): the cpu's from
+    the deserialized artifact (``back``), another platform's from the live export relabelled,
+    as ``call`` makes them; each platform its own outputs. None where anything in it raises (a
+    part the CPU cannot compile, a size that raises): the caller then calls each platform on
+    its own, to see which."""
     import jax
 
     heres = {p: back if p == "cpu" else relabelled(live, p) for p in platforms}
@@ -206,12 +199,12 @@ def call_together(back: Any, live: Any, platforms: tuple[str, ...], v: Variant,
         with timer():
             rows = [v.rows(pt) for pt in v.points]
             parts = [heres[p].call for p in platforms]
-            results = checked_calls(parts[0], rows, *parts[1:], v.fun)
+            results = checked_calls(parts[0], rows, *parts[1:]) if len(parts) > 1 else \
+                [(r,) for r in checked_calls(parts[0], rows)]
             outs: dict[str, dict[str, list[np.ndarray]]] = {p: {} for p in platforms}
             for pt, r in zip(v.points, results):
                 for p, got in zip(platforms, r):
                     outs[p][label(pt)] = [np.asarray(o) for o in jax.tree.leaves(got)]
-                statics.setdefault(label(pt), [np.asarray(o) for o in jax.tree.leaves(r[-1])])
     except Exception:  # noqa: BLE001
         return None
     made = {}
