@@ -4,7 +4,7 @@ unique; another host's artifact (xhost), the deserialized artifact (round trip) 
 other platforms' modules run here (crossexec) by the same rules and the same tolerance
 (``farm.judge.tolerance.harness_tolerance``).
 
-The pipeline runs what is judged (``farm.pipeline.checks``) and hands the outputs here.
+The pipeline runs what is judged (``farm.pipeline.native``) and hands the outputs here.
 """
 from __future__ import annotations
 

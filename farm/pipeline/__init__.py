@@ -1,13 +1,14 @@
 """The pipeline: runs the stages for one harness and judges its records by the harness's
 limitations. This module is its public face; the code lives in the modules beside it:
 
-- ``harness``: ``run_harness``, the stages in order for one harness (native runs,
-  crossexec, xhost, the artifact's round trip, invariants);
+- ``harness``: ``run_harness``, trace and then one loop over the checks (``registry``; the
+  interface: ``check``), one module per check: ``lowering``, ``native`` (compile, execute,
+  crossexec, xhost, the artifact's round trip), ``symbolic``, ``effects``, ``features``,
+  ``pallas``, ``gradients``;
 - ``artifact``: a stored export as a job (``ArtifactJob``, what a replay schedules),
   run by ``run_harness`` through the same stages, verdicts and limitations;
 - ``compile_cache``: ``CompileCache``, one compile per distinct module in a worker;
 - ``memory``: ``clear_caches`` and ``rss_bytes`` for long-lived workers;
-- ``checks``: what is run to judge a harness's outputs (crossexec, round trip, xhost); the verdicts are ``farm.judge``'s;
 - ``isolation``: the timeout / retry-alone / crashed policy every runner of worker processes applies;
 - ``references``, ``irctx``, ``meshes``.
 
