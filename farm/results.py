@@ -147,6 +147,11 @@ CHECKS = (
     # vjp taken on the CPU at order 1 (``vjp``) and 2 (``vjp2``), judged against ``jax.vjp`` and
     # finite differences of the float64 reference (docs/gradients.md)
     CheckSpec("gradients", ("vjp", "vjp2"), carries=_carried_gradients(), options=("vjp",)),
+    # ``--check-determinism [sample|all]``: each platform's module and the four-platform export
+    # made again in the worker (after every other check of the harness: twice in one process)
+    # and in a fresh child process, against the ones the sweep kept: a difference is a fail
+    # showing both module texts (docs/determinism.md)
+    CheckSpec("determinism", ("determinism",), options=("determinism",)),
 )
 _BUILT_IN = {c.name: c for c in CHECKS}
 _REGISTERED: dict[str, CheckSpec] = {}  # added at run time (``farm.pipeline.registry.register``)
@@ -236,6 +241,10 @@ LIMITATION_STAGES = limitation_stages()
 SHAPE_KINDS = ("static", "symbolic")
 #: The vjp orders a sweep can ask for (0: none).
 VJP_ORDERS = (0, 1, 2)
+#: Which harnesses the determinism check makes again (``Options.determinism``): none, a sample
+#: drawn by fingerprint (``DETERMINISM_SAMPLE``: one in that many), or every one.
+DETERMINISM = ("off", "sample", "all")
+DETERMINISM_SAMPLE = 16
 #: ``stage="run"``: any of these native stages failing on the platform is the expected
 #: failure; all of them passing where the platform ran natively makes it stale.
 RUN_STAGES = ("lower", "compile", "execute", "compare", "xhost")
@@ -334,10 +343,13 @@ class Options:
     #: "triton"; ``farm.catalog.pallas``); empty: every target of the sweep's platforms
     pallas_targets: tuple[str, ...] = ()
     vjp: int = 0  # VJP_ORDERS: the export serialized with this many orders of vjp, each judged (0: none)
+    determinism: str = "off"  # DETERMINISM: which harnesses are made again, in the worker and in a fresh process
 
     def __post_init__(self) -> None:
         if self.vjp not in VJP_ORDERS:
             raise ValueError(f"vjp order must be one of {VJP_ORDERS}, got {self.vjp!r}")
+        if self.determinism not in DETERMINISM:
+            raise ValueError(f"determinism must be one of {DETERMINISM}, got {self.determinism!r}")
 
     def to_dict(self) -> dict[str, Any]:
         """Every field, less a check's at its default (``CheckSpec.options``): the options of a

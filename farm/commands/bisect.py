@@ -73,13 +73,10 @@ def run(args: argparse.Namespace) -> int:
                                    "keep_modules": False}
         # the checks a sweep reads, read alike; at their defaults they leave the options (and the
         # step cache's keys) as before they existed
-        shapes, pallas_targets, vjp = checks(args)
-        if shapes != ("static",):
-            options["shapes"] = list(shapes)
-        if pallas_targets:
-            options["pallas_targets"] = list(pallas_targets)
-        if vjp:
-            options["vjp"] = vjp
+        from farm.results import Options
+
+        asked = checks(args)
+        options.update({k: v for k, v in Options(**asked).to_dict().items() if k in asked})
         target = Target(args.target, names, args.catalog, options, primitives, badness)
         ans = bisect(target, args.good, args.bad, jax_repo=args.jax_repo, jaxlib=args.jaxlib,
                      index_url=args.index_url, timeout_s=args.timeout, use_cache=not args.no_cache).to_dict()

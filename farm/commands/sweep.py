@@ -4,12 +4,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
 
 from farm.commands import add_db, add_filters, filters_from, number, store_from
 from farm.commands.show import print_run
 from farm.errors import ConfigError
 from farm.platforms import DEVICE_KINDS, GPU_BACKEND_CHOICES, LOWERING_PLATFORMS, parse_list, parse_targets
-from farm.results import SHAPE_KINDS, VJP_ORDERS, Options, RunDims
+from farm.results import DETERMINISM, DETERMINISM_SAMPLE, SHAPE_KINDS, VJP_ORDERS, Options, RunDims
 from farm.run.request import SweepRequest
 
 DEFAULT_PRIMITIVES = "exp,sin,tanh,log1p,add,mul,div,max"
@@ -51,6 +52,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="also differentiate each harness with floating inputs: its export serialized with ORDER (1, "
                         "the default, or 2) orders of vjp, read back, each platform's vjp run on the CPU and judged "
                         "against jax.vjp and finite differences of the float64 reference (docs/gradients.md)")
+    p.add_argument("--check-determinism", dest="determinism", nargs="?", const="sample", default=None, metavar="WHICH",
+                   help="also make each harness's modules and export again, in the worker after everything else "
+                        "and in a fresh process, and fail any that differ from the kept ones (docs/determinism.md): "
+                        f"sample (the default: one harness in {DETERMINISM_SAMPLE}, drawn by fingerprint) or all")
     p.add_argument("--default", action="store_true",
                    help=f"the quick default selection ({DEFAULT_PRIMITIVES} in {DEFAULT_DTYPES})")
     p.add_argument("--format", choices=("table", "json"), default="table")
@@ -99,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     # a PJRT plugin kind runs its own platform's module: lower for it too
     platforms += tuple(k for k in run_on if k not in DEVICE_KINDS and k not in platforms)
     filters = filters_from(args)  # checked before a database is created
-    shapes, pallas_targets, vjp = checks(args)
+    asked = checks(args)
     # the catalog (and any --modules) is loaded before a database exists: a harness module that
     # fails to load (a symbolic spec that does not parse, a bad --jax-repo) is one line, and nothing is stored
     hs = None if args.resume else catalog.select(filters)
@@ -110,8 +115,9 @@ def run(args: argparse.Namespace) -> int:
         with store.session() as s:
             r = queries.resolve_run(s, args.resume)
             filters = catalog.Filters.from_dict(r.filters)
-            shapes = tuple((r.filters or {}).get("shapes") or ("static",))
-            vjp = int((r.filters or {}).get("vjp") or 0)
+            asked = {**asked, "shapes": tuple((r.filters or {}).get("shapes") or ("static",)),
+                     "vjp": int((r.filters or {}).get("vjp") or 0),
+                     "determinism": (r.filters or {}).get("determinism") or "off"}
             platforms, run_on = tuple(r.platforms), tuple(r.run_on)
         hs = catalog.select(filters)
     if filters.catalog == "shape_poly":
@@ -121,16 +127,16 @@ def run(args: argparse.Namespace) -> int:
     if not hs:
         print("farm: no harness matches these filters", file=sys.stderr)
         return 2
-    opts = Options(platforms=platforms, run_on=run_on, repeats=args.repeats, crossexec=not args.no_crossexec,
-                   shapes=shapes, pallas_targets=pallas_targets, vjp=vjp)
+    opts = Options(platforms=platforms, run_on=run_on, repeats=args.repeats, crossexec=not args.no_crossexec, **asked)
     cfg = SweepConfig(workers=args.workers, address=args.address, batch=args.batch, timeout_s=args.timeout,
                       modules=filters.modules, env=_config_env(filters.jax_repo), gpu_fraction=args.gpu_fraction,
                       gpu_backend=args.gpu_backend)
     print(f"farm: sweeping {len(hs)} harnesses for {','.join(platforms)}, running on {','.join(run_on)}",
           file=sys.stderr)
     try:
-        selection = filters.to_dict() if shapes == ("static",) else {**filters.to_dict(), "shapes": list(shapes)}
-        selection = {**selection, "vjp": vjp} if vjp else selection  # kept for --resume, as shapes is
+        # the checks asked beside the static stages are kept for --resume (at their defaults: not at all)
+        selection = {**filters.to_dict(), **{k: v for k, v in opts.to_dict().items()
+                                             if k in ("shapes", "vjp", "determinism")}}
         run_row, stats = sweep(store, hs, options=opts, catalog=filters.catalog, filters=selection,
                                config=cfg, name=args.run_name, resume=args.resume, force=args.force,
                                dims=_dims(args))
@@ -168,14 +174,18 @@ def vjp_order(text: str | int | None) -> int:
     return order
 
 
-def checks(args: argparse.Namespace) -> tuple[tuple[str, ...], tuple[str, ...], int]:
-    """The checks a sweep asks for beside the static stages, each checked: --shapes,
-    --pallas-targets, --vjp (a plain sweep and a version sweep read them alike)."""
+def checks(args: argparse.Namespace) -> dict[str, Any]:
+    """The checks a sweep asks for beside the static stages, each checked, as ``Options``
+    fields: --shapes, --pallas-targets, --vjp, --check-determinism (a plain sweep, a version
+    sweep and a bisection read them alike)."""
     from farm.catalog.pallas import check_targets  # deferred: reads jax's TPU generations
 
     shapes = parse_list(args.shapes, SHAPE_KINDS, "shape kind (--shapes)") or ("static",)
     pallas_targets = check_targets(t.strip() for t in (args.pallas_targets or "").split(",") if t.strip())
-    return shapes, pallas_targets, vjp_order(args.vjp)
+    determinism = getattr(args, "determinism", None) or "off"
+    if determinism not in DETERMINISM:
+        raise ConfigError(f"--check-determinism {determinism}: one of {', '.join(DETERMINISM[1:])}")
+    return {"shapes": shapes, "pallas_targets": pallas_targets, "vjp": vjp_order(args.vjp), "determinism": determinism}
 
 
 def _cluster_lines(store: object, run_id: int) -> None:
@@ -265,9 +275,8 @@ def _sweep_versions(args: argparse.Namespace) -> int:
     platforms = parse_targets(args.platforms, LOWERING_PLATFORMS, "platform")
     # every check runs in each version's own run; what a version's jax lacks is that run's
     # skipped or not_runnable_here (the cross-version runs carry the static artifacts only)
-    shapes, pallas_targets, vjp = checks(args)
     opts = Options(platforms=platforms, run_on=("cpu",), repeats=args.repeats, crossexec=not args.no_crossexec,
-                   shapes=shapes, pallas_targets=pallas_targets, vjp=vjp)
+                   **checks(args))
     store = store_from(args, create=True)
     base = args.run_name or generated_name("versions")  # two started in the same second differ
     done = matrix.sweep(store, todo, base, filters.to_dict(), opts.to_dict(), workers=args.workers or os.cpu_count() or 1,

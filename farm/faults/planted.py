@@ -34,6 +34,10 @@ Activated in a worker process by ``FARM_PLANT`` (comma list), before any harness
                                   -sin(x)·t): every value stays right, and jax.vjp and the exported vjp
                                   modules agree with each other (the same rule); only finite differences
                                   of the float64 reference see it (`farm sweep --vjp`, docs/gradients.md)
+  stateful:PRIM                   the primitive's lowering rule keeps state in the process: each platform's
+                                  rule lowers right the first time it runs, as its twin every later time
+                                  (a second harness of the primitive in one worker gets a wrong module;
+                                  a fresh process makes it right: `--check-determinism`, docs/determinism.md)
   slow:PRIM:SECONDS               executing the primitive sleeps (a host callback)
   abort:PRIM                      running the primitive aborts the process
   hang:PRIM                       running the primitive never returns
@@ -88,6 +92,21 @@ def symbolic_only(prim: str, platform: str = "all") -> None:
         def rule(ctx, *args, _orig=orig, **kw):  # noqa: ANN001, ANN202
             symbolic = any(not isinstance(d, int) for a in ctx.avals_in for d in getattr(a, "shape", ()))
             if not symbolic:
+                return _orig(ctx, *args, **kw)
+            return mlir.lower_fun(lambda *a, **k: twin.bind(*a, **k), multiple_results=False)(ctx, *args, **kw)
+
+        mlir.register_lowering(p, rule, platform=target)
+
+
+def stateful(prim: str) -> None:
+    p, twin = _prim(prim), _prim(TWINS[prim])
+    for target in LOWERING_PLATFORMS:
+        orig = _original_rule(p, target)
+        ran = [0]
+
+        def rule(ctx, *args, _orig=orig, _ran=ran, **kw):  # noqa: ANN001, ANN202
+            _ran[0] += 1
+            if _ran[0] == 1:
                 return _orig(ctx, *args, **kw)
             return mlir.lower_fun(lambda *a, **k: twin.bind(*a, **k), multiple_results=False)(ctx, *args, **kw)
 
@@ -297,5 +316,5 @@ def ragged_block(kernel: str, block: str = "8") -> None:
 
 
 PLANTERS = {"wrong_lowering": wrong_lowering, "low_precision": low_precision, "wrong_groups": wrong_groups, "drop_dtype": drop_dtype, "chlo_leak": chlo_leak,
-            "wrong_constant": wrong_constant, "odd_reduction": odd_reduction, "symbolic_only": symbolic_only, "wrong_jvp": wrong_jvp, "slow": slow,
+            "wrong_constant": wrong_constant, "odd_reduction": odd_reduction, "symbolic_only": symbolic_only, "wrong_jvp": wrong_jvp, "stateful": stateful, "slow": slow,
             "abort": abort, "hang": hang, "ragged_block": ragged_block}

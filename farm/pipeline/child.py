@@ -91,8 +91,13 @@ class Child:
         ctx = mp.get_context("spawn")
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=self.target, args=(child, *self.args), daemon=True)
-        self.proc.start()
-        child.close()
+        try:
+            self.proc.start()
+        except BaseException:  # never started (a main module without its __main__ guard): nothing to kill
+            self.proc = self.conn = None
+            raise
+        finally:
+            child.close()
         self.fresh = not self.hello
         if not self.hello:
             return None
