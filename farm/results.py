@@ -152,6 +152,14 @@ CHECKS = (
     # and in a fresh child process, against the ones the sweep kept: a difference is a fail
     # showing both module texts (docs/determinism.md)
     CheckSpec("determinism", ("determinism",), options=("determinism",)),
+    # ``--compositions [representative|all]``: the deserialized export called inside ``jit`` with
+    # shardings, ``vmap``, ``grad``, ``scan``, ``cond``, a ``while`` loop, a nested export and with
+    # donated arguments, one record per composition, each against the artifact's own call
+    # (docs/compositions.md)
+    # A composition compiles the artifact's program on the CPU backend: where the compile of that
+    # program is a known gap (a reshard onto another mesh), its own call inside jit fails so too.
+    CheckSpec("compositions", ("composition",), options=("compositions",),
+              carries=((("composition", False), (("compile", "cpu"),)),)),
 )
 _BUILT_IN = {c.name: c for c in CHECKS}
 _REGISTERED: dict[str, CheckSpec] = {}  # added at run time (``farm.pipeline.registry.register``)
@@ -245,6 +253,10 @@ VJP_ORDERS = (0, 1, 2)
 #: drawn by fingerprint (``DETERMINISM_SAMPLE``: one in that many), or every one.
 DETERMINISM = ("off", "sample", "all")
 DETERMINISM_SAMPLE = 16
+#: Which harnesses the compositions check calls inside larger programs (``Options.compositions``):
+#: none, every harness of the export-feature and sharding families and one per primitive of the
+#: others, or every one.
+COMPOSITIONS = ("off", "representative", "all")
 #: ``stage="run"``: any of these native stages failing on the platform is the expected
 #: failure; all of them passing where the platform ran natively makes it stale.
 RUN_STAGES = ("lower", "compile", "execute", "compare", "xhost")
@@ -344,12 +356,15 @@ class Options:
     pallas_targets: tuple[str, ...] = ()
     vjp: int = 0  # VJP_ORDERS: the export serialized with this many orders of vjp, each judged (0: none)
     determinism: str = "off"  # DETERMINISM: which harnesses are made again, in the worker and in a fresh process
+    compositions: str = "off"  # COMPOSITIONS: which harnesses' artifacts are called inside larger programs
 
     def __post_init__(self) -> None:
         if self.vjp not in VJP_ORDERS:
             raise ValueError(f"vjp order must be one of {VJP_ORDERS}, got {self.vjp!r}")
         if self.determinism not in DETERMINISM:
             raise ValueError(f"determinism must be one of {DETERMINISM}, got {self.determinism!r}")
+        if self.compositions not in COMPOSITIONS:
+            raise ValueError(f"compositions must be one of {COMPOSITIONS}, got {self.compositions!r}")
 
     def to_dict(self) -> dict[str, Any]:
         """Every field, less a check's at its default (``CheckSpec.options``): the options of a

@@ -10,7 +10,7 @@ from farm.commands import add_db, add_filters, filters_from, number, store_from
 from farm.commands.show import print_run
 from farm.errors import ConfigError
 from farm.platforms import DEVICE_KINDS, GPU_BACKEND_CHOICES, LOWERING_PLATFORMS, parse_list, parse_targets
-from farm.results import DETERMINISM, DETERMINISM_SAMPLE, SHAPE_KINDS, VJP_ORDERS, Options, RunDims
+from farm.results import COMPOSITIONS, DETERMINISM, DETERMINISM_SAMPLE, SHAPE_KINDS, VJP_ORDERS, Options, RunDims
 from farm.run.request import SweepRequest
 
 DEFAULT_PRIMITIVES = "exp,sin,tanh,log1p,add,mul,div,max"
@@ -56,6 +56,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="also make each harness's modules and export again, in the worker after everything else "
                         "and in a fresh process, and fail any that differ from the kept ones (docs/determinism.md): "
                         f"sample (the default: one harness in {DETERMINISM_SAMPLE}, drawn by fingerprint) or all")
+    p.add_argument("--compositions", nargs="?", const="representative", default=None, metavar="WHICH",
+                   help="also call each harness's deserialized export as users do: inside jit with shardings, vmap, "
+                        "grad, scan, cond, a while loop, another export, with donated arguments; each against the "
+                        "artifact's own call (docs/compositions.md): representative (the default: every harness of "
+                        "the export-feature and sharding families, one per primitive of the others) or all")
     p.add_argument("--default", action="store_true",
                    help=f"the quick default selection ({DEFAULT_PRIMITIVES} in {DEFAULT_DTYPES})")
     p.add_argument("--format", choices=("table", "json"), default="table")
@@ -117,7 +122,8 @@ def run(args: argparse.Namespace) -> int:
             filters = catalog.Filters.from_dict(r.filters)
             asked = {**asked, "shapes": tuple((r.filters or {}).get("shapes") or ("static",)),
                      "vjp": int((r.filters or {}).get("vjp") or 0),
-                     "determinism": (r.filters or {}).get("determinism") or "off"}
+                     "determinism": (r.filters or {}).get("determinism") or "off",
+                     "compositions": (r.filters or {}).get("compositions") or "off"}
             platforms, run_on = tuple(r.platforms), tuple(r.run_on)
         hs = catalog.select(filters)
     if filters.catalog == "shape_poly":
@@ -136,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         # the checks asked beside the static stages are kept for --resume (at their defaults: not at all)
         selection = {**filters.to_dict(), **{k: v for k, v in opts.to_dict().items()
-                                             if k in ("shapes", "vjp", "determinism")}}
+                                             if k in ("shapes", "vjp", "determinism", "compositions")}}
         run_row, stats = sweep(store, hs, options=opts, catalog=filters.catalog, filters=selection,
                                config=cfg, name=args.run_name, resume=args.resume, force=args.force,
                                dims=_dims(args))
@@ -185,7 +191,11 @@ def checks(args: argparse.Namespace) -> dict[str, Any]:
     determinism = getattr(args, "determinism", None) or "off"
     if determinism not in DETERMINISM:
         raise ConfigError(f"--check-determinism {determinism}: one of {', '.join(DETERMINISM[1:])}")
-    return {"shapes": shapes, "pallas_targets": pallas_targets, "vjp": vjp_order(args.vjp), "determinism": determinism}
+    composed = getattr(args, "compositions", None) or "off"
+    if composed not in COMPOSITIONS:
+        raise ConfigError(f"--compositions {composed}: one of {', '.join(COMPOSITIONS[1:])}")
+    return {"shapes": shapes, "pallas_targets": pallas_targets, "vjp": vjp_order(args.vjp), "determinism": determinism,
+            "compositions": composed}
 
 
 def _cluster_lines(store: object, run_id: int) -> None:

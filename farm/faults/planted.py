@@ -38,6 +38,9 @@ Activated in a worker process by ``FARM_PLANT`` (comma list), before any harness
                                   rule lowers right the first time it runs, as its twin every later time
                                   (a second harness of the primitive in one worker gets a wrong module;
                                   a fresh process makes it right: `--check-determinism`, docs/determinism.md)
+  vmap_exported                   a batching rule for an exported call (JAX has none): each element of the
+                                  batch called on its own, the last one's outputs off by one: only
+                                  `jax.vmap` of an exported call sees it (`--compositions`, docs/compositions.md)
   slow:PRIM:SECONDS               executing the primitive sleeps (a host callback)
   abort:PRIM                      running the primitive aborts the process
   hang:PRIM                       running the primitive never returns
@@ -111,6 +114,23 @@ def stateful(prim: str) -> None:
             return mlir.lower_fun(lambda *a, **k: twin.bind(*a, **k), multiple_results=False)(ctx, *args, **kw)
 
         mlir.register_lowering(p, rule, platform=target)
+
+
+def vmap_exported() -> None:
+    from jax._src.export import _export
+    from jax._src.interpreters import batching
+
+    p = _export.call_exported_p
+
+    def rule(args, dims, **params):  # noqa: ANN001, ANN202
+        unmapped = getattr(batching, "not_mapped", None)
+        n = next(a.shape[d] for a, d in zip(args, dims) if d is not unmapped)
+        per = [p.bind(*[a if d is unmapped else lax.index_in_dim(a, i, d, keepdims=False)
+                        for a, d in zip(args, dims)], **params) for i in range(n)]
+        per[-1] = [o + 1 for o in per[-1]]
+        return [jax.numpy.stack(outs) for outs in zip(*per)], [0] * len(per[0])
+
+    batching.primitive_batchers[p] = rule
 
 
 def _original_rule(p, platform: str):  # noqa: ANN001, ANN202
@@ -316,5 +336,5 @@ def ragged_block(kernel: str, block: str = "8") -> None:
 
 
 PLANTERS = {"wrong_lowering": wrong_lowering, "low_precision": low_precision, "wrong_groups": wrong_groups, "drop_dtype": drop_dtype, "chlo_leak": chlo_leak,
-            "wrong_constant": wrong_constant, "odd_reduction": odd_reduction, "symbolic_only": symbolic_only, "wrong_jvp": wrong_jvp, "stateful": stateful, "slow": slow,
+            "wrong_constant": wrong_constant, "odd_reduction": odd_reduction, "symbolic_only": symbolic_only, "wrong_jvp": wrong_jvp, "stateful": stateful, "vmap_exported": vmap_exported, "slow": slow,
             "abort": abort, "hang": hang, "ragged_block": ragged_block}

@@ -28,7 +28,8 @@ FLAGS: tuple[tuple[str, str, str], ...] = (
     ("gpu_backend", "--gpu-backend", "str"), ("force", "--force", "on"), ("timeout", "--timeout", "float"), ("batch", "--batch", "int"),
     ("repeats", "--repeats", "int"), ("crossexec", "--no-crossexec", "off"), ("shapes", "--shapes", "str"),
     ("pallas_targets", "--pallas-targets", "str"), ("vjp", "--vjp", "str"),
-    ("determinism", "--check-determinism", "str"), ("format", "--format", "str"),
+    ("determinism", "--check-determinism", "str"), ("compositions", "--compositions", "str"),
+    ("format", "--format", "str"),
     ("config", "--config", "many"), ("jax", "--jax", "str"), ("cross", "--no-cross", "off"),
     ("submit", "--submit", "on"), ("dashboard", "--dashboard", "str"), ("series", "--series", "str"),
     ("schedule", "--schedule", "str"), ("slot", "--slot", "str"))
@@ -68,6 +69,7 @@ class SweepRequest:
     pallas_targets: str | None = None  # the Pallas targets (tpu:v5e, cuda:triton, tpu, triton); None: all
     vjp: str = "0"  # vjp orders to differentiate and judge: 0 (none), 1 or 2
     determinism: str | None = None  # --check-determinism: sample or all (None: off)
+    compositions: str | None = None  # --compositions: representative or all (None: off)
     format: str = "table"
     config: tuple[str, ...] = ()
     jax: str | None = None

@@ -1,0 +1,50 @@
+"""The verdict on a composition (``farm.stages.compositions``): what the artifact returned
+inside a larger program, held against the artifact called on its own (``grad``: against
+``jax.grad`` of the harness's own function) under the harness's tolerance; JAX's documented
+refusals are data (``REFUSALS``), each explaining its own error only.
+"""
+from __future__ import annotations
+
+from farm.catalog import Harness, Limitation
+from farm.judge.outputs import compare_outputs
+from farm.judge.tolerance import gradient_tolerance, harness_tolerance
+from farm.results import Record
+
+#: What JAX refuses to compose with an exported call, and its known bugs there, as data: the
+#: error each one explains.
+REFUSALS = (
+    Limitation("JAX bug (docs/findings.md): an artifact exported with the GSPMD partitioner, called inside jit "
+               "with its shardings while GSPMD is still the partitioner, fails to lower ('stablehlo.custom_call' op "
+               "should have a sharding attribute of type TensorShardingPerValueAttr); with Shardy selected the same "
+               "call works. jax 0.10.2 and 0.12.0.1", platforms=("call",), stage="composition", status="error",
+               error=r"should have a sharding attribute of type TensorShardingPerValueAttr", jax=">=0.10.2"),
+    Limitation("jax.vmap of Exported.call: JAX has no batching rule for the call_exported primitive "
+               "(jax/_src/export/_export.py registers none); export with a symbolic batch dimension instead",
+               platforms=("vmap",), stage="composition", status="error",
+               error=r"NotImplementedError: Batching rule for 'call_exported' not implemented"),
+)
+
+
+def composition(h: Harness, rec: Record) -> Record:
+    """``fail`` where the composed call disagrees; a documented refusal ``expected_fail``."""
+    if rec.status == "error":
+        lim = next((lim for lim in REFUSALS if lim.applies(rec.platform, h.dtype)
+                    and lim.expects(rec.status, rec.error_type, rec.error)), None)
+        return rec if lim is None else rec.with_status(
+            "expected_fail", handle=None, facts={**rec.facts, "limitation": lim.description})
+    if rec.status != "ok" or not isinstance(rec.handle, tuple):
+        return rec.with_status(rec.status, handle=None)
+    got, want = rec.handle
+    if rec.platform == "grad":
+        rtol = gradient_tolerance(str(w.dtype) for w in want)
+        rtol, atol = rtol, rtol
+        against = "jax.grad of the harness's function"
+    else:
+        rtol, atol = harness_tolerance(h, "cpu")
+        against = "the artifact called on its own"
+    status, error, metrics = compare_outputs(got, want, rtol, atol, h.compare == "exact")
+    facts = {**rec.facts, "against": against}
+    if status == "ok":
+        return rec.with_status("ok", handle=None, facts=facts, metrics={**rec.metrics, **metrics})
+    return rec.with_status("fail", handle=None, error_type="Mismatch", error=f"{rec.platform}: {error}"[:1000],
+                           facts=facts, metrics={**rec.metrics, **metrics})

@@ -1,0 +1,80 @@
+"""The compositions check (``--compositions [representative|all]``): a harness's deserialized
+export called as users call it, inside larger programs (``farm.stages.compositions``), each
+result judged against the artifact's own call (``farm.judge.compositions``).
+
+``representative`` (what ``--compositions`` alone means) takes every harness of the
+export-feature and sharding families, whose point is how an artifact is used, and one harness
+per primitive of every other family (the one with the smallest fingerprint among its catalog's
+harnesses of that primitive: the same on every run and host); ``all`` takes every harness.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from farm.catalog import Harness, registry
+from farm.judge import compositions as judge
+from farm.pipeline.check import Base, Produced, Run
+from farm.results import Record, check_spec
+from farm.stages import compositions
+from farm.stages.record import failure
+
+#: Families whose every harness is composed: how an artifact is used is what they are about.
+EVERY_HARNESS = ("export_features", "sharding")
+
+
+@functools.cache
+def _representatives(catalog: str) -> frozenset[str]:
+    """Per primitive of a catalog, the fingerprint of the harness that stands for it."""
+    first: dict[str, str] = {}
+    for h in registry.load(catalog):
+        if h.primitive not in first or h.fingerprint < first[h.primitive]:
+            first[h.primitive] = h.fingerprint
+    return frozenset(first.values())
+
+
+def composed(h: Harness, how: str) -> bool:
+    """Whether ``--compositions how`` composes ``h``."""
+    if how == "all":
+        return True
+    if how != "representative":
+        return False
+    return h.family in EVERY_HARNESS or h.fingerprint in _representatives(h.catalog)
+
+
+class CompositionsCheck(Base):
+    """On the static path of a harness whose artifact made its round trip, on a host that runs it."""
+
+    spec = check_spec("compositions")
+
+    def applies(self, run: Run) -> bool:
+        return (run.opts.compositions != "off" and run.static and not run.abstract and run.serialized is not None
+                and "cpu" in run.opts.platforms and composed(run.h, run.opts.compositions))
+
+    def run(self, run: Run) -> Produced:
+        from jax import export
+
+        h, dyn = run.h, run.dyn
+        try:
+            back = export.deserialize(bytearray(run.serialized.handle.blob))
+            plain = compositions.own_call(back, dyn, h)
+        except Exception as e:  # its own call (a sharded one's: inside jit with its shardings) raised: said, and nothing to compose
+            own = judge.composition(h, compositions.raised("call", e, 0.0))
+            return [own, *(Record("composition", c, "skipped", error="the artifact's own call raised",
+                                  facts={"reason": "own call raised"}) for c in compositions.COMPOSITIONS)], []
+
+        @functools.cache
+        def with_vjp() -> Any:  # the artifact serialized with its vjp, for grad
+            return export.deserialize(bytearray(run.exported.serialize(vjp_order=1)))
+
+        out = []
+        for c in compositions.COMPOSITIONS:
+            try:
+                rec = compositions.run(c, back, dyn, plain, h, run.traced.handle.jitted, with_vjp)
+                out.append(judge.composition(h, rec))
+            except Exception as e:  # the farm's own bug: an error record, never a pass
+                out.append(failure(Record, "composition", c, e, 0.0))
+        return out, []
+
+
+CHECK = CompositionsCheck()

@@ -1,0 +1,154 @@
+"""The ``composition`` stage: a harness's deserialized export called as users call it, inside
+larger programs: ``jit`` with ``NamedSharding`` in and out shardings on every device of the host,
+``vmap``, ``grad`` (the artifact serialized with its vjp), the bodies of ``scan``, ``cond`` and
+a ``while`` loop, another export that calls it (serialized and called in turn: a nested export),
+and ``jit`` with every argument donated. One record per composition (its platform is the
+composition's name), each carrying what it returned and what it is to be held against; the
+verdict is ``farm.judge.compositions``'s.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from farm.results import Record
+from farm.stages.record import Timer, failure
+
+#: Every composition, in the order they run.
+COMPOSITIONS = ("jit_sharded", "vmap", "grad", "scan", "cond", "while", "nested", "donated")
+
+
+def leaves(tree: Any) -> list[np.ndarray]:
+    import jax
+
+    return [np.asarray(x) for x in jax.tree.leaves(tree)]
+
+
+def _shardings(h: Any, exported: Any, dyn: list[Any], plain: Any) -> tuple[Any, Any]:
+    """(in, out) ``NamedSharding``s: a sharded harness's are the artifact's own on its mesh
+    (``Exported.in_shardings_jax``: what a user calling it does); any other harness's are over
+    every device, each leading dimension split where it divides evenly, else replicated."""
+    import jax
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+    devices = jax.devices()
+    if h.mesh:
+        sizes, names = tuple(n for _, n in h.mesh), tuple(a for a, _ in h.mesh)
+        kind = jax.sharding.AxisType.Explicit if h.axis_types == "explicit" else jax.sharding.AxisType.Auto
+        mesh = jax.make_mesh(sizes, names, axis_types=(kind,) * len(names), devices=devices[:h.devices])  # as exported
+        try:
+            outs = jax.tree.unflatten(exported.out_tree, exported.out_shardings_jax(mesh))
+        except ValueError:  # an output resharded onto another mesh (4x2 on a 2x4 one): the artifact's own, unnamed
+            outs = None
+        return tuple(exported.in_shardings_jax(mesh)), outs
+    mesh = Mesh(np.array(devices), ("x",))
+
+    def split(x: Any) -> Any:
+        shape = np.shape(x)
+        return NamedSharding(mesh, P("x") if shape and shape[0] % len(devices) == 0 else P())
+
+    return tuple(split(x) for x in dyn), (None if plain is None else jax.tree.map(split, plain))
+
+
+def _floating(xs: list[Any]) -> bool:
+    return bool(xs) and all(np.asarray(x).dtype.kind == "f" for x in xs)
+
+
+def run(name: str, exported: Any, dyn: list[Any], plain: Any, h: Any, jitted: Any, with_vjp: Callable[[], Any]
+        ) -> Record:
+    """One composition's record: ``ok`` with ``handle`` (what it returned, what it is held
+    against, as flat lists: per step for ``scan`` and per batch element for ``vmap``),
+    ``skipped`` where it does not apply, ``error`` where it raised (JAX refusing it included).
+    A sharded harness's artifact runs on its mesh only: every composition of it is inside a
+    ``jit`` with its argument shardings."""
+    import warnings
+
+    import jax
+    import jax.numpy as jnp
+    from jax import export, lax
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    timer = Timer()
+    want = leaves(plain)
+    ins, outs = _shardings(h, exported, dyn, plain)
+    mesh = ins[0].mesh if ins else None
+
+    def jit(fn: Callable[..., Any], lead: int = 0, **kw: Any) -> Callable[..., Any]:
+        """``fn`` jitted; a sharded harness's with its argument shardings (``lead`` replicated scalars first)."""
+        if not h.mesh:
+            return jax.jit(fn, **kw)
+        return jax.jit(fn, in_shardings=(NamedSharding(mesh, P()),) * lead + tuple(ins), **kw)
+
+    try:
+        with timer(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "Some donated buffers were not usable": said by the record, not stderr
+            if name == "jit_sharded":
+                got = leaves(jax.jit(exported.call, in_shardings=ins, out_shardings=outs)(*dyn))
+            elif name == "vmap":
+                batched = [np.stack([x, x]) for x in dyn]
+                vm = jax.vmap(exported.call)
+                res = leaves(jax.jit(vm, in_shardings=tuple(NamedSharding(mesh, P(None, *s.spec)) for s in ins))(*batched)
+                             if h.mesh else vm(*batched))
+                got, want = [r[i] for i in range(2) for r in res], want + want
+            elif name == "grad":
+                if not _floating(dyn) or not _floating(want):
+                    return Record("composition", name, "skipped", error="not differentiated: an input or output "
+                                  "is not a real floating array", facts={"reason": "not floating"})
+
+                def total(f: Callable[..., Any]) -> Callable[..., Any]:
+                    return lambda *a: sum(jnp.sum(o.astype(jnp.float32)) for o in jax.tree.leaves(f(*a)))
+
+                argnums = tuple(range(len(dyn)))
+                got = leaves(jit(jax.grad(total(with_vjp().call), argnums=argnums))(*dyn))
+                want = leaves(jit(jax.grad(total(jitted), argnums=argnums))(*dyn))
+            elif name == "scan":
+                steps = leaves(jit(lambda *a: lax.scan(lambda c, _: (c, exported.call(*a)), 0, None, length=2)[1])(*dyn))
+                got, want = [s[i] for i in range(2) for s in steps], want + want
+            elif name == "cond":
+                zeros = jax.tree.map(jnp.zeros_like, plain)
+                got = leaves(jit(lambda p, *a: lax.cond(p, lambda: exported.call(*a), lambda: zeros), lead=1)(True, *dyn))
+            elif name == "while":
+                zeros = jax.tree.map(jnp.zeros_like, plain)
+                got = leaves(jit(lambda n, *a: lax.fori_loop(0, n, lambda i, c: exported.call(*a), zeros), lead=1)(2, *dyn))
+            elif name == "nested":
+                if h.mesh:
+                    return Record("composition", name, "skipped", error="a sharded artifact inside another export: "
+                                  "not built yet", facts={"reason": "sharded"})
+                outer = export.export(jax.jit(lambda *a: exported.call(*a)), platforms=("cpu",))(*dyn)
+                got = leaves(export.deserialize(outer.serialize()).call(*dyn))
+            elif name == "donated":
+                fresh = [jnp.array(x) for x in dyn]
+                got = leaves(jit(exported.call, donate_argnums=tuple(range(len(fresh))))(*fresh))
+            else:
+                raise ValueError(f"unknown composition {name!r}")
+    except Exception as e:  # JAX refusing a composition is an error record: the judge knows which are documented
+        return raised(name, e, timer.seconds)
+    return Record("composition", name, "ok", timer.seconds, facts={"outputs": len(got)}, handle=(got, want))
+
+
+def raised(name: str, e: BaseException, seconds: float) -> Record:
+    """The error record of a composition (or of the artifact's own call, ``name`` "call"): where
+    the first line of the message only announces the rest (MLIR's "Cannot lower jaxpr with
+    verifier errors:"), the next line is the error."""
+    rec = failure(Record, "composition", name, e, seconds)
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    if len(lines) > 1 and lines[0].endswith(":"):
+        rec = rec.with_status(rec.status, error=f"{lines[0]} {lines[1]}"[:500])
+    return rec
+
+
+def own_call(exported: Any, dyn: list[Any], h: Any) -> Any:
+    """The artifact called on its own: what every composition is held against; a sharded
+    harness's inside a ``jit`` with its argument shardings (JAX calls a multi-device artifact
+    only where that many devices are in context)."""
+    import jax
+
+    if not h.mesh:
+        return exported.call(*dyn)
+    ins, outs = _shardings(h, exported, dyn, None)
+    return jax.jit(exported.call, in_shardings=ins, out_shardings=outs)(*dyn)
+
+
+__all__ = ["COMPOSITIONS", "leaves", "own_call", "raised", "run"]

@@ -1,0 +1,93 @@
+"""The compositions check (``--compositions``, ``farm.pipeline.compositions``): a harness's
+deserialized export inside jit with shardings, vmap, grad, scan, cond, while, a nested export and
+with donated arguments, each against its own call; a planted batching rule wrong only under vmap
+of an exported call is caught, and nothing is flagged without it."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from farm import catalog
+from farm.judge.compositions import REFUSALS
+from farm.pipeline import run_harness
+from farm.pipeline.compositions import composed
+from farm.results import Options
+from farm.stages.compositions import COMPOSITIONS
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+SCRIPT = """
+import json, os
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+from farm.faults import plant_from_env
+plant_from_env()
+from farm import catalog
+from farm.pipeline import run_harness
+from farm.results import Options
+hs = catalog.load()
+pick = [next(h for h in hs if h.name == "sin_float32_3x4"),
+        next(h for h in hs if h.family == "sharding" and h.partitioner == "shardy" and h.devices == 8),
+        next(h for h in hs if h.family == "sharding" and h.partitioner == "gspmd"),
+        next(h for h in hs if h.family == "export_features" and "prng_key" in h.name)]
+out = {}
+for h in pick:
+    recs = [r for r in run_harness(h, Options(compositions="all", repeats=1)).records if r.stage == "composition"]
+    out[h.name] = {r.platform: [r.status, r.error] for r in recs}
+print(json.dumps(out))
+"""
+
+
+def _run(plant: str | None) -> dict:
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    env.pop("FARM_PLANT", None)
+    if plant:
+        env["FARM_PLANT"] = plant
+    p = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def test_every_composition_runs_and_agrees_and_the_known_refusals_are_expected() -> None:
+    got = _run(None)
+    sin, shardy, gspmd, key = got.values()
+    assert set(sin) == set(COMPOSITIONS)
+    for by in (sin, shardy, key):
+        bad = {c: v for c, v in by.items() if v[0] not in ("ok", "expected_fail", "skipped")}
+        assert bad == {}, bad
+        assert by["vmap"][0] == "expected_fail"  # JAX has no batching rule for call_exported
+        assert by["jit_sharded"][0] == by["scan"][0] == by["while"][0] == by["donated"][0] == "ok"
+    assert sin["grad"][0] == "ok" and sin["nested"][0] == "ok"
+    # the GSPMD artifact's own call inside jit with its shardings: the JAX bug, as data, and nothing composed
+    assert gspmd["call"][0] == "expected_fail" and all(v[0] == "skipped" for c, v in gspmd.items() if c != "call")
+
+
+def test_a_batching_rule_wrong_only_under_vmap_of_an_exported_call_is_caught() -> None:
+    got = _run("vmap_exported")
+    sin, shardy, _, key = got.values()
+    for by in (sin, shardy, key):
+        assert by["vmap"][0] == "fail" and "differ" in by["vmap"][1]
+        assert all(v[0] in ("ok", "skipped") for c, v in by.items() if c != "vmap")  # only vmap sees it
+
+
+def test_representative_takes_the_families_about_artifacts_and_one_harness_per_primitive() -> None:
+    hs = catalog.load()
+    picked = [h for h in hs if composed(h, "representative")]
+    assert {h.name for h in hs if h.family in ("export_features", "sharding")} <= {h.name for h in picked}
+    others = [h for h in picked if h.family not in ("export_features", "sharding")]
+    assert len({h.primitive for h in others}) == len(others)  # one per primitive
+    assert {h.primitive for h in picked} == {h.primitive for h in hs}  # every primitive at least once
+    assert not any(composed(h, "off") for h in hs[:50]) and all(composed(h, "all") for h in hs[:50])
+    assert "compositions" not in Options().to_dict() and "compositions" not in Options().key_fields()
+    with pytest.raises(ValueError, match="compositions"):
+        Options(compositions="some")
+
+
+def test_a_refusal_explains_only_its_own_error() -> None:
+    vmap = next(lim for lim in REFUSALS if lim.platforms == ("vmap",))
+    assert vmap.expects("error", "NotImplementedError", "Batching rule for 'call_exported' not implemented")
+    assert not vmap.expects("error", "ValueError", "something else went wrong")
+    assert not vmap.applies("scan", "float32")
