@@ -35,7 +35,8 @@ for prim, (fn, ref, dtypes, domain) in OPS.items():
                    params={"axis": axis, "reverse": reverse}, reference=ref,
                    tol=TOL.get(dt) if dt in INEXACT else None,
                    # a forward cumsum's cuda/rocm crossexec aborts (run apart); a reverse one's modules
-                   # are the cpu's, but its derivative (--vjp) is a forward cumsum that aborts the worker
-                   # (a complex cumsum's module has no chlo.scan: it compiles and runs there)
+                   # are the cpu's, but its derivative (--vjp) is a forward cumsum that aborts the worker,
+                   # as a forward one's second derivative (--vjp 2) is (a complex cumsum's module has no
+                   # chlo.scan: it compiles and runs there)
                    limitations=[] if prim != "cumsum" or dt.startswith("complex") else
-                   [SCAN_VJP_ABORTS_CPU if reverse else SCAN_ABORTS_CPU])
+                   [SCAN_VJP_ABORTS_CPU] if reverse else [SCAN_ABORTS_CPU, SCAN_VJP_ABORTS_CPU])

@@ -103,8 +103,9 @@ SCAN_ABORTS_CPU = Limitation("jax 0.11.2 and 0.12's cuda/rocm cumsum module (chl
                              platforms=("cuda", "rocm"), stage="crossexec", crashes=True, status="crashed",
                              error="Check failed: operand_maps.size", jax=">=0.11.2")
 #: Under ``--vjp`` the same module is a pullback the gradients stage runs in the worker itself
-#: (a reverse cumsum's derivative is a forward cumsum): the worker dies, and the harness is one
-#: ``crashed`` record, expected there (``farm.judge.limitations.judge_crash``).
+#: (a reverse cumsum's derivative is a forward cumsum, and so is a forward one's second
+#: derivative, ``--vjp 2``): the worker dies, and the harness is one ``crashed`` record,
+#: expected there (``farm.judge.limitations.judge_crash``).
 SCAN_VJP_ABORTS_CPU = Limitation("under --vjp, jax 0.11.2 and 0.12's cuda/rocm cumsum pullback (chlo.scan) aborts "
                                  "XLA:CPU's compiler in the worker", platforms=("cpu",), stage="crossexec",
                                  crashes=True, jax=">=0.11.2")
