@@ -3,7 +3,8 @@ reverse along each axis, against NumPy's ufunc accumulations."""
 import numpy as np
 from jax import lax
 
-from farm.catalog import FLOAT, INEXACT, INTEGER, NUMERIC, SCAN_ABORTS_CPU, SCAN_VJP_ABORTS_CPU, RandArg, StaticArg, define
+from farm.catalog import (FLOAT, INEXACT, INTEGER, NUMERIC, SCAN_ABORTS_CPU, SCAN_VJP2_ABORTS_CPU, SCAN_VJP_ABORTS_CPU,
+                          RandArg, StaticArg, define)
 
 FAMILY = "cumulative"
 SHAPE = (4, 6)
@@ -39,4 +40,4 @@ for prim, (fn, ref, dtypes, domain) in OPS.items():
                    # as a forward one's second derivative (--vjp 2) is (a complex cumsum's module has no
                    # chlo.scan: it compiles and runs there)
                    limitations=[] if prim != "cumsum" or dt.startswith("complex") else
-                   [SCAN_VJP_ABORTS_CPU] if reverse else [SCAN_ABORTS_CPU, SCAN_VJP_ABORTS_CPU])
+                   [SCAN_VJP_ABORTS_CPU] if reverse else [SCAN_ABORTS_CPU, SCAN_VJP2_ABORTS_CPU])

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from farm.catalog import SCAN_ABORTS_CPU, SCAN_VJP_ABORTS_CPU, CustomArg, Limitation, Poly, RandArg, chlo_leak, define
+from farm.catalog import SCAN_ABORTS_CPU, SCAN_VJP2_ABORTS_CPU, CustomArg, Limitation, Poly, RandArg, chlo_leak, define
 from farm.catalog.specs import shape
 
 FAMILY = "symbolic"
@@ -184,7 +184,7 @@ sym("same_stride2", "conv_general_dilated", lambda x, k: lax.conv_general_dilate
     ["b, 2, h, w", "3, 2, 3, 3"], [dict(b=1, h=1, w=5), dict(b=2, h=4, w=7), dict(b=3, h=9, w=6)])
 
 # reductions and cumulative ops over a symbolic axis
-_LIMITS = {"var": chlo_leak("square"), "cumsum": [SCAN_ABORTS_CPU, SCAN_VJP_ABORTS_CPU]}  # the latter: the cumulative family's finding
+_LIMITS = {"var": chlo_leak("square"), "cumsum": [SCAN_ABORTS_CPU, SCAN_VJP2_ABORTS_CPU]}  # the latter: the cumulative family's finding
 for _name, _prim, _f in [("sum", "reduce_sum", lambda x: jnp.sum(x, axis=1)), ("max", "reduce_max", lambda x: jnp.max(x, axis=1)),
                          ("mean", "reduce_sum", lambda x: jnp.mean(x, axis=1)), ("var", "reduce_sum", lambda x: jnp.var(x, axis=1)),
                          ("cumsum", "cumsum", lambda x: jnp.cumsum(x, axis=1)),

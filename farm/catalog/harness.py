@@ -52,6 +52,9 @@ class Limitation:
     #: the jax versions the gap is known on (a PEP 440 specifier, "<0.12"; "": every version).
     #: Outside them the limitation does not apply: a pass there is a pass, a failure a finding.
     jax: str = ""
+    #: a known crash (``crashes``) that only a sweep differentiating to this order meets (``--vjp``):
+    #: in a sweep of a lower order the same crash is news
+    vjp: int = 0
 
     def __post_init__(self) -> None:
         check_spec(self.jax)  # a bad specifier fails where the harness is defined
@@ -105,10 +108,13 @@ SCAN_ABORTS_CPU = Limitation("jax 0.11.2 and 0.12's cuda/rocm cumsum module (chl
 #: Under ``--vjp`` the same module is a pullback the gradients stage runs in the worker itself
 #: (a reverse cumsum's derivative is a forward cumsum, and so is a forward one's second
 #: derivative, ``--vjp 2``): the worker dies, and the harness is one ``crashed`` record,
-#: expected there (``farm.judge.limitations.judge_crash``).
+#: expected there and only in a sweep of that order (``farm.judge.limitations.judge_crash``).
 SCAN_VJP_ABORTS_CPU = Limitation("under --vjp, jax 0.11.2 and 0.12's cuda/rocm cumsum pullback (chlo.scan) aborts "
                                  "XLA:CPU's compiler in the worker", platforms=("cpu",), stage="crossexec",
-                                 crashes=True, jax=">=0.11.2")
+                                 crashes=True, jax=">=0.11.2", vjp=1)
+SCAN_VJP2_ABORTS_CPU = Limitation("under --vjp 2, jax 0.11.2 and 0.12's cuda/rocm pullback of a forward cumsum's "
+                                  "derivative (a forward cumsum: chlo.scan) aborts XLA:CPU's compiler in the worker",
+                                  platforms=("cpu",), stage="crossexec", crashes=True, jax=">=0.11.2", vjp=2)
 
 
 @dataclass(frozen=True, slots=True)

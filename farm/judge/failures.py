@@ -29,10 +29,10 @@ def died(fingerprint: str, name: str, why: str) -> Outcome:
     return Outcome.failed(fingerprint, name, CRASHED, why)
 
 
-def crashed(job: Any, cause: str, run_on: tuple[str, ...]) -> Outcome:
+def crashed(job: Any, cause: str, run_on: tuple[str, ...], vjp: int = 0) -> Outcome:
     """The final outcome of a catalog job whose process died every time, judged by its
-    limitations (``Limitation.crashes``: the expected failure)."""
-    return judge_crash(job, died(job.fingerprint, job.name, f"worker process died: {cause}"), run_on)
+    limitations (``Limitation.crashes``: the expected failure; ``vjp``: the sweep's order)."""
+    return judge_crash(job, died(job.fingerprint, job.name, f"worker process died: {cause}"), run_on, vjp)
 
 
 def lost_record(stage: str, platform: str, *, hung: bool, why: str) -> dict[str, Any]:

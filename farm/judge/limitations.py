@@ -108,15 +108,16 @@ def judge_run(h: Harness, records: list[Record]) -> list[Record]:
     return out
 
 
-def judge_crash(h: Harness, outcome: Outcome, run_on: tuple[str, ...]) -> Outcome:
+def judge_crash(h: Harness, outcome: Outcome, run_on: tuple[str, ...], vjp: int = 0) -> Outcome:
     """A ``crashed`` outcome where the harness is known to kill the process on a platform
-    it ran natively on (``Limitation.crashes``) is the expected failure."""
+    it ran natively on (``Limitation.crashes``), in a sweep differentiating to the order the
+    limitation names (``vjp``), is the expected failure."""
     if outcome.worst != "crashed":
         return outcome
     for kind in run_on:
         platform = native_platform(kind)
         for lim in h.limitations:
-            if lim.crashes and lim.applies(platform, h.dtype):
+            if lim.crashes and lim.applies(platform, h.dtype) and vjp >= lim.vjp:
                 return outcome.replace(records=[
                     r.with_status("expected_fail", facts={**r.facts, "limitation": lim.description})
                     if r.status == "crashed" else r for r in outcome.records])

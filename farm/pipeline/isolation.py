@@ -38,6 +38,6 @@ class Isolation:
     def timed_out(self, job: Any, limit: float) -> Outcome:
         return failures.timed_out(job.fingerprint, job.name, f"no result after {limit:.0f}s; worker killed")
 
-    def crashed(self, job: Any, cause: str, run_on: tuple[str, ...]) -> Outcome:
+    def crashed(self, job: Any, cause: str, run_on: tuple[str, ...], vjp: int = 0) -> Outcome:
         """The final outcome of a job whose process died every time, judged by its limitations."""
-        return failures.crashed(job, cause, run_on)
+        return failures.crashed(job, cause, run_on, vjp)

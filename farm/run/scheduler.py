@@ -225,7 +225,7 @@ class Sweep:
                 self.queue.appendleft((kind, [cur], True))
             elif not self.isolation.retry(1 if key in self.retry_alone or slot.isolated else 0):
                 self.stats.crashed += 1
-                self._finish(self.isolation.crashed(cur, cause, (kind,)), kind)
+                self._finish(self.isolation.crashed(cur, cause, (kind,), self.options.vjp), kind)
             else:
                 self.retry_alone.add(key)
                 self.queue.appendleft((kind, [cur], True))
