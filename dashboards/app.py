@@ -21,7 +21,8 @@ from farm.errors import FarmError
 from farm.store import failures, open_store
 
 #: The page modules (``dashboards.views.<page>``), in navigation order: each registers its routes.
-PAGES = ("overview", "runs", "trends", "compare", "failures", "harness", "search", "coverage", "boundary", "features", "pallas", "crosshost",
+PAGES = ("overview", "runs", "trends", "compare", "failures", "harness", "search", "coverage", "boundary", "features",
+         "compositions", "pallas", "crosshost",
          "versions", "accuracy", "api")
 
 

@@ -42,22 +42,31 @@ def matrix(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """{"features": [...], "columns": [...], "cells": {feature: {column: {status: n}}},
     "worst": {feature: {column: status}}, "harnesses": {feature: n}} over the rows of
     ``STAGES``."""
+    picked = [r for r in rows if r["stage"] in STAGES]
+    m = counted(picked, feature_of, lambda r: STAGES.index(r["stage"]), _COLUMNS)
+    return {"features": m.pop("rows"), **m}
+
+
+def counted(rows: Iterable[Mapping[str, Any]], row_of: Any, rank_of: Any, first_columns: tuple[str, ...]
+            ) -> dict[str, Any]:
+    """A status matrix: per row (``row_of(r)``, listed by ``rank_of`` of its first record, then
+    by name) and column (the record's platform: ``first_columns`` first, the others after,
+    export configurations by their size), how many records of each status, the worst, and how
+    many harnesses each row holds. {"rows", "columns", "cells", "worst", "harnesses"}."""
     cells: dict[str, dict[str, Counter[str]]] = defaultdict(lambda: defaultdict(Counter))
     harnesses: dict[str, set[str]] = defaultdict(set)
-    order: dict[str, int] = {}
+    order: dict[str, Any] = {}
     for r in rows:
-        if r["stage"] not in STAGES:
-            continue
-        f = feature_of(r)
-        order.setdefault(f, STAGES.index(r["stage"]))
+        f = row_of(r)
+        order.setdefault(f, rank_of(r))
         cells[f][r["platform"]][r["status"]] += 1
         harnesses[f].add(r["harness"])
-    features = sorted(cells, key=lambda f: (order[f], f))
+    names = sorted(cells, key=lambda f: (order[f], f))
     seen = {c for f in cells.values() for c in f}
-    columns = [c for c in _COLUMNS if c in seen] + sorted(seen - set(_COLUMNS), key=lambda c: (-c.count("+"), c))
+    columns = [c for c in first_columns if c in seen] + sorted(seen - set(first_columns), key=lambda c: (-c.count("+"), c))
     worst = {f: {c: next(s for s in _WORST if s in n) if (n := cells[f].get(c)) else None for c in columns}
-             for f in features}
-    return {"features": features, "columns": columns,
-            "cells": {f: {c: dict(cells[f][c]) for c in columns if c in cells[f]} for f in features},
+             for f in names}
+    return {"rows": names, "columns": columns,
+            "cells": {f: {c: dict(cells[f][c]) for c in columns if c in cells[f]} for f in names},
             "worst": {f: {c: s for c, s in w.items() if s} for f, w in worst.items()},
-            "harnesses": {f: len(harnesses[f]) for f in features}}
+            "harnesses": {f: len(harnesses[f]) for f in names}}
