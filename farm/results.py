@@ -252,7 +252,7 @@ VJP_ORDERS = (0, 1, 2)
 #: Which harnesses the determinism check makes again (``Options.determinism``): none, a sample
 #: drawn by fingerprint (``DETERMINISM_SAMPLE``: one in that many), or every one.
 DETERMINISM = ("off", "sample", "all")
-DETERMINISM_SAMPLE = 16
+DETERMINISM_SAMPLE = 64
 #: Which harnesses the compositions check calls inside larger programs (``Options.compositions``):
 #: none, every harness of the export-feature and sharding families and one per primitive of the
 #: others, or every one.

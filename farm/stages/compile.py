@@ -103,6 +103,16 @@ def side_by_side_safe(text: str) -> bool:
     return True
 
 
+def checked_jit(jitted: Any, *args: Any) -> Any:
+    """``jitted(*args)`` (a ``jax.jit`` function, its shardings and donation as given) compiled with
+    ``CHECK_OPTIONS``: what calls judging lowering and composition rather than XLA's optimizer
+    use (no LLVM optimization: about a third of the compile)."""
+    import jax
+
+    lowered = jitted.lower(*args)
+    return (_compile_checked(lowered) if jax.default_backend() == "cpu" else lowered.compile())(*args)
+
+
 def checked_call(fun: Any, *args: Any) -> Any:
     """``fun(*args)`` under ``jax.jit``, compiled with ``CHECK_OPTIONS`` on the CPU; an executable is
     reused for the same module (its bytecode) and the same arguments' types (the judge's static
