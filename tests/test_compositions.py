@@ -4,11 +4,6 @@ with donated arguments, each against its own call; a planted batching rule wrong
 of an exported call is caught, and nothing is flagged without it."""
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
 
 from farm import catalog
@@ -17,8 +12,8 @@ from farm.pipeline import run_harness
 from farm.pipeline.compositions import composed
 from farm.results import Options
 from farm.stages.compositions import COMPOSITIONS
+from tests.helpers.fresh import run_json
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 SCRIPT = """
 import json, os
@@ -41,18 +36,8 @@ print(json.dumps(out))
 """
 
 
-def _run(plant: str | None) -> dict:
-    env = {**os.environ, "PYTHONPATH": ROOT}
-    env.pop("FARM_PLANT", None)
-    if plant:
-        env["FARM_PLANT"] = plant
-    p = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
-    assert p.returncode == 0, p.stderr[-3000:]
-    return json.loads(p.stdout.strip().splitlines()[-1])
-
-
 def test_every_composition_runs_and_agrees_and_the_known_refusals_are_expected() -> None:
-    got = _run(None)
+    got = run_json(SCRIPT)
     sin, shardy, gspmd, key = got.values()
     assert set(sin) == set(COMPOSITIONS)
     for by in (sin, shardy, key):
@@ -66,7 +51,7 @@ def test_every_composition_runs_and_agrees_and_the_known_refusals_are_expected()
 
 
 def test_a_batching_rule_wrong_only_under_vmap_of_an_exported_call_is_caught() -> None:
-    got = _run("vmap_exported")
+    got = run_json(SCRIPT, "vmap_exported")
     sin, shardy, _, key = got.values()
     for by in (sin, shardy, key):
         assert by["vmap"][0] == "fail" and "differ" in by["vmap"][1]

@@ -3,8 +3,6 @@ that keeps state between two exports in one process is caught by the fresh proce
 harnesses without the plant flag nothing; what a fresh process cannot make is said, not hidden."""
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 import sys
 
@@ -16,8 +14,8 @@ from farm import catalog
 from farm.pipeline import run_harness
 from farm.pipeline.determinism import sampled
 from farm.results import DETERMINISM_SAMPLE, Options
+from tests.helpers.fresh import ROOT, run_json
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 #: Three sin harnesses in one process, each checked: under ``stateful:sin`` the first is made right
 #: in the worker, the later ones wrong (its rule lowered before), and a fresh process makes them right.
@@ -37,25 +35,15 @@ print(json.dumps(out))
 """
 
 
-def _run(plant: str | None) -> dict:
-    env = {**os.environ, "PYTHONPATH": ROOT}
-    env.pop("FARM_PLANT", None)
-    if plant:
-        env["FARM_PLANT"] = plant
-    p = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
-    assert p.returncode == 0, p.stderr[-3000:]
-    return json.loads(p.stdout.strip().splitlines()[-1])
-
-
 def test_a_rule_that_keeps_state_between_exports_is_caught_by_the_fresh_process_and_nothing_without_it() -> None:
-    planted = _run("stateful:sin")
+    planted = run_json(SCRIPT, "stateful:sin")
     first, *later = planted.values()
     assert first[0] == "ok" and first[2] == ["again", "fresh"]  # the first lowering in the process is right
     for status, error, compared, differs, texts in later:
         assert status == "fail" and "depends on the process" in error
         assert set(differs) == {"fresh"} and {"cpu", "tpu"} <= set(differs["fresh"])
         assert "fresh:cpu" in texts  # both module texts of what differs are kept
-    clean = _run(None)
+    clean = run_json(SCRIPT)
     assert {d: v[0] for d, v in clean.items()} == {"bfloat16": "ok", "float16": "ok", "float32": "ok"}
     assert all(v[2] == ["again", "fresh"] and v[3] == {} for v in clean.values())
 

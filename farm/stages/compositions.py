@@ -141,6 +141,42 @@ def run(name: str, exported: Any, dyn: list[Any], plain: Any, h: Any, jitted: An
     return Record("composition", name, "ok", timer.seconds, facts={"outputs": len(got)}, handle=(got, want))
 
 
+#: The control-flow compositions, run as one program where they all run (one compile, not three).
+CONTROL = ("scan", "cond", "while")
+
+
+def control_flow(exported: Any, dyn: list[Any], plain: Any, h: Any) -> list[Record] | None:
+    """``scan``, ``cond`` and ``while`` of the call in one program, one record each (their
+    seconds: a third of it each); None where the program raises: the caller runs each on its
+    own, so the records say which."""
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    zeros = jax.tree.map(jnp.zeros_like, plain)
+
+    def together(p: Any, n: Any, *a: Any) -> Any:
+        steps = lax.scan(lambda c, _: (c, exported.call(*a)), 0, None, length=2)[1]
+        return (steps, lax.cond(p, lambda: exported.call(*a), lambda: zeros),
+                lax.fori_loop(0, n, lambda i, c: exported.call(*a), zeros))
+
+    timer = Timer()
+    try:
+        with timer():
+            ins, _ = _shardings(h, exported, dyn, plain)
+            jitted = jax.jit(together, in_shardings=(NamedSharding(ins[0].mesh, P()),) * 2 + tuple(ins)) \
+                if h.mesh and ins else jax.jit(together)
+            steps, cond, loop = checked_jit(jitted, True, 2, *dyn)
+    except Exception:  # noqa: BLE001  one of them raises: each on its own
+        return None
+    want = leaves(plain)
+    got = {"scan": ([s[i] for i in range(2) for s in leaves(steps)], want + want),
+           "cond": (leaves(cond), want), "while": (leaves(loop), want)}
+    return [Record("composition", c, "ok", timer.seconds / 3, facts={"outputs": len(got[c][0]), "together": list(CONTROL)},
+                   handle=got[c]) for c in CONTROL]
+
+
 def raised(name: str, e: BaseException, seconds: float) -> Record:
     """The error record of a composition (or of the artifact's own call, ``name`` "call"): where
     the first line of the message only announces the rest (MLIR's "Cannot lower jaxpr with
@@ -164,4 +200,4 @@ def own_call(exported: Any, dyn: list[Any], h: Any) -> Any:
     return jax.jit(exported.call, in_shardings=ins, out_shardings=outs)(*dyn)
 
 
-__all__ = ["COMPOSITIONS", "leaves", "own_call", "raised", "run"]
+__all__ = ["COMPOSITIONS", "CONTROL", "control_flow", "leaves", "own_call", "raised", "run"]
