@@ -130,7 +130,7 @@ def run(name: str, exported: Any, dyn: list[Any], plain: Any, h: Any, jitted: An
                     return Record("composition", name, "skipped", error="a sharded artifact inside another export: "
                                   "not built yet", facts={"reason": "sharded"})
                 outer = export.export(jax.jit(lambda *a: exported.call(*a)), platforms=("cpu",))(*dyn)
-                got = leaves(export.deserialize(outer.serialize()).call(*dyn))
+                got = leaves(checked_jit(jax.jit(export.deserialize(outer.serialize()).call), *dyn))
             elif name == "donated":
                 fresh = [jnp.array(x) for x in dyn]
                 got = leaves(checked_jit(jit(exported.call, donate_argnums=tuple(range(len(fresh)))), *fresh))
@@ -195,9 +195,9 @@ def own_call(exported: Any, dyn: list[Any], h: Any) -> Any:
     import jax
 
     if not h.mesh:
-        return exported.call(*dyn)
+        return checked_jit(jax.jit(exported.call), *dyn)
     ins, outs = _shardings(h, exported, dyn, None)
-    return jax.jit(exported.call, in_shardings=ins, out_shardings=outs)(*dyn)
+    return checked_jit(jax.jit(exported.call, in_shardings=ins, out_shardings=outs), *dyn)
 
 
 __all__ = ["COMPOSITIONS", "CONTROL", "control_flow", "leaves", "own_call", "raised", "run"]
