@@ -52,6 +52,11 @@ class CompositionsCheck(Base):
                 and "cpu" in run.opts.platforms and composed(run.h, run.opts.compositions))
 
     def run(self, run: Run) -> Produced:
+        here = tuple(getattr(run.exported, "platforms", ()) or ())
+        if "cpu" not in here:  # a kernel exported for cuda alone (Mosaic GPU): this host cannot call it
+            return [Record("composition", c, "not_runnable_here", error_type="NoCpuPart",
+                           error=f"the artifact was exported for {', '.join(here)}: it has no cpu part to call here",
+                           facts={"platforms": list(here)}) for c in compositions.COMPOSITIONS], []
         if run.h.devices > 1 and not run.h.mesh:  # a pmap over the host's devices: no mesh to call it on here
             return [Record("composition", c, "skipped", error=f"an artifact over {run.h.devices} devices without a "
                            "mesh: the farm has no sharding to call it with", facts={"reason": "devices without mesh"})
