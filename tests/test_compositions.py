@@ -11,7 +11,7 @@ from farm.judge.compositions import REFUSALS
 from farm.pipeline import run_harness
 from farm.pipeline.compositions import composed
 from farm.results import Options
-from farm.stages.compositions import COMPOSITIONS
+from farm.stages.compositions import COMPOSITIONS, KEY_IMPLS
 from tests.helpers.fresh import run_json
 
 
@@ -46,6 +46,10 @@ def test_every_composition_runs_and_agrees_and_the_known_refusals_are_expected()
         assert by["vmap"][0] == "expected_fail"  # JAX has no batching rule for call_exported
         assert by["jit_sharded"][0] == by["scan"][0] == by["while"][0] == by["donated"][0] == "ok"
     assert sin["grad"][0] == "ok" and sin["nested"][0] == "ok"
+    # typed keys of every implementation, in and out, through every composition (a key has no grad)
+    for impl in KEY_IMPLS:
+        assert {c: key[f"{c}:{impl}"][0] for c in COMPOSITIONS if c != "grad"} == \
+            {c: "expected_fail" if c == "vmap" else "ok" for c in COMPOSITIONS if c != "grad"}, impl
     # the GSPMD artifact's own call inside jit with its shardings: the JAX bug, as data, and nothing composed
     assert gspmd["call"][0] == "expected_fail" and all(v[0] == "skipped" for c, v in gspmd.items() if c != "call")
 
@@ -55,7 +59,8 @@ def test_a_batching_rule_wrong_only_under_vmap_of_an_exported_call_is_caught() -
     sin, shardy, _, key = got.values()
     for by in (sin, shardy, key):
         assert by["vmap"][0] == "fail" and "differ" in by["vmap"][1]
-        assert all(v[0] in ("ok", "skipped") for c, v in by.items() if c != "vmap")  # only vmap sees it
+        assert all(v[0] in ("ok", "skipped") for c, v in by.items() if c.partition(":")[0] != "vmap")  # only vmap sees it
+    assert all(key[f"vmap:{impl}"][0] == "fail" for impl in KEY_IMPLS)  # a typed key's batch too
 
 
 def test_representative_takes_the_families_about_artifacts_and_one_harness_per_primitive() -> None:

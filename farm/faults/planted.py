@@ -127,7 +127,7 @@ def vmap_exported() -> None:
         n = next(a.shape[d] for a, d in zip(args, dims) if d is not unmapped)
         per = [p.bind(*[a if d is unmapped else lax.index_in_dim(a, i, d, keepdims=False)
                         for a, d in zip(args, dims)], **params) for i in range(n)]
-        per[-1] = [o + 1 for o in per[-1]]
+        per[-1] = [o + 1 if jax.numpy.issubdtype(o.dtype, jax.numpy.number) else o for o in per[-1]]  # a key stays
         return [jax.numpy.stack(outs) for outs in zip(*per)], [0] * len(per[0])
 
     batching.primitive_batchers[p] = rule

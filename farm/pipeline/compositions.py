@@ -87,6 +87,11 @@ class CompositionsCheck(Base):
                 out.append(judge.composition(h, rec))
             except Exception as e:  # the farm's own bug: an error record, never a pass
                 out.append(failure(Record, "composition", c, e, 0.0))
+        if h.feature is not None and h.feature.kind == "prng_key" and len(dyn) == 1:  # typed keys of each impl
+            try:
+                out += [judge.composition(h, rec) for rec in compositions.typed_keys(dyn[0])]
+            except Exception as e:  # the farm's own bug: an error record, never a pass
+                out.append(failure(Record, "composition", "keys", e, 0.0))
         return out, []
 
 

@@ -177,6 +177,65 @@ def control_flow(exported: Any, dyn: list[Any], plain: Any, h: Any) -> list[Reco
                    handle=got[c]) for c in CONTROL]
 
 
+#: The PRNG implementations whose typed keys go through every composition, in and out.
+KEY_IMPLS = ("threefry2x32", "rbg", "unsafe_rbg")
+
+
+def typed_keys(x: Any) -> list[Record]:
+    """For each PRNG implementation, an artifact with a typed key in and out (``k, x -> split(k)[0],
+    x + uniform(split(k)[1])``), exported for the cpu, serialized and read back, then called in
+    every composition: one record each, platform ``composition:impl`` (``jit_sharded:rbg``), holding
+    the key's data and the values against the artifact's own call."""
+    import jax
+    import jax.numpy as jnp
+    from jax import export, lax
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    def f(k: Any, v: Any) -> Any:
+        k1, k2 = jax.random.split(k)
+        return k1, v + jax.random.uniform(k2, v.shape, v.dtype)
+
+    def flat(out: Any) -> list[np.ndarray]:
+        return [np.asarray(jax.random.key_data(out[0])), np.asarray(out[1])]
+
+    mesh = jax.make_mesh((len(jax.devices()),), ("x",))
+    rep = NamedSharding(mesh, P())
+    split = NamedSharding(mesh, P("x") if np.shape(x) and np.shape(x)[0] % len(jax.devices()) == 0 else P())
+    out: list[Record] = []
+    for impl in KEY_IMPLS:
+        key = jax.random.key(0, impl=impl)
+        try:
+            back = export.deserialize(export.export(jax.jit(f), platforms=("cpu",))(key, x).serialize())
+            want = flat(back.call(key, x))
+        except Exception as e:  # noqa: BLE001  the artifact itself: its own call record says so
+            out.append(raised(f"call:{impl}", e, 0.0))
+            continue
+        runs = {
+            "jit_sharded": lambda: jax.jit(back.call, in_shardings=(rep, split), out_shardings=(rep, split))(key, x),
+            "vmap": lambda: jax.tree.map(lambda a: a[0], jax.vmap(back.call)(jax.random.split(key, 2), np.stack([x, x]))),
+            "grad": None,  # a key has no derivative; the values' is the other compositions' business
+            "scan": lambda: jax.tree.map(lambda a: a[1], lax.scan(lambda c, _: (c, back.call(key, x)), 0, None, length=2)[1]),
+            "cond": lambda: jax.jit(lambda p: lax.cond(p, lambda: back.call(key, x), lambda: (key, x)))(True),
+            "while": lambda: jax.jit(lambda n: lax.fori_loop(0, n, lambda i, c: back.call(key, x), (key, x)))(2),
+            "nested": lambda: export.deserialize(export.export(jax.jit(lambda a, b: back.call(a, b)),
+                                                               platforms=("cpu",))(key, x).serialize()).call(key, x),
+            "donated": lambda: jax.jit(back.call, donate_argnums=(0, 1))(jax.random.key(0, impl=impl), jnp.array(x)),
+        }
+        for name, run_one in runs.items():
+            if run_one is None:
+                continue
+            timer = Timer()
+            try:
+                with timer():
+                    got = flat(run_one())
+            except Exception as e:  # noqa: BLE001  JAX refusing it: the judge knows which are documented
+                out.append(raised(f"{name}:{impl}", e, timer.seconds))
+                continue
+            out.append(Record("composition", f"{name}:{impl}", "ok", timer.seconds, facts={"key_impl": impl},
+                              handle=(got, want)))
+    return out
+
+
 def raised(name: str, e: BaseException, seconds: float) -> Record:
     """The error record of a composition (or of the artifact's own call, ``name`` "call"): where
     the first line of the message only announces the rest (MLIR's "Cannot lower jaxpr with
@@ -200,4 +259,4 @@ def own_call(exported: Any, dyn: list[Any], h: Any) -> Any:
     return checked_jit(jax.jit(exported.call, in_shardings=ins, out_shardings=outs), *dyn)
 
 
-__all__ = ["COMPOSITIONS", "CONTROL", "control_flow", "leaves", "own_call", "raised", "run"]
+__all__ = ["COMPOSITIONS", "CONTROL", "KEY_IMPLS", "control_flow", "leaves", "own_call", "raised", "run", "typed_keys"]
