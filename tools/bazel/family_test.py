@@ -1,6 +1,7 @@
 """One pytest case per harness of a family (FARM_FAMILY, of the catalog FARM_CATALOG: farm
 unless told, pallas for the Pallas kernels), through the same pipeline as
-a sweep, at the family's shape kinds (FARM_SHAPES) and, with FARM_VJP=1 or 2, its derivatives to that order. A case fails on any status that is not ok, expected_fail, skipped or
+a sweep, at the family's shape kinds (FARM_SHAPES) and, with FARM_VJP=1 or 2, its derivatives to that order;
+its artifacts composed (FARM_COMPOSITIONS) and made again in a fresh process (FARM_DETERMINISM) where asked. A case fails on any status that is not ok, expected_fail, skipped or
 not_runnable_here: wrong numbers, errors and stale limitations all show."""
 import os
 
@@ -16,12 +17,17 @@ PLATFORMS = parse_list(os.environ.get("FARM_PLATFORMS", ",".join(LOWERING_PLATFO
                        "platform")
 SHAPES = tuple(os.environ.get("FARM_SHAPES", "static").split(","))
 VJP = int(os.environ.get("FARM_VJP", "0") or 0)
+#: FARM_COMPOSITIONS=representative|all: each artifact also called inside larger programs
+#: (``farm sweep --compositions``); FARM_DETERMINISM=sample|all: made again in a fresh process too
+COMPOSITIONS = os.environ.get("FARM_COMPOSITIONS", "off") or "off"
+DETERMINISM = os.environ.get("FARM_DETERMINISM", "off") or "off"
 HARNESSES = catalog.select(catalog.Filters(catalog=os.environ.get("FARM_CATALOG", "farm"), family=(FAMILY,)))
 ACCEPTED = {"ok", "expected_fail", "skipped", "not_runnable_here"}
 
 
 @pytest.mark.parametrize("h", HARNESSES, ids=[h.name for h in HARNESSES])
 def test_harness(h: catalog.Harness) -> None:
-    out = run_harness(h, Options(platforms=PLATFORMS, run_on=("cpu",), repeats=1, shapes=SHAPES, vjp=VJP))
+    out = run_harness(h, Options(platforms=PLATFORMS, run_on=("cpu",), repeats=1, shapes=SHAPES, vjp=VJP,
+                                 compositions=COMPOSITIONS, determinism=DETERMINISM))
     bad = [f"{r.stage}/{r.platform}: {r.status}: {r.error}" for r in out.records if r.status not in ACCEPTED]
     assert not bad, "\n".join(bad)
