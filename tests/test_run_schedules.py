@@ -69,6 +69,9 @@ def test_config_builds_sweep_args(tmp_path: Path) -> None:
     ('[sweep.a]\nschedule = "* * * * *"\nconfig = "x64=maybe"\n', "[sweep.a]: --config x64: unknown value 'maybe'"),
     ('[sweep.a]\nschedule = "* * * * *"\njax = ["0.9.2", "0.4.1"]\n', "0.4.1 is older than the oldest supported"),
     ('[sweep.a]\nschedule = "* * * * *"\njax = "0.9.2"\nconfig = "x64=on"\n', "one dimension per sweep"),
+    ('[sweep.a]\nschedule = "* * * * *"\nfamily = ["elementwise_unray"]\n', "unknown family 'elementwise_unray'; did you mean elementwise_unary"),
+    ('[sweep.a]\nschedule = "* * * * *"\ndtype = "float23"\n', "unknown dtype 'float23'"),
+    ('[sweep.a]\nschedule = "* * * * *"\ncatalog = "upstreem"\n', "unknown catalog 'upstreem'; did you mean upstream"),
 ])
 def test_bad_config_is_one_clear_error(tmp_path: Path, body: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):

@@ -139,6 +139,7 @@ def parse_config(doc: dict[str, Any], path: Path) -> Config:
         act = d.get("on_regression", {})
         _check_keys(act, ACTION_KEYS, f"{where}.on_regression")
         filters = {k: (str(d[k]) if k == "limit" else _comma(d[k], k, where)) for k in FILTER_KEYS if k in d}
+        _check_names(filters, where)
         baseline = d.get("baseline", "previous")
         sweeps[name] = SweepSpec(
             name=name, schedule=d["schedule"], filters=filters,
@@ -159,6 +160,24 @@ def parse_config(doc: dict[str, Any], path: Path) -> Config:
         raise ConfigError(f"{path}: no [sweep.NAME] tables")
     state = Path(top.get("state") or path.with_name(path.stem + ".state.json"))
     return Config(path=path, sweeps=sweeps, state_path=state if state.is_absolute() else path.parent / state)
+
+
+def _check_names(filters: dict[str, str], where: str) -> None:
+    """The names a sweep's filters can be checked against without loading a catalog: its catalog,
+    the farm catalog's families and every dtype. A typo is one line when the config is read, not
+    a failed run at its slot in the night."""
+    from farm.catalog.dtypes import DTYPES
+    from farm.catalog.registry import CATALOGS, FARM_FAMILIES  # deferred: the catalog package (numpy)
+    from farm.errors import UnknownName
+
+    catalog = filters.get("catalog", "farm")
+    named = [("catalog", (catalog,), CATALOGS), ("dtype", filters.get("dtype", "").split(","), DTYPES)]
+    if catalog in ("farm", "all"):
+        named.append(("family", filters.get("family", "").split(","), FARM_FAMILIES))
+    for kind, values, known in named:
+        for v in (x.strip() for x in values):
+            if v and v not in known:
+                raise ConfigError(f"{where}: {UnknownName(kind, v, known)}")
 
 
 def _dimensions(d: dict[str, Any], where: str, flag_sets: dict[str, str]) -> dict[str, Any]:
