@@ -54,10 +54,7 @@ class Run:
 
     def asks(self, check: "Check") -> bool:
         """Whether ``check`` runs: a gated check only for a harness that sets its field, then its ``applies``."""
-        spec = check.spec
-        if spec.gated and spec.harness_field and getattr(self.h, spec.harness_field) is None:
-            return False
-        return check.applies(self)
+        return concerns(check, self.h) and check.applies(self)
 
 
 class Check(Protocol):
@@ -76,6 +73,13 @@ class Check(Protocol):
     def run(self, run: Run) -> Produced:
         """Never raises: the harness's other records must survive (``per_config``)."""
         ...
+
+
+def concerns(check: Check, h: Harness) -> bool:
+    """Whether ``check`` has anything to do with ``h``: a gated check only with a harness that
+    sets its field (``CheckSpec.gated``); the pipeline asks nothing more of it otherwise."""
+    spec = check.spec
+    return not (spec.gated and spec.harness_field and getattr(h, spec.harness_field) is None)
 
 
 class Base:

@@ -45,10 +45,7 @@ class DeterminismCheck(Base):
         timer = Timer()
         try:
             with timer():
-                platforms = tuple(p for p in run.opts.platforms if run.lowered[p].ok)
-                kept = determinism.Made({p: run.lowered[p].module_sha256 if run.lowered[p].ok else _failed(run.lowered[p])
-                                         for p in run.opts.platforms},
-                                        {p: run.lowered[p].handle.text for p in platforms},
+                kept = determinism.made({p: run.lowered[p] for p in run.opts.platforms},
                                         determinism.identity(run.exported))
                 again = determinism.make(run.traced, run.opts.platforms)
                 fresh, why = fresh_made(run.h, run.opts.platforms)
@@ -59,11 +56,6 @@ class DeterminismCheck(Base):
 
 
 CHECK = DeterminismCheck()
-
-
-def _failed(lo: Any) -> str:
-    """How ``make`` spells a lowering that failed (the same words on both sides)."""
-    return f"{lo.status}: {lo.error_type}: {lo.error}"
 
 
 def fresh_made(h: Harness, platforms: tuple[str, ...]) -> tuple[determinism.Made | None, str | None]:

@@ -18,7 +18,7 @@ from farm.cache import recorder
 from farm.pipeline.artifact import ArtifactJob, run_artifact
 from farm.judge.limitations import judge_record, judge_run
 from farm.pipeline import meshes, registry
-from farm.pipeline.check import Run
+from farm.pipeline.check import Run, concerns
 from farm.pipeline.lowering import jax_version, without_handle
 from farm.pipeline.meshes import mesh_context
 from farm.results import Artifact, Options, Outcome, Record, Reuse, upstream_stages
@@ -71,9 +71,7 @@ def _run(h: Harness, opts: Options, prior: xhost.Prior | None, reuse: Reuse | No
     runnable here, unless its mesh can be traced abstractly."""
     have = _device_count()
     for c in registry.CHECKS:
-        if c.spec.gated and c.spec.harness_field and getattr(h, c.spec.harness_field) is None:
-            continue
-        if (missing := c.lacking(h)) is not None:
+        if concerns(c, h) and (missing := c.lacking(h)) is not None:
             return [Record("trace", "any", "skipped", error_type="NotInThisJax", error=missing)], [], None
     if h.needs and (missing := known.lacking(h.needs)):
         return [Record("trace", "any", "skipped", error_type="NotInThisJax", error=missing)], [], None

@@ -13,6 +13,7 @@ and a fresh process by construction ("/work/farm/stages/export.py":66 called fro
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,19 +41,22 @@ class Made:
         return cls(dict(d["modules"]), dict(d["texts"]), str(d["export"]))
 
 
+def made(lowered: Mapping[str, lower.Lowered], export_digest: str) -> Made:
+    """What these lowerings (per platform) and an export's digest are: each module's digest, or
+    the error that stopped it (the same words wherever it was made), and its text."""
+    return Made({p: lo.module_sha256 if lo.ok else f"{lo.status}: {lo.error_type}: {lo.error}"
+                 for p, lo in lowered.items()},
+                {p: lo.handle.text for p, lo in lowered.items() if lo.ok}, export_digest)
+
+
 def make(tr: Traced, platforms: tuple[str, ...]) -> Made:
     """Lower ``tr`` for each platform and export it for those that lowered, now, in this process."""
-    modules, texts = {}, {}
-    for p in platforms:
-        lo = lower.run(tr, p)
-        modules[p] = lo.module_sha256 if lo.ok else f"{lo.status}: {lo.error_type}: {lo.error}"
-        texts[p] = lo.handle.text if lo.ok else ""
-    ok = tuple(p for p in platforms if texts[p])
-    return Made(modules, texts, export_digest(tr, ok))
+    lowered = {p: lower.run(tr, p) for p in platforms}
+    return made(lowered, export_digest(tr, tuple(p for p, lo in lowered.items() if lo.ok)))
 
 
 def export_digest(tr: Traced, platforms: tuple[str, ...]) -> str:
-    """The digest of the four-platform export's serialized bytes (its error where it fails)."""
+    """The four-platform export's ``identity`` (its error where it fails)."""
     if not platforms:
         return "nothing lowered"
     ex = export.run_all(tr, platforms)[0]
@@ -102,4 +106,4 @@ def failed(exc: BaseException, seconds: float) -> Record:
     return failure(Record, "determinism", "any", exc, seconds)
 
 
-__all__ = ["Made", "Timer", "export_digest", "failed", "identity", "make", "run"]
+__all__ = ["Made", "Timer", "export_digest", "failed", "identity", "made", "make", "run"]
