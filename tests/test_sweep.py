@@ -159,18 +159,22 @@ def test_worker_killed_mid_sweep_loses_nothing(ray_local, sqlite_url) -> None:  
 
 @pytest.mark.slow(reason="a real sweep killed mid-way, then resumed in a fresh process")
 def test_killed_driver_resumes_without_redoing(tmp_path) -> None:  # noqa: ANN001
-    """Kill the whole `farm sweep` process group mid-way; --resume finishes the same run."""
+    """Kill the whole `farm sweep` process group mid-way; --resume finishes the same run.
+
+    The first sweep cannot finish before the kill: a planted hang holds one harness (past the
+    test's deadline) while the other worker lands the rest. Racing a sweep that could finish
+    between two polls once left nothing to resume (CI, 155 of 155 done before the kill)."""
     db = f"sqlite:///{tmp_path / 'r.db'}"
     farm = [sys.executable, "-m", "farm"]
-    # 155 harnesses: still running long after the first 6 land, a third of the two whole families
+    # 155 harnesses, a third of the two whole families; population_count (int32 only, mid-catalog) hangs
     args = ["sweep", "--db", db, "--family", "elementwise_binary,elementwise_unary", "--dtype", "float32,float64,int32",
-            "--platforms", "cpu,tpu", "--workers", "2", "--batch", "2", "--name", "killme"]
+            "--platforms", "cpu,tpu", "--workers", "2", "--batch", "2", "--timeout", "900", "--name", "killme"]
     env = {**os.environ, "PYTHONPATH": ROOT}
-    p = subprocess.Popen(farm + args, cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 180
-    done_before = 0
-    while time.monotonic() < deadline:
+    p = subprocess.Popen(farm + args, cwd=ROOT, env={**env, "FARM_PLANT": "hang:population_count"},
+                         start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 300
+    done_before, failures = 0, []
+    while time.monotonic() < deadline and p.poll() is None:
         time.sleep(0.5)
         if os.path.exists(tmp_path / "r.db"):
             try:
@@ -178,10 +182,12 @@ def test_killed_driver_resumes_without_redoing(tmp_path) -> None:  # noqa: ANN00
                 with store.session() as s:
                     done_before = s.scalar(select(func.count()).select_from(OutcomeRow)) or 0
                 store.dispose()
-            except Exception:
+            except Exception as e:  # noqa: BLE001 - a database still being created
+                failures.append(repr(e))
                 continue
             if done_before >= 6:
                 break
+    assert p.poll() is None, f"the sweep ended before the kill (rc {p.returncode}); polls failed: {failures[-3:]}"
     os.killpg(p.pid, signal.SIGKILL)
     p.wait(30)
     time.sleep(2)
