@@ -4,6 +4,7 @@ with donated arguments, each against its own call; a planted batching rule wrong
 of an exported call is caught, and nothing is flagged without it."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from farm import catalog
@@ -32,14 +33,22 @@ out = {}
 for h in pick:
     recs = [r for r in run_harness(h, Options(compositions="all", repeats=1)).records if r.stage == "composition"]
     out[h.name] = {r.platform: [r.status, r.error] for r in recs}
+    out[h.name]["shardings"] = next((r.facts.get("shardings") for r in recs if r.platform == "nested"), None)
 print(json.dumps(out))
 """
 
 
 def test_every_composition_runs_and_agrees_and_the_known_refusals_are_expected() -> None:
     got = run_json(SCRIPT)
-    sin, shardy, gspmd, key = got.values()
+    sin, shardy, gspmd, key = (dict(v) for v in got.values())
+    nested = shardy.pop("shardings")
+    for by in (sin, gspmd, key):
+        by.pop("shardings")
     assert set(sin) == set(COMPOSITIONS)
+    # a sharded artifact inside another export, itself called inside jit with the shardings: the
+    # outer artifact says where its values live as the inner one does (not replicated)
+    assert shardy["nested"][0] == "ok"
+    assert nested["in"]["inner"] == nested["in"]["outer"] and "P(" in nested["in"]["inner"]
     for by in (sin, shardy, key):
         bad = {c: v for c, v in by.items() if v[0] not in ("ok", "expected_fail", "skipped")}
         assert bad == {}, bad
@@ -58,6 +67,7 @@ def test_a_batching_rule_wrong_only_under_vmap_of_an_exported_call_is_caught() -
     got = run_json(SCRIPT, "vmap_exported")
     sin, shardy, _, key = got.values()
     for by in (sin, shardy, key):
+        by.pop("shardings")
         assert by["vmap"][0] == "fail" and "differ" in by["vmap"][1]
         assert all(v[0] in ("ok", "skipped") for c, v in by.items() if c.partition(":")[0] != "vmap")  # only vmap sees it
     assert all(key[f"vmap:{impl}"][0] == "fail" for impl in KEY_IMPLS)  # a typed key's batch too
@@ -81,3 +91,16 @@ def test_a_refusal_explains_only_its_own_error() -> None:
     assert vmap.expects("error", "NotImplementedError", "Batching rule for 'call_exported' not implemented")
     assert not vmap.expects("error", "ValueError", "something else went wrong")
     assert not vmap.applies("scan", "float32")
+
+
+def test_a_nested_export_that_moves_a_sharding_is_a_fail_showing_both() -> None:
+    from farm.judge.compositions import composition
+    from farm.results import Record
+
+    h = next(h for h in catalog.load() if h.family == "sharding" and h.partitioner == "shardy")
+    x = [np.ones(3, np.float32)]
+    kept = {"in": {"inner": "[P('x', 'y')]", "outer": "[P('x', 'y')]"}, "out": {"inner": "[None]", "outer": "[None]"}}
+    assert composition(h, Record("composition", "nested", "ok", handle=(x, x), facts={"shardings": kept})).status == "ok"
+    moved = {**kept, "in": {"inner": "[P('x', 'y')]", "outer": "[P(None, None)]"}}
+    rec = composition(h, Record("composition", "nested", "ok", handle=(x, x), facts={"shardings": moved}))
+    assert rec.status == "fail" and "P('x', 'y')" in rec.error and "P(None, None)" in rec.error

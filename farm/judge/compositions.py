@@ -36,6 +36,11 @@ def composition(h: Harness, rec: Record) -> Record:
     if rec.status != "ok" or not isinstance(rec.handle, tuple):
         return rec.with_status(rec.status, handle=None)
     got, want = rec.handle
+    moved = {k: v for k, v in rec.facts.get("shardings", {}).items() if v["inner"] != v["outer"]}
+    if moved:  # a sharded artifact inside another export: the outer one must keep its shardings
+        return rec.with_status("fail", handle=None, error_type="ShardingMismatch",
+                               error="; ".join(f"{k} shardings: inner {v['inner']}, outer {v['outer']}"
+                                               for k, v in moved.items())[:1000])
     if rec.platform == "grad":
         rtol = gradient_tolerance(str(w.dtype) for w in want)
         rtol, atol = rtol, rtol

@@ -113,7 +113,7 @@ def load(catalog: str, modules: tuple[str, ...], name: str, platform: str | None
         shapes = (*shapes, "symbolic")
     vjp = max(vjp, {"vjp": 1, "vjp2": 2}.get(stage or "", 0))
     opts = Options(vjp=vjp, roundtrip=bool(stored and stored.get("stage") == "compare" and stored.get("platform") == "export"),
-                   shapes=shapes)
+                   shapes=shapes, compositions="all" if stage == "composition" else "off")
     outcome = run(h, src, opts, timeout_s)
     want_platform = (stored or {}).get("platform") or platform
     rec = pick(outcome, want_platform, stage)

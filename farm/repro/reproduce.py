@@ -20,6 +20,7 @@ from farm.repro.minimize import Minimized, NotReproduced, minimize
 from farm.repro.same import same_failure
 from farm.repro.script import Check, Script
 from farm.repro.write import Written, _story, compact, correctly_rounded, header, npz, verify, write_full
+from farm.repro.compositions import write_composition
 from farm.repro.gradients import write_gradients
 from farm.repro.symbolic import write_symbolic
 from farm.results import GRADIENT_STAGES, LOST, SYMBOLIC_STAGES, Record
@@ -68,6 +69,10 @@ def reproduce(catalog: str, modules: tuple[str, ...], name: str, out: Path, *, p
     with compat.enable_x64(case.harness.needs_x64 or bool(jax.config.jax_enable_x64)):
         if case.failure.stage in SYMBOLIC_STAGES:
             return Report(out, case.harness.name, case.failure, write_symbolic(case, out))
+        if case.failure.stage == "composition":
+            if do_minimize:
+                raise FarmError(f"{name}: a composition failure is not minimized (write it without --minimize)")
+            return Report(out, case.harness.name, case.failure, write_composition(case, out))
         if case.failure.stage in GRADIENT_STAGES:
             if do_minimize:
                 raise FarmError(f"{name}: a {case.failure.stage} failure is not minimized (write it without --minimize)")
