@@ -262,3 +262,35 @@ def test_a_known_gap_of_an_older_jax_holds_only_there(monkeypatch) -> None:  # n
     assert known_gap(rec).status == "expected_fail"
     monkeypatch.setattr(known, "running_jax", lambda: "0.12.0.1")
     assert known_gap(rec).status == "error"
+
+
+def test_a_saturated_derivative_that_came_out_zero_is_seen_element_by_element() -> None:
+    """tanh in float32 at |x| in 5..30: JAX's derivative (1 - ans**2) is 0 from |x| = 9, where the
+    true one (6e-8) is representable. The directional check alone sums it away beside x = 5's 2e-4;
+    held element by element, relatively, it is a fail, explained by TANH_GRAD; atan at the same
+    inputs agrees everywhere."""
+    tanh = _gradients(_one("saturating.tanh_float32_12"))[("vjp", "cpu")]
+    per = next(c for c in tanh.facts["finite_differences"] if c["what"] == "per element")
+    assert tanh.status == "fail" and "per element" in tanh.error, tanh.error
+    lim = next(lim for lim in _one("saturating.tanh_float32_12").limitations if lim.stage == "vjp")
+    assert lim.applies("cpu", "float32") and lim.expects(tanh.status, tanh.error_type, tanh.error)
+    assert per["wrong"] >= 2 and per["judged"] > per["wrong"]  # x = ±9 at least; ±5 judged and right
+    atan = _gradients(_one("saturating.atan_float32_12"))[("vjp", "cpu")]
+    assert atan.status == "ok", atan.error
+    assert next(c for c in atan.facts["finite_differences"] if c["what"] == "per element")["wrong"] == 0
+
+
+def test_the_per_element_check_judges_only_what_the_reference_resolves() -> None:
+    import numpy as np
+
+    from farm.judge.gradients import _elements_wrong, _per_element
+
+    x = np.array([1.0, 9.0, 30.0], np.float32)
+    ct = np.ones(3)
+    true = 1 / np.cosh(x.astype(np.float64)) ** 2
+    right = _per_element(true.astype(np.float32), x, ct, np.tanh)
+    assert right["judged"].tolist() == [True, True, False]  # tanh'(30) = 3.5e-26: under float64's resolution of tanh
+    assert _elements_wrong(right, 2e-3)[0] is None
+    zero = _per_element(np.array([true[0], 0.0, 0.0], np.float32), x, ct, np.tanh)
+    why, facts = _elements_wrong(zero, 2e-3)
+    assert facts["wrong"] == 1 and "x=9" in why

@@ -46,3 +46,16 @@ def pair_args(x_dtype: str, y_dtype: str | None = None) -> tuple[CustomArg, Cust
     name = f"special_pairs:{x_dtype}:{y_dtype or x_dtype}"
     return (CustomArg(name + ":x", lambda rng: xs.copy(), xs.shape, x_dtype),
             CustomArg(name + ":y", lambda rng: ys.copy(), ys.shape, y_dtype or x_dtype))
+
+
+#: Where a function's derivative is tiny but representable, past the point its value rounds to
+#: its limit (logistic(x) is 1.0 in float32 from x ≈ 17, tanh(x) from x ≈ 9): a derivative computed from the rounded value (``ans * (1 - ans)``) is 0 there.
+#: Random normal inputs never reach it.
+SATURATING = {"float32": (5.0, 9.0, 12.0, 17.0, 20.0, 30.0)}
+
+
+def saturating_arg(dtype: str) -> CustomArg:
+    """Both signs of the dtype's saturating magnitudes (``SATURATING``), shape ``(2n,)``."""
+    mags = np.array(SATURATING[dtype])
+    v = np.concatenate([-mags[::-1], mags]).astype(np_dtype(dtype))
+    return CustomArg(f"saturating:{dtype}", lambda rng: v.copy(), v.shape, dtype)
