@@ -160,6 +160,12 @@ CHECKS = (
     # program is a known gap (a reshard onto another mesh), its own call inside jit fails so too.
     CheckSpec("compositions", ("composition",), options=("compositions",),
               carries=((("composition", False), (("compile", "cpu"),)),)),
+    # ``--edges [representative|all]``: the function compiled for the CPU and run with each
+    # operand at its dtype's edge values (NaN, ±inf, ±0, subnormals, extremes, integer limits),
+    # then all together, one record per variant, against the float64 jaxpr reference
+    # (docs/edges.md). A known XLA CPU numerics gap (the cpu's compare limitation) shows there too.
+    CheckSpec("edges", ("edge_values",), options=("edges",),
+              carries=((("edge_values", False), (("compare", "cpu"),)),)),
 )
 _BUILT_IN = {c.name: c for c in CHECKS}
 _REGISTERED: dict[str, CheckSpec] = {}  # added at run time (``farm.pipeline.registry.register``)
@@ -257,6 +263,9 @@ DETERMINISM_SAMPLE = 64
 #: none, every harness of the export-feature and sharding families and one per primitive of the
 #: others, or every one.
 COMPOSITIONS = ("off", "representative", "all")
+#: Which harnesses the edge-values check runs (``Options.edges``): none, one per primitive of
+#: the catalog, or every one.
+EDGES = ("off", "representative", "all")
 #: ``stage="run"``: any of these native stages failing on the platform is the expected
 #: failure; all of them passing where the platform ran natively makes it stale.
 RUN_STAGES = ("lower", "compile", "execute", "compare", "xhost")
@@ -357,6 +366,7 @@ class Options:
     vjp: int = 0  # VJP_ORDERS: the export serialized with this many orders of vjp, each judged (0: none)
     determinism: str = "off"  # DETERMINISM: which harnesses are made again, in the worker and in a fresh process
     compositions: str = "off"  # COMPOSITIONS: which harnesses' artifacts are called inside larger programs
+    edges: str = "off"  # EDGES: which harnesses run with their operands at edge values
 
     def __post_init__(self) -> None:
         if self.vjp not in VJP_ORDERS:
@@ -365,6 +375,8 @@ class Options:
             raise ValueError(f"determinism must be one of {DETERMINISM}, got {self.determinism!r}")
         if self.compositions not in COMPOSITIONS:
             raise ValueError(f"compositions must be one of {COMPOSITIONS}, got {self.compositions!r}")
+        if self.edges not in EDGES:
+            raise ValueError(f"edges must be one of {EDGES}, got {self.edges!r}")
 
     def to_dict(self) -> dict[str, Any]:
         """Every field, less a check's at its default (``CheckSpec.options``): the options of a
@@ -388,6 +400,12 @@ class Options:
     def from_dict(cls, d: Mapping[str, Any]) -> "Options":
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()
                       if k in cls.__dataclass_fields__})
+
+
+def owned_options() -> frozenset[str]:
+    """The ``Options`` fields the checks own (what ``farm sweep`` asks beside the static stages,
+    kept with a run for ``--resume``)."""
+    return _owned_options()[0]
 
 
 @functools.cache

@@ -32,6 +32,7 @@ def _random_request(rng: random.Random) -> SweepRequest:
         "pallas_targets": lambda: rng.choice(["tpu:v5e,cuda:triton", "tpu", "triton"]),
         "vjp": lambda: rng.choice(["1", "2"]), "determinism": lambda: rng.choice(["sample", "all"]),
         "compositions": lambda: rng.choice(["representative", "all"]),
+        "edges": lambda: rng.choice(["representative", "all"]),
         "config": lambda: tuple(rng.sample(["x64=on,off", "shardy=on", "matmul_precision=highest"], rng.randint(1, 3))),
         "jax": lambda: "0.9.2,0.10.2", "cross": lambda: False, "submit": lambda: True,
         "dashboard": lambda: "http://h:8265", "series": lambda: "cfg", "schedule": lambda: "nightly",

@@ -15,11 +15,14 @@ the harness fails again and says so).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 import functools
 import re
 import sys
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 
 @functools.cache
@@ -178,3 +181,72 @@ def stale_upstream(group: str, name: str, description: str) -> str | None:
     """Why this upstream limitation no longer holds, or None when it still stands."""
     return next((why for g, n, d, why in STALE_UPSTREAM
                  if re.fullmatch(g, group) and re.search(n, name) and re.search(d, description)), None)
+
+
+# ------------------------------------------------------------------------- edge values
+@dataclass(frozen=True, slots=True)
+class EdgeValue:
+    """What a primitive does at some edge values of its operands, as data for the edge-values
+    check (``farm.pipeline.edges``): ``where`` takes the operands (float64, one shape) and
+    gives the elements it covers. A ``convention`` (JAX and SciPy choose differently, both
+    defensible) takes those elements out of the variant before it runs: never judged. A
+    ``finding`` (JAX wrong, docs/findings.md) is the expected failure: the variant must fail
+    with them and pass without them; passing with them is an ``unexpected_pass``."""
+
+    primitive: str
+    description: str
+    where: Callable[..., Any]
+    finding: bool = False
+    url: str = ""
+    jax: str = ""  # the jax versions it holds on (PEP 440; "": every version measured)
+
+    def __post_init__(self) -> None:
+        check_spec(self.jax)
+
+
+#: Measured by ``farm sweep --edges`` on jax 0.12.0.1 (docs/edges.md).
+EDGE_VALUES: tuple[EdgeValue, ...] = (
+    EdgeValue("lgamma", "log|Γ(-inf)|: JAX gives +inf (C99's lgamma), SciPy's gammaln -inf",
+              lambda x: x == -float("inf")),
+    EdgeValue("digamma", "the pole at zero approached from -0 (and a negative subnormal, flushed to -0 by the CPU): "
+              "JAX gives -inf (its +0 value), SciPy +inf (the limit from below)",
+              lambda x: (x == 0) | (abs(x) < 1.1754943508222875e-38)),
+    EdgeValue("polygamma", "ψ⁽ᵐ⁾ at its poles, x a non-positive integer (-0 and flushed negative subnormals "
+              "included): JAX gives ±inf, SciPy NaN or the other infinity",
+              lambda m, x: (x == 0) | (abs(x) < 1.1754943508222875e-38) | ((x < 0) & (x == np.floor(x)))),
+    EdgeValue("select_n", "a selector out of range [0, number of cases): undefined (lax.select_n's documentation)",
+              lambda which, *cases: (which < 0) | (which >= len(cases))),
+    EdgeValue("bessel_i1e", "i1e(-0): JAX gives -0 (i1e is odd), SciPy +0", lambda x: x == 0),
+    EdgeValue("igamma", "P(a, x) at a = ±0 or a subnormal a (flushed to ±0 by the CPU): outside a > 0, where JAX "
+              "gives NaN or the limit 1 and SciPy the other", lambda a, x: (a <= 0) | (abs(a) < 1.1754943508222875e-38)),
+    EdgeValue("igammac", "Q(a, x) at a = ±0 or a subnormal a: outside a > 0 (as igamma)",
+              lambda a, x: (a <= 0) | (abs(a) < 1.1754943508222875e-38)),
+    EdgeValue("zeta", "Hurwitz ζ(s, q) for q <= 0 or a subnormal q, or s <= 1: outside the domain JAX implements "
+              "(s > 1, q > 0: NaN), where SciPy gives inf or a value",
+              lambda s, q: (q <= 0) | (abs(q) < 1.1754943508222875e-38) | (s <= 1)),
+    EdgeValue("regularized_incomplete_beta", "I_x(a, b) with a or b <= 0 or subnormal (flushed to 0 by the CPU), or "
+              "x outside [0, 1]: outside the domain, JAX NaN or a limit, SciPy the other",
+              lambda a, b, x: ((a <= 0) | (b <= 0) | (abs(a) < 1.1754943508222875e-38)
+                               | (abs(b) < 1.1754943508222875e-38) | (x < 0) | (x > 1))),
+    EdgeValue("polygamma", "ψ⁽ᵐ⁾(+inf) for m >= 1 is NaN; it is 0 (and ψ⁽¹⁾(1e30) is 0 where 1e-30 is representable). "
+              "jax-ml/jax#38608 (docs/repros/polygamma_at_infinity.py)",
+              lambda m, x: (m >= 1) & (x == float("inf")), finding=True,
+              url="https://github.com/jax-ml/jax/issues/38608"),
+    EdgeValue("zeta", "ζ(s, +inf) for s > 1 is NaN; it is 0. jax-ml/jax#38637, fix proposed in #38647 "
+              "(docs/repros/zeta_at_infinity.py)", lambda s, q: (s > 1) & (q == float("inf")), finding=True,
+              url="https://github.com/jax-ml/jax/issues/38637"),
+    EdgeValue("regularized_incomplete_beta", "I_x(a, b) for a huge finite a (3.4e38) is NaN where it is 0 for x < 1 (and "
+              "JAX gives 0 at a = inf); no upstream report found (docs/repros/betainc_huge_parameter.py)",
+              lambda a, b, x: ((a > 1e30) & (a < float("inf")) & (x < 1)) | ((b > 1e30) & (b < float("inf")) & (x > 0)),
+              finding=True),
+    EdgeValue("cbrt", "cbrt of a float32 or bfloat16 subnormal is -5.6e-16 whatever the subnormal (wrong sign and "
+              "magnitude; flushing would give 0). jax-ml/jax#37761 (closed; still so in 0.12.0.1) "
+              "(docs/repros/cbrt_subnormal.py)",
+              lambda x: (x != 0) & (abs(x) < 1.1754943508222875e-38), finding=True,
+              url="https://github.com/jax-ml/jax/issues/37761"),
+)
+
+
+def edge_values(primitive: str) -> tuple[EdgeValue, ...]:
+    """What is known of ``primitive`` at edge values (on the running jax)."""
+    return tuple(e for e in EDGE_VALUES if e.primitive == primitive and holds_on(e.jax))

@@ -5,6 +5,7 @@ adapters of JAX's own catalogs), ``select()`` and ``Filters`` pick harnesses out
 from __future__ import annotations
 
 import fnmatch
+import functools
 import importlib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -134,6 +135,22 @@ def select(filters: Filters) -> list[Harness]:
     if filters.limit is not None:
         out = out[: filters.limit]
     return out
+
+
+@functools.cache
+def _representatives(catalog: str) -> frozenset[str]:
+    """Per primitive of a catalog, the fingerprint of the harness that stands for it."""
+    first: dict[str, str] = {}
+    for h in load(catalog):
+        if h.primitive not in first or h.fingerprint < first[h.primitive]:
+            first[h.primitive] = h.fingerprint
+    return frozenset(first.values())
+
+
+def representative(h: Harness) -> bool:
+    """Whether ``h`` stands for its primitive in its catalog: the harness with the smallest
+    fingerprint among the catalog's of that primitive (the same on every run and host)."""
+    return h.fingerprint in _representatives(h.catalog)
 
 
 def by_fingerprint(harnesses: Iterable[Harness]) -> dict[str, Harness]:

@@ -10,7 +10,8 @@ from farm.commands import add_db, add_filters, filters_from, number, store_from
 from farm.commands.show import print_run
 from farm.errors import ConfigError
 from farm.platforms import DEVICE_KINDS, GPU_BACKEND_CHOICES, LOWERING_PLATFORMS, parse_list, parse_targets
-from farm.results import COMPOSITIONS, DETERMINISM, DETERMINISM_SAMPLE, SHAPE_KINDS, VJP_ORDERS, Options, RunDims
+from farm.results import (COMPOSITIONS, DETERMINISM, DETERMINISM_SAMPLE, EDGES, SHAPE_KINDS, VJP_ORDERS, Options, RunDims,
+                          owned_options)
 from farm.run.request import SweepRequest
 
 DEFAULT_PRIMITIVES = "exp,sin,tanh,log1p,add,mul,div,max"
@@ -61,6 +62,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "grad, scan, cond, a while loop, another export, with donated arguments; each against the "
                         "artifact's own call (docs/compositions.md): representative (the default: every harness of "
                         "the export-feature and sharding families, one per primitive of the others) or all")
+    p.add_argument("--edges", nargs="?", const="representative", default=None, metavar="WHICH",
+                   help="also run each harness compiled for the CPU with each operand at its dtype's edge values (NaN, "
+                        "±inf, ±0, subnormals, extremes, integer limits), then all together, against the float64 "
+                        "reference (docs/edges.md): representative (the default: one harness per primitive) or all")
     p.add_argument("--default", action="store_true",
                    help=f"the quick default selection ({DEFAULT_PRIMITIVES} in {DEFAULT_DTYPES})")
     p.add_argument("--format", choices=("table", "json"), default="table")
@@ -120,10 +125,9 @@ def run(args: argparse.Namespace) -> int:
         with store.session() as s:
             r = queries.resolve_run(s, args.resume)
             filters = catalog.Filters.from_dict(r.filters)
-            asked = {**asked, "shapes": tuple((r.filters or {}).get("shapes") or ("static",)),
-                     "vjp": int((r.filters or {}).get("vjp") or 0),
-                     "determinism": (r.filters or {}).get("determinism") or "off",
-                     "compositions": (r.filters or {}).get("compositions") or "off"}
+            # every option a check owns is the stored run's (at its default where the run kept none)
+            kept = Options.from_dict({k: v for k, v in (r.filters or {}).items() if k in owned_options()})
+            asked = {**asked, **{k: getattr(kept, k) for k in owned_options() if k != "pallas_targets"}}
             platforms, run_on = tuple(r.platforms), tuple(r.run_on)
         hs = catalog.select(filters)
     if filters.catalog == "shape_poly":
@@ -142,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         # the checks asked beside the static stages are kept for --resume (at their defaults: not at all)
         selection = {**filters.to_dict(), **{k: v for k, v in opts.to_dict().items()
-                                             if k in ("shapes", "vjp", "determinism", "compositions")}}
+                                             if k in owned_options() and k != "pallas_targets"}}
         run_row, stats = sweep(store, hs, options=opts, catalog=filters.catalog, filters=selection,
                                config=cfg, name=args.run_name, resume=args.resume, force=args.force,
                                dims=_dims(args))
@@ -194,8 +198,11 @@ def checks(args: argparse.Namespace) -> dict[str, Any]:
     composed = getattr(args, "compositions", None) or "off"
     if composed not in COMPOSITIONS:
         raise ConfigError(f"--compositions {composed}: one of {', '.join(COMPOSITIONS[1:])}")
+    edged = getattr(args, "edges", None) or "off"
+    if edged not in EDGES:
+        raise ConfigError(f"--edges {edged}: one of {', '.join(EDGES[1:])}")
     return {"shapes": shapes, "pallas_targets": pallas_targets, "vjp": vjp_order(args.vjp), "determinism": determinism,
-            "compositions": composed}
+            "compositions": composed, "edges": edged}
 
 
 def _cluster_lines(store: object, run_id: int) -> None:

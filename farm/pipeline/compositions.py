@@ -23,23 +23,13 @@ from farm.stages.record import failure
 EVERY_HARNESS = ("export_features", "sharding")
 
 
-@functools.cache
-def _representatives(catalog: str) -> frozenset[str]:
-    """Per primitive of a catalog, the fingerprint of the harness that stands for it."""
-    first: dict[str, str] = {}
-    for h in registry.load(catalog):
-        if h.primitive not in first or h.fingerprint < first[h.primitive]:
-            first[h.primitive] = h.fingerprint
-    return frozenset(first.values())
-
-
 def composed(h: Harness, how: str) -> bool:
     """Whether ``--compositions how`` composes ``h``."""
     if how == "all":
         return True
     if how != "representative":
         return False
-    return h.family in EVERY_HARNESS or h.fingerprint in _representatives(h.catalog)
+    return h.family in EVERY_HARNESS or registry.representative(h)
 
 
 class CompositionsCheck(Base):

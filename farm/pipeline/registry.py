@@ -7,13 +7,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from farm.pipeline import compositions, determinism, effects, features, gradients, lowering, native, pallas, symbolic
+from farm.pipeline import compositions, determinism, edges, effects, features, gradients, lowering, native, pallas, symbolic
 from farm.pipeline.check import Check
 from farm.results import register_spec, unregister_spec
 
 #: The built-in checks, in the order they run (their specs are ``farm.results.CHECKS``).
 CHECKS: list[Check] = [lowering.CHECK, symbolic.CHECK, effects.CHECK, pallas.CHECK, pallas.XVER, features.CHECK,
-                       gradients.CHECK, determinism.CHECK, compositions.CHECK, native.CHECK]
+                       gradients.CHECK, determinism.CHECK, compositions.CHECK, edges.CHECK, native.CHECK]
 
 
 def upstream() -> list[Check]:

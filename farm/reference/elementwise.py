@@ -61,7 +61,16 @@ _binary("add add_any", np.add)
 _binary("sub", np.subtract)
 _binary("mul", np.multiply)
 _binary("atan2", np.arctan2)
-_binary("complex", lambda x, y: x + 1j * y)
+def _complex(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """x + iy built part by part: ``x + 1j * y`` makes the real part NaN where y is infinite
+    (1j * inf is nan + inf j), found by the edge-values check."""
+    x, y = np.broadcast_arrays(x, y)
+    out = np.empty(x.shape, np.complex128)
+    out.real, out.imag = x, y
+    return out
+
+
+_binary("complex", _complex)
 
 # -------------------------------------------------------------- special functions (SciPy)
 _unary("erf", sp.erf)
@@ -73,7 +82,17 @@ _unary("bessel_i0e", sp.i0e)
 _unary("bessel_i1e", sp.i1e)
 _binary("igamma", sp.gammainc)
 _binary("igammac", sp.gammaincc)
-_binary("polygamma", lambda m, x: sp.polygamma(m.astype(int), x))
+def _polygamma(m: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """ψ⁽ᵐ⁾(x) for a non-negative integer order, NaN for any other (as JAX defines it; the
+    order truncated to an integer once judged polygamma(1e-38, x) as digamma, found by the
+    edge-values check)."""
+    m, x = np.broadcast_arrays(np.asarray(m, np.float64), np.asarray(x, np.float64))
+    whole = np.isfinite(m) & (m >= 0) & (m == np.floor(m))
+    out = sp.polygamma(np.where(whole, m, 0).astype(int), x)
+    return np.where(whole, out, np.nan)
+
+
+_binary("polygamma", _polygamma)
 _binary("zeta", sp.zeta)
 register("regularized_incomplete_beta")(lambda ctx, a, b, x, **_: sp.betainc(a, b, x))
 

@@ -29,6 +29,7 @@ FLAGS: tuple[tuple[str, str, str], ...] = (
     ("repeats", "--repeats", "int"), ("crossexec", "--no-crossexec", "off"), ("shapes", "--shapes", "str"),
     ("pallas_targets", "--pallas-targets", "str"), ("vjp", "--vjp", "str"),
     ("determinism", "--check-determinism", "str"), ("compositions", "--compositions", "str"),
+    ("edges", "--edges", "str"),
     ("format", "--format", "str"),
     ("config", "--config", "many"), ("jax", "--jax", "str"), ("cross", "--no-cross", "off"),
     ("submit", "--submit", "on"), ("dashboard", "--dashboard", "str"), ("series", "--series", "str"),
@@ -70,6 +71,7 @@ class SweepRequest:
     vjp: str = "0"  # vjp orders to differentiate and judge: 0 (none), 1 or 2
     determinism: str | None = None  # --check-determinism: sample or all (None: off)
     compositions: str | None = None  # --compositions: representative or all (None: off)
+    edges: str | None = None  # --edges: representative or all (None: off)
     format: str = "table"
     config: tuple[str, ...] = ()
     jax: str | None = None

@@ -1,0 +1,90 @@
+"""The edge-values check (``--edges``, farm.pipeline.edges): each operand at its dtype's edge
+values, then all together, judged against the float64 jaxpr reference; what JAX and SciPy
+choose differently is data (conventions, taken out of the variant), JAX's known bugs are data
+(findings: the variant must fail with their elements and pass without them)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from farm import catalog
+from farm.catalog import known, special
+from farm.pipeline import run_harness
+from farm.pipeline.edges import chosen
+from farm.results import Options
+from farm.stages import edges
+
+
+def _one(name: str) -> catalog.Harness:
+    return catalog.select(catalog.Filters.parse(name=name))[0]
+
+
+def _edges(h: catalog.Harness) -> dict[str, tuple[str, str | None, dict]]:
+    o = run_harness(h, Options(platforms=("cpu",), repeats=1, edges="all"))
+    return {r.platform: (r.status, r.error, dict(r.facts)) for r in o.records if r.stage == "edge_values"}
+
+
+def test_variants_fill_each_operand_then_all_with_every_edge_value() -> None:
+    x, n = np.zeros((3, 4), np.float32), np.zeros(5, np.int32)
+    vs = dict(edges.variants([x, n, np.zeros(3, bool)]))
+    # bool has no edge values; 19 float values take two turns of 12 elements, 11 integer ones three of 5
+    assert list(vs) == ["arg0", "arg0@12", "arg1", "arg1@5", "arg1@10", "all", "all@5", "all@10"]
+    assert set(np.concatenate([vs["arg0"][0], vs["arg0@12"][0]]).ravel().view(np.uint32).tolist()) >= \
+        set(special.values("float32").view(np.uint32).tolist())  # every value met, NaN and -0 included
+    got = vs["arg0"][0]
+    assert np.isnan(got).any() and np.isinf(got).any() and (got == np.finfo(np.float32).max).any()
+    assert (np.signbit(got) & (got == 0)).any()  # -0
+    assert (vs["arg0"][1] == 0).all()  # the other operand as drawn
+    met = np.concatenate([vs[k][1] for k in ("arg1", "arg1@5", "arg1@10")])
+    assert np.iinfo(np.int32).min in met and np.iinfo(np.int32).max in met
+    assert not np.array_equal(vs["all"][0], vs["arg0"][0])  # together, in other combinations
+
+
+def test_a_clean_primitive_passes_every_variant() -> None:
+    got = _edges(_one("atan2_float32_3x4_3x4"))
+    assert {"arg0", "arg0@12", "arg1", "arg1@12", "all", "all@12"} == set(got)
+    assert all(s == "ok" for s, _, _ in got.values()), got
+
+
+def test_a_known_jax_bug_is_the_expected_failure_and_nothing_else_is_excused() -> None:
+    """zeta(s, inf) is NaN (jax-ml/jax#38637): the variant fails with those elements, passes
+    without them; the conventions (q <= 0) are taken out before it runs."""
+    got = _edges(_one("zeta_float32_3x4_3x4"))
+    status, _, facts = got["arg1"]
+    assert status == "expected_fail" and "38637" in facts["limitation"] and facts["covered"] >= 1
+    assert facts["excused"] >= 1  # q <= 0: outside the domain JAX implements
+
+
+def test_a_finding_that_no_longer_holds_is_an_unexpected_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A finding over elements JAX gets right (zeta with q = 1e-38, as if it were a bug) passes: flagged."""
+    fake = known.EdgeValue("atan2", "a pretend bug at y = 0", lambda y, x: y == 0, finding=True)
+    monkeypatch.setattr(known, "EDGE_VALUES", known.EDGE_VALUES + (fake,))
+    got = _edges(_one("atan2_float32_3x4_3x4"))
+    assert got["arg0"][0] == "unexpected_pass" and "pretend bug" in got["arg0"][1]
+
+
+def test_a_wrong_answer_at_an_edge_value_is_a_fail(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the zeta finding's data removed, its NaN at q = inf is a plain fail: nothing else hides it."""
+    monkeypatch.setattr(known, "EDGE_VALUES", tuple(e for e in known.EDGE_VALUES if not (e.primitive == "zeta"
+                                                                                          and e.finding)))
+    got = _edges(_one("zeta_float32_3x4_3x4"))
+    assert got["arg1"][0] == "fail" and "differ from the float64 reference" in got["arg1"][1]
+
+
+def test_restored_puts_back_only_the_covered_elements() -> None:
+    drawn = [np.arange(4, dtype=np.float32), np.ones(4, np.float32)]
+    edge = [np.array([np.inf, 0, -1, 2], np.float32), np.full(4, np.nan, np.float32)]
+    out, n = edges.restored(edge, drawn, [lambda a, b: a == np.inf, lambda a, b: a < 0])
+    assert n == 2 and out[0].tolist()[1:2] == [0] and out[0][0] == 0 and out[0][2] == 2
+    assert np.isnan(out[1][1]) and out[1][0] == 1  # every operand of a covered element
+
+
+def test_representative_takes_one_harness_per_primitive_and_never_the_special_value_ones() -> None:
+    hs = catalog.load()
+    picked = [h for h in hs if chosen(h, "representative")]
+    assert len({h.primitive for h in picked}) == len(picked)
+    assert not any(h.key.group == "special_values" for h in hs if chosen(h, "all"))
+    assert not any(chosen(h, "off") for h in hs[:50])
+    assert "edges" not in Options().to_dict() and "edges" not in Options().key_fields()
+    with pytest.raises(ValueError, match="edges"):
+        Options(edges="some")
