@@ -199,6 +199,7 @@ class EdgeValue:
     finding: bool = False
     url: str = ""
     jax: str = ""  # the jax versions it holds on (PEP 440; "": every version measured)
+    dtypes: tuple[str, ...] = ()  # the harness dtypes it holds for (empty: all)
 
     def __post_init__(self) -> None:
         check_spec(self.jax)
@@ -228,25 +229,54 @@ EDGE_VALUES: tuple[EdgeValue, ...] = (
               "x outside [0, 1]: outside the domain, JAX NaN or a limit, SciPy the other",
               lambda a, b, x: ((a <= 0) | (b <= 0) | (abs(a) < 1.1754943508222875e-38)
                                | (abs(b) < 1.1754943508222875e-38) | (x < 0) | (x > 1))),
-    EdgeValue("polygamma", "ψ⁽ᵐ⁾(+inf) for m >= 1 is NaN; it is 0 (and ψ⁽¹⁾(1e30) is 0 where 1e-30 is representable). "
-              "jax-ml/jax#38608 (docs/repros/polygamma_at_infinity.py)",
-              lambda m, x: (m >= 1) & (x == float("inf")), finding=True,
+    EdgeValue("polygamma", "ψ⁽ᵐ⁾(+inf) for an integer m >= 1 is NaN; it is 0. jax-ml/jax#38608 "
+              "(docs/repros/polygamma_at_infinity.py)",
+              lambda m, x: (m >= 1) & (m < 1e6) & (m == np.floor(m)) & (x == float("inf")), finding=True,
               url="https://github.com/jax-ml/jax/issues/38608"),
+    EdgeValue("polygamma", "float32 ψ⁽ᵐ⁾ of a large order overflows in its intermediates: ψ⁽⁴⁰⁾(2.84) is -inf where "
+              "-2.1e29 is a normal float32, ψ⁽¹⁰⁰⁾(2.84) NaN where the value is past float32's range (-inf); float64 is "
+              "right. No upstream report found (docs/repros/polygamma_large_order.py)",
+              lambda m, x: (m >= 40) & (m <= 1000) & (m == np.floor(m)) & (x > 0.5) & (x < 10), finding=True,
+              dtypes=("float32", "bfloat16", "float16")),
     EdgeValue("zeta", "ζ(s, +inf) for s > 1 is NaN; it is 0. jax-ml/jax#38637, fix proposed in #38647 "
-              "(docs/repros/zeta_at_infinity.py)", lambda s, q: (s > 1) & (q == float("inf")), finding=True,
+              "(docs/repros/zeta_at_infinity.py)",
+              lambda s, q: (s > 1) & (s < float("inf")) & (q == float("inf")), finding=True,
               url="https://github.com/jax-ml/jax/issues/38637"),
-    EdgeValue("regularized_incomplete_beta", "I_x(a, b) for a huge finite a (3.4e38) is NaN where it is 0 for x < 1 (and "
-              "JAX gives 0 at a = inf); no upstream report found (docs/repros/betainc_huge_parameter.py)",
-              lambda a, b, x: ((a > 1e30) & (a < float("inf")) & (x < 1)) | ((b > 1e30) & (b < float("inf")) & (x > 0)),
+    EdgeValue("regularized_incomplete_beta", "I_x(a, b) at an extreme finite parameter: NaN for a huge a (3.4e38: 0 for "
+              "x < 1; JAX gives 0 at a = inf) or b (3.4e38: 1), and -1.2e-7, outside [0, 1], for b = 1.2e-38 (1.6e-38); "
+              "no upstream report found (docs/repros/betainc_huge_parameter.py)",
+              lambda a, b, x: ((x > 0) & (x < 1) & (((a > 1e30) & (a < float("inf")) & (b > 1e-30) & (b < 1e30))
+                                                    | ((b > 1e30) & (b < float("inf")) & (a > 1e-30) & (a < 1e30))
+                                                    | ((b > 0) & (b < 1e-30) & (a > 1e-30) & (a < 1e30)))),
               finding=True),
+    EdgeValue("igamma", "P(a, x) for the largest finite a (3.4e38) is NaN (it is 0; JAX gives 0 at a = 1e30); "
+              "no upstream report found (docs/repros/igamma_extremes.py)",
+              lambda a, x: (a > 3e38) & (a < float("inf")) & (x > 0) & (x < 1e30), finding=True,
+              dtypes=("float32", "bfloat16")),
+    EdgeValue("igammac", "Q(a, x) for the largest finite a (3.4e38) is NaN (it is 1), and for a tiny a it is 1.0 "
+              "(a = 1.2e-38: 4.9e-39) or 2.7e-6 (a = 1e-30: 4.1e-31); no upstream report found "
+              "(docs/repros/igamma_extremes.py)",
+              lambda a, x: (x > 0) & (x < 1e30) & (((a > 3e38) & (a < float("inf"))) | ((a > 0) & (a < 1e-20))),
+              finding=True, dtypes=("float32", "bfloat16")),
+    EdgeValue("zeta", "ζ(s, q) for a huge s (1e4 and up, q > 1) is NaN where it is 0, near the pole (s = 1 + 1e-6) it is "
+              "5% off, and ζ(inf, q < 1) is NaN where it is inf (jax-ml/jax#38271 reports ζ(inf, 0)) "
+              "(docs/repros/zeta_extremes.py)",
+              lambda s, q: (((s >= 1e4) & (s < float("inf")) & (q > 1) & (q < float("inf")))
+                            | ((s > 1) & (s < 1 + 1e-5) & (q > 0) & (q < float("inf")))
+                            | ((s == float("inf")) & (q > 0) & (q < 1))), finding=True,
+              url="https://github.com/jax-ml/jax/issues/38271"),
     EdgeValue("cbrt", "cbrt of a float32 or bfloat16 subnormal is -5.6e-16 whatever the subnormal (wrong sign and "
               "magnitude; flushing would give 0). jax-ml/jax#37761 (closed; still so in 0.12.0.1) "
               "(docs/repros/cbrt_subnormal.py)",
               lambda x: (x != 0) & (abs(x) < 1.1754943508222875e-38), finding=True,
-              url="https://github.com/jax-ml/jax/issues/37761"),
+              url="https://github.com/jax-ml/jax/issues/37761", dtypes=("float32", "bfloat16")),
+    EdgeValue("while", "a loop whose carry starts at a constant 0 and adds the input (0 * 0.5 + x): XLA folds the "
+              "constant zero away (0 + x to x), keeping -0 where IEEE addition gives +0",
+              lambda x: x == 0),
 )
 
 
-def edge_values(primitive: str) -> tuple[EdgeValue, ...]:
-    """What is known of ``primitive`` at edge values (on the running jax)."""
-    return tuple(e for e in EDGE_VALUES if e.primitive == primitive and holds_on(e.jax))
+def edge_values(primitive: str, dtype: str) -> tuple[EdgeValue, ...]:
+    """What is known of ``primitive`` at edge values, for a harness of ``dtype`` (on the running jax)."""
+    return tuple(e for e in EDGE_VALUES if e.primitive == primitive and (not e.dtypes or dtype in e.dtypes)
+                 and holds_on(e.jax))

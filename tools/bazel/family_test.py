@@ -1,7 +1,8 @@
 """One pytest case per harness of a family (FARM_FAMILY, of the catalog FARM_CATALOG: farm
 unless told, pallas for the Pallas kernels), through the same pipeline as
 a sweep, at the family's shape kinds (FARM_SHAPES) and, with FARM_VJP=1 or 2, its derivatives to that order;
-its artifacts composed (FARM_COMPOSITIONS) and made again in a fresh process (FARM_DETERMINISM) where asked. A case fails on any status that is not ok, expected_fail, skipped or
+its artifacts composed (FARM_COMPOSITIONS), made again in a fresh process (FARM_DETERMINISM) and its operands
+at edge values (FARM_EDGES) where asked. A case fails on any status that is not ok, expected_fail, skipped or
 not_runnable_here: wrong numbers, errors and stale limitations all show."""
 import os
 
@@ -21,6 +22,8 @@ VJP = int(os.environ.get("FARM_VJP", "0") or 0)
 #: (``farm sweep --compositions``); FARM_DETERMINISM=sample|all: made again in a fresh process too
 COMPOSITIONS = os.environ.get("FARM_COMPOSITIONS", "off") or "off"
 DETERMINISM = os.environ.get("FARM_DETERMINISM", "off") or "off"
+#: FARM_EDGES=representative|all: each harness also run with its operands at edge values (``farm sweep --edges``)
+EDGES = os.environ.get("FARM_EDGES", "off") or "off"
 HARNESSES = catalog.select(catalog.Filters(catalog=os.environ.get("FARM_CATALOG", "farm"), family=(FAMILY,)))
 ACCEPTED = {"ok", "expected_fail", "skipped", "not_runnable_here"}
 
@@ -28,6 +31,6 @@ ACCEPTED = {"ok", "expected_fail", "skipped", "not_runnable_here"}
 @pytest.mark.parametrize("h", HARNESSES, ids=[h.name for h in HARNESSES])
 def test_harness(h: catalog.Harness) -> None:
     out = run_harness(h, Options(platforms=PLATFORMS, run_on=("cpu",), repeats=1, shapes=SHAPES, vjp=VJP,
-                                 compositions=COMPOSITIONS, determinism=DETERMINISM))
+                                 compositions=COMPOSITIONS, determinism=DETERMINISM, edges=EDGES))
     bad = [f"{r.stage}/{r.platform}: {r.status}: {r.error}" for r in out.records if r.status not in ACCEPTED]
     assert not bad, "\n".join(bad)
