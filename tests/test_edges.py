@@ -56,11 +56,11 @@ def test_a_known_jax_bug_is_the_expected_failure_and_nothing_else_is_excused() -
 
 
 def test_a_finding_that_does_not_show_leaves_the_variant_ok_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A finding over elements JAX gets right (atan2 at y = 0, as if it were a bug) explains
+    """A finding over elements JAX gets right (add at x = 0, as if it were a bug) explains
     nothing: the variant is ok, and says the finding was not seen there."""
-    fake = known.EdgeValue("atan2", "a pretend bug at y = 0", lambda y, x: y == 0, finding=True)
+    fake = known.EdgeValue("add", "a pretend bug at y = 0", lambda x, y: x == 0, finding=True)
     monkeypatch.setattr(known, "EDGE_VALUES", known.EDGE_VALUES + (fake,))
-    status, _, facts = _edges(_one("atan2_float32_3x4_3x4"))["arg0"]
+    status, _, facts = _edges(_one("add_float32_3x4_3x4"))["arg0"]
     assert status == "ok" and facts["finding_not_seen"] == "a pretend bug at y = 0" and facts["covered"] >= 1
 
 
@@ -97,6 +97,22 @@ def test_a_wrong_answer_at_an_edge_value_is_a_fail(monkeypatch: pytest.MonkeyPat
                                                                                           and e.finding)))
     got = _edges(_one("zeta_float32_3x4_3x4"))
     assert got["arg1"][0] == "fail" and "differ from the float64 reference" in got["arg1"][1]
+
+
+def test_an_accumulation_over_overflowing_values_has_no_unique_answer() -> None:
+    from farm.judge.edges import _unanswerable
+
+    x = np.ones((2, 2), np.float32)
+    got = _unanswerable(_jaxpr(lambda a, b: a @ b, x, x), [np.array([[np.inf, 1], [1, 1]], np.float32), x])
+    assert got is not None and "order" in got
+    assert _unanswerable(_jaxpr(lambda a, b: a @ b, x, x), [x, x]) is None  # finite: judged as ever
+    assert _unanswerable(_jaxpr(lambda a, b: a + b, x, x), [x * np.inf, x]) is None  # elementwise: one answer
+
+
+def _jaxpr(f, *args):  # noqa: ANN001, ANN202
+    import jax
+
+    return jax.make_jaxpr(f)(*args)
 
 
 def test_restored_puts_back_only_the_covered_elements() -> None:

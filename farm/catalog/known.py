@@ -270,6 +270,10 @@ EDGE_VALUES: tuple[EdgeValue, ...] = (
               "(docs/repros/cbrt_subnormal.py)",
               lambda x: (x != 0) & (abs(x) < 1.1754943508222875e-38), finding=True,
               url="https://github.com/jax-ml/jax/issues/37761", dtypes=("float32", "bfloat16")),
+    EdgeValue("atan2", "XLA CPU atan2 with a subnormal argument: NaN (float32, bfloat16) or the wrong quadrant "
+              "(float64) (docs/findings.md; ATAN2_SUBNORMAL on the farm's special-value harnesses)",
+              lambda y, x: (((y != 0) & (abs(y) < 1.1754943508222875e-38))
+                            | ((x != 0) & (abs(x) < 1.1754943508222875e-38))), finding=True),
     EdgeValue("while", "a loop whose carry starts at a constant 0 and adds the input (0 * 0.5 + x): XLA folds the "
               "constant zero away (0 + x to x), keeping -0 where IEEE addition gives +0",
               lambda x: x == 0),

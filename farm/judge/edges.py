@@ -21,6 +21,55 @@ from farm.results import Record
 from farm.stages.record import failure
 
 
+#: Primitives whose result at non-finite or overflowing operands has no unique answer: a sum
+#: over ±inf and values near the largest finite one is inf, -inf or NaN by the order XLA adds in
+#: (a convolution's algorithm, a dot's blocking), a factorization of such a matrix is NaN or
+#: another algorithm's, a sampler's transform of an infinite parameter is its own. A variant of
+#: theirs that fails with such operands is ``skipped`` with this reason; one that passes is ok.
+NO_UNIQUE_ANSWER = {
+    "conv_general_dilated": "a convolution's sums over inf and overflowing products depend on its algorithm",
+    "dot_general": "a dot's sums over inf and overflowing products depend on the order it adds in",
+    "qr": "the factors of a matrix with inf, NaN or overflowing entries are NaN or the algorithm's own",
+    "custom_linear_solve": "a solve with inf, NaN or overflowing entries is NaN or the algorithm's own",
+    "triangular_solve": "a solve with inf, NaN or overflowing entries is NaN or the algorithm's own",
+    "random_gamma": "a gamma sampler at an infinite or overflowing shape parameter gives its transform's own value",
+}
+#: Beyond this magnitude, products and sums may overflow (the square root of float32's largest value).
+OVERFLOWING = 1.8e19
+
+
+def _unanswerable(jaxpr: Any, args: list[Any]) -> str | None:
+    """Why a failed variant has no unique answer (a ``NO_UNIQUE_ANSWER`` primitive fed
+    non-finite or overflowing operands), or None."""
+    prims = {e.primitive.name for e in _eqns(jaxpr.jaxpr)} & NO_UNIQUE_ANSWER.keys()
+    if not prims:
+        return None
+
+    def wild(a: Any) -> bool:
+        x = np.asarray(a)
+        if not x.size or not (x.dtype.kind in "fc" or x.dtype.name == "bfloat16"):
+            return False
+        with np.errstate(all="ignore"):
+            m = np.abs(x.astype(np.complex128 if x.dtype.kind == "c" else np.float64))
+            return bool(np.any(~np.isfinite(m) | (m > OVERFLOWING)))
+
+    if not any(wild(a) for a in args):
+        return None
+    return "; ".join(NO_UNIQUE_ANSWER[p] for p in sorted(prims))
+
+
+def _eqns(jaxpr: Any) -> list[Any]:
+    """Every equation, those of nested jaxprs (scan, while, pjit bodies) included."""
+    out = []
+    for e in jaxpr.eqns:
+        out.append(e)
+        for v in e.params.values():
+            inner = getattr(v, "jaxpr", None)
+            if inner is not None:
+                out += _eqns(inner if hasattr(inner, "eqns") else getattr(inner, "jaxpr", inner))
+    return out
+
+
 def edge_values(h: Harness, jaxpr: Any, rec: Record) -> Record:
     """``rec`` (one variant's run) judged: ok, fail (what differs, where), skipped (no answer)."""
     from farm.judge.jaxpr import judge_jaxpr  # noqa: PLC0415  (the reference's rules, only where needed)
@@ -42,5 +91,9 @@ def edge_values(h: Harness, jaxpr: Any, rec: Record) -> Record:
         return failure(Record, "edge_values", rec.platform, e, time.perf_counter() - t0,
                        facts={**rec.facts, "against": "jaxpr"})
     facts = {**rec.facts, **v.facts, "against": {"reference": "jaxpr"}.get(v.against, v.against)}
+    why = _unanswerable(jaxpr, args) if v.status == "fail" else None
+    if why is not None:
+        return rec.with_status("skipped", handle=None, error=f"no unique answer: {why} ({v.error or ''})"[:1000],
+                               metrics={**rec.metrics, **v.metrics}, facts={**facts, "reason": why})
     return rec.with_status(v.status, handle=None, error=v.error, error_type="Mismatch" if v.status == "fail" else None,
                            metrics={**rec.metrics, **v.metrics}, facts=facts)

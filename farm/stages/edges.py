@@ -64,20 +64,32 @@ def _phases(x: Any) -> range:
 
 def restored(args: list[Any], drawn: list[Any], wheres: list[Any]) -> tuple[list[Any], int]:
     """``args`` with the elements any of ``wheres`` covers (a predicate over the operands as
-    float64, one shape) put back to the drawn values; and how many were. Operands of unequal
-    shapes are left as they are (no element is covered)."""
-    shapes = {np.shape(a) for a in args}
-    if not wheres or len(shapes) != 1:
+    float64, broadcast together) put back to the drawn values, and how many were covered. An
+    operand broadcast along an axis is put back wherever any element it feeds is covered
+    (putting back only ever takes edge values out, never adds any)."""
+    if not wheres:
         return args, 0
-    wide = [np.asarray(a).astype(np.float64) if np.asarray(a).dtype.kind in "fiu" or np.asarray(a).dtype.name == "bfloat16"
-            else np.asarray(a) for a in args]
+    arrays = [np.asarray(a) for a in args]
+    try:
+        shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    except ValueError:  # operands that do not broadcast (a matrix and its indices): nothing covered
+        return args, 0
+    wide = [a.astype(np.float64) if a.dtype.kind in "fiu" or a.dtype.name == "bfloat16" else a for a in arrays]
     with np.errstate(all="ignore"):
-        mask = np.zeros(shapes.pop(), bool)
+        mask = np.zeros(shape, bool)
         for where in wheres:
-            mask |= np.asarray(where(*wide), bool)
+            mask |= np.broadcast_to(np.asarray(where(*wide), bool), shape)
     if not mask.any():
         return args, 0
-    return [np.where(mask, d, a).astype(np.asarray(a).dtype) for a, d in zip(args, drawn)], int(mask.sum())
+    out = []
+    for a, d in zip(arrays, drawn):
+        m = mask.reshape((-1,) + a.shape) if a.ndim == 0 else mask
+        lead = len(shape) - a.ndim
+        own = m.any(axis=tuple(range(lead))) if lead else m  # the broadcast's leading axes
+        own = own.any(axis=tuple(i for i, n in enumerate(a.shape) if n == 1 and own.shape[i] != 1),
+                      keepdims=True) if a.ndim else own.any()
+        out.append(np.where(own, np.asarray(d), a).astype(a.dtype))
+    return out, int(mask.sum())
 
 
 def compiled(jitted: Any, dyn: list[Any]) -> Any:
