@@ -52,6 +52,22 @@ TIMED = ("ok", "unexpected_pass", "fail", "expected_fail")
 OUTCOME_CLASS = {**dict.fromkeys(PASSED, "pass"), **dict.fromkeys(BROKEN, "fail"), "expected_fail": "expected",
                  **dict.fromkeys(NOT_RUN, "skipped")}
 
+#: One harness in this many is made again by ``--check-determinism sample`` (drawn by fingerprint).
+DETERMINISM_SAMPLE = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """A check's ``farm sweep`` option that picks which harnesses it runs for: ``--flag`` alone
+    means ``const``; ``values[0]`` (not given) turns it off."""
+
+    flag: str
+    field: str
+    values: tuple[str, ...]
+    const: str
+    help: str
+
+
 @dataclass(frozen=True, slots=True)
 class CheckSpec:
     """What a check declares, as data every part of the farm reads without running it (the
@@ -87,6 +103,10 @@ class CheckSpec:
     #: (a Pallas target's ``backend``; the platforms whose own export sank a four-platform one);
     #: a record's platform ``tpu:v5e`` (a target) is judged by ``tpu``'s as well
     platform_facts: tuple[str, ...] = ()
+    #: its ``farm sweep`` option, where it is a choice of which harnesses it runs for (``--edges
+    #: [representative|all]``): the sweep's parser, its checks, Bazel's FARM_<FIELD> and a
+    #: version sweep read it from here
+    choice: "Choice | None" = None
 
     @property
     def limits(self) -> tuple[str, ...]:
@@ -151,7 +171,13 @@ CHECKS = (
     # made again in the worker (after every other check of the harness: twice in one process)
     # and in a fresh child process, against the ones the sweep kept: a difference is a fail
     # showing both module texts (docs/determinism.md)
-    CheckSpec("determinism", ("determinism",), options=("determinism",)),
+    CheckSpec("determinism", ("determinism",), options=("determinism",),
+              choice=Choice("--check-determinism", "determinism", ("off", "sample", "all"), "sample",
+                            "also make each harness's modules and export again, in the worker after everything "
+                            "else and in a fresh process, and fail any that differ from the kept ones "
+                            f"(docs/determinism.md): sample (the default: one harness in {DETERMINISM_SAMPLE}, drawn by "
+                            "fingerprint) "
+                            "or all")),
     # ``--compositions [representative|all]``: the deserialized export called inside ``jit`` with
     # shardings, ``vmap``, ``grad``, ``scan``, ``cond``, a ``while`` loop, a nested export and with
     # donated arguments, one record per composition, each against the artifact's own call
@@ -159,13 +185,24 @@ CHECKS = (
     # A composition compiles the artifact's program on the CPU backend: where the compile of that
     # program is a known gap (a reshard onto another mesh), its own call inside jit fails so too.
     CheckSpec("compositions", ("composition",), options=("compositions",),
-              carries=((("composition", False), (("compile", "cpu"),)),)),
+              carries=((("composition", False), (("compile", "cpu"),)),),
+              choice=Choice("--compositions", "compositions", ("off", "representative", "all"), "representative",
+                            "also call each harness's deserialized export as users do: inside jit with shardings, "
+                            "vmap, grad, scan, cond, a while loop, another export, with donated arguments; each "
+                            "against the artifact's own call (docs/compositions.md): representative (the default: "
+                            "every harness of the export-feature and sharding families, one per primitive of the "
+                            "others) or all")),
     # ``--edges [representative|all]``: the function compiled for the CPU and run with each
     # operand at its dtype's edge values (NaN, ±inf, ±0, subnormals, extremes, integer limits),
     # then all together, one record per variant, against the float64 jaxpr reference
     # (docs/edges.md). A known XLA CPU numerics gap (the cpu's compare limitation) shows there too.
     CheckSpec("edges", ("edge_values",), options=("edges",),
-              carries=((("edge_values", False), (("compare", "cpu"),)),)),
+              carries=((("edge_values", False), (("compare", "cpu"),)),),
+              choice=Choice("--edges", "edges", ("off", "representative", "all"), "representative",
+                            "also run each harness compiled for the CPU with each operand at its dtype's edge values "
+                            "(NaN, ±inf, ±0, subnormals, extremes, integer limits), then all together, against the "
+                            "float64 reference (docs/edges.md): representative (the default: one harness per "
+                            "primitive) or all")),
 )
 _BUILT_IN = {c.name: c for c in CHECKS}
 _REGISTERED: dict[str, CheckSpec] = {}  # added at run time (``farm.pipeline.registry.register``)
@@ -257,15 +294,14 @@ SHAPE_KINDS = ("static", "symbolic")
 VJP_ORDERS = (0, 1, 2)
 #: Which harnesses the determinism check makes again (``Options.determinism``): none, a sample
 #: drawn by fingerprint (``DETERMINISM_SAMPLE``: one in that many), or every one.
-DETERMINISM = ("off", "sample", "all")
-DETERMINISM_SAMPLE = 64
+DETERMINISM = check_spec("determinism").choice.values
 #: Which harnesses the compositions check calls inside larger programs (``Options.compositions``):
 #: none, every harness of the export-feature and sharding families and one per primitive of the
 #: others, or every one.
-COMPOSITIONS = ("off", "representative", "all")
+COMPOSITIONS = check_spec("compositions").choice.values
 #: Which harnesses the edge-values check runs (``Options.edges``): none, one per primitive of
 #: the catalog, or every one.
-EDGES = ("off", "representative", "all")
+EDGES = check_spec("edges").choice.values
 #: ``stage="run"``: any of these native stages failing on the platform is the expected
 #: failure; all of them passing where the platform ran natively makes it stale.
 RUN_STAGES = ("lower", "compile", "execute", "compare", "xhost")
@@ -400,6 +436,11 @@ class Options:
     def from_dict(cls, d: Mapping[str, Any]) -> "Options":
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()
                       if k in cls.__dataclass_fields__})
+
+
+def choices() -> tuple[Choice, ...]:
+    """Every check's which-harnesses option (``CheckSpec.choice``), in the checks' order."""
+    return tuple(c.choice for c in check_specs() if c.choice is not None)
 
 
 def owned_options() -> frozenset[str]:

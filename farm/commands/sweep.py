@@ -10,8 +10,7 @@ from farm.commands import add_db, add_filters, filters_from, number, store_from
 from farm.commands.show import print_run
 from farm.errors import ConfigError
 from farm.platforms import DEVICE_KINDS, GPU_BACKEND_CHOICES, LOWERING_PLATFORMS, parse_list, parse_targets
-from farm.results import (COMPOSITIONS, DETERMINISM, DETERMINISM_SAMPLE, EDGES, SHAPE_KINDS, VJP_ORDERS, Options, RunDims,
-                          owned_options)
+from farm.results import SHAPE_KINDS, VJP_ORDERS, Options, RunDims, choices, owned_options
 from farm.run.request import SweepRequest
 
 DEFAULT_PRIMITIVES = "exp,sin,tanh,log1p,add,mul,div,max"
@@ -53,19 +52,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="also differentiate each harness with floating inputs: its export serialized with ORDER (1, "
                         "the default, or 2) orders of vjp, read back, each platform's vjp run on the CPU and judged "
                         "against jax.vjp and finite differences of the float64 reference (docs/gradients.md)")
-    p.add_argument("--check-determinism", dest="determinism", nargs="?", const="sample", default=None, metavar="WHICH",
-                   help="also make each harness's modules and export again, in the worker after everything else "
-                        "and in a fresh process, and fail any that differ from the kept ones (docs/determinism.md): "
-                        f"sample (the default: one harness in {DETERMINISM_SAMPLE}, drawn by fingerprint) or all")
-    p.add_argument("--compositions", nargs="?", const="representative", default=None, metavar="WHICH",
-                   help="also call each harness's deserialized export as users do: inside jit with shardings, vmap, "
-                        "grad, scan, cond, a while loop, another export, with donated arguments; each against the "
-                        "artifact's own call (docs/compositions.md): representative (the default: every harness of "
-                        "the export-feature and sharding families, one per primitive of the others) or all")
-    p.add_argument("--edges", nargs="?", const="representative", default=None, metavar="WHICH",
-                   help="also run each harness compiled for the CPU with each operand at its dtype's edge values (NaN, "
-                        "±inf, ±0, subnormals, extremes, integer limits), then all together, against the float64 "
-                        "reference (docs/edges.md): representative (the default: one harness per primitive) or all")
+    for c in choices():  # each check's which-harnesses option, declared by its spec
+        p.add_argument(c.flag, dest=c.field, nargs="?", const=c.const, default=None, metavar="WHICH", help=c.help)
     p.add_argument("--default", action="store_true",
                    help=f"the quick default selection ({DEFAULT_PRIMITIVES} in {DEFAULT_DTYPES})")
     p.add_argument("--format", choices=("table", "json"), default="table")
@@ -192,17 +180,12 @@ def checks(args: argparse.Namespace) -> dict[str, Any]:
 
     shapes = parse_list(args.shapes, SHAPE_KINDS, "shape kind (--shapes)") or ("static",)
     pallas_targets = check_targets(t.strip() for t in (args.pallas_targets or "").split(",") if t.strip())
-    determinism = getattr(args, "determinism", None) or "off"
-    if determinism not in DETERMINISM:
-        raise ConfigError(f"--check-determinism {determinism}: one of {', '.join(DETERMINISM[1:])}")
-    composed = getattr(args, "compositions", None) or "off"
-    if composed not in COMPOSITIONS:
-        raise ConfigError(f"--compositions {composed}: one of {', '.join(COMPOSITIONS[1:])}")
-    edged = getattr(args, "edges", None) or "off"
-    if edged not in EDGES:
-        raise ConfigError(f"--edges {edged}: one of {', '.join(EDGES[1:])}")
-    return {"shapes": shapes, "pallas_targets": pallas_targets, "vjp": vjp_order(args.vjp), "determinism": determinism,
-            "compositions": composed, "edges": edged}
+    picked = {}
+    for c in choices():
+        picked[c.field] = getattr(args, c.field, None) or c.values[0]
+        if picked[c.field] not in c.values:
+            raise ConfigError(f"{c.flag} {picked[c.field]}: one of {', '.join(c.values[1:])}")
+    return {"shapes": shapes, "pallas_targets": pallas_targets, "vjp": vjp_order(args.vjp), **picked}
 
 
 def _cluster_lines(store: object, run_id: int) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from farm import catalog
 from farm.pipeline import run_harness
-from farm.results import Options
+from farm.results import Options, choices
 from farm.platforms import LOWERING_PLATFORMS, parse_list
 
 FAMILY = os.environ.get("FARM_FAMILY", "elementwise_unary")
@@ -18,12 +18,9 @@ PLATFORMS = parse_list(os.environ.get("FARM_PLATFORMS", ",".join(LOWERING_PLATFO
                        "platform")
 SHAPES = tuple(os.environ.get("FARM_SHAPES", "static").split(","))
 VJP = int(os.environ.get("FARM_VJP", "0") or 0)
-#: FARM_COMPOSITIONS=representative|all: each artifact also called inside larger programs
-#: (``farm sweep --compositions``); FARM_DETERMINISM=sample|all: made again in a fresh process too
-COMPOSITIONS = os.environ.get("FARM_COMPOSITIONS", "off") or "off"
-DETERMINISM = os.environ.get("FARM_DETERMINISM", "off") or "off"
-#: FARM_EDGES=representative|all: each harness also run with its operands at edge values (``farm sweep --edges``)
-EDGES = os.environ.get("FARM_EDGES", "off") or "off"
+#: Each check's which-harnesses option (``farm sweep --compositions``, ``--check-determinism``,
+#: ``--edges``...: ``farm.results.choices``) as FARM_<FIELD> (FARM_COMPOSITIONS=all): off unless set
+CHOSEN = {c.field: os.environ.get(f"FARM_{c.field.upper()}", c.values[0]) or c.values[0] for c in choices()}
 HARNESSES = catalog.select(catalog.Filters(catalog=os.environ.get("FARM_CATALOG", "farm"), family=(FAMILY,)))
 ACCEPTED = {"ok", "expected_fail", "skipped", "not_runnable_here"}
 
@@ -31,6 +28,6 @@ ACCEPTED = {"ok", "expected_fail", "skipped", "not_runnable_here"}
 @pytest.mark.parametrize("h", HARNESSES, ids=[h.name for h in HARNESSES])
 def test_harness(h: catalog.Harness) -> None:
     out = run_harness(h, Options(platforms=PLATFORMS, run_on=("cpu",), repeats=1, shapes=SHAPES, vjp=VJP,
-                                 compositions=COMPOSITIONS, determinism=DETERMINISM, edges=EDGES))
+                                 **CHOSEN))
     bad = [f"{r.stage}/{r.platform}: {r.status}: {r.error}" for r in out.records if r.status not in ACCEPTED]
     assert not bad, "\n".join(bad)

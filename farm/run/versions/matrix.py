@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from farm.errors import FarmError
-from farm.results import RunDims
+from farm.results import RunDims, owned_options
 
 from farm.run.versions.venvs import JaxEnv, Log, _stderr, cache_root, provision, requirements, run_jobs
 
@@ -55,7 +55,7 @@ def cross_jobs(store: Any, exported_on: str, filters: dict[str, Any], options: d
     fps, names = run_harnesses(store, exported_on)
     # the other version's own lowering is needed on cpu only (xhost compares with it)
     # the artifacts carried are the static exports: no derivative or symbolic variant of its own here
-    here = {**{k: v for k, v in options.items() if k not in ("vjp", "shapes", "determinism", "compositions", "edges")},
+    here = {**{k: v for k, v in options.items() if k not in owned_options() or k == "pallas_targets"},
             "platforms": ["cpu"], "run_on": ["cpu"], "crossexec": False, "keep_modules": False}
     return {"catalog": filters.get("catalog", "farm"), "modules": list(filters.get("modules") or []),
             "filters": filters, "fingerprints": fps, "names": names, "timeout_s": timeout_s,
