@@ -133,3 +133,44 @@ def test_a_wrong_primitive_planted_in_the_kernel_body_fails_the_interpret_number
         else:
             rules[lax.sin_p] = before
     assert run()["compare"] == "ok"
+
+
+def test_a_custom_call_whose_configuration_the_backend_cannot_read_is_a_fail(prims) -> None:  # noqa: ANN001
+    """The census reads each custom call's configuration back: a Mosaic TPU ``backend_config``
+    that is not JSON, or a payload that does not parse, is said in the facts and judged ``fail``."""
+    import re
+
+    from jax import export
+
+    from farm.judge.pallas import pallas as judge
+    from farm.stages import pallas as stage
+
+    h = _one(prims, "prims.add_float32_16x256_16x256_layout=tile")
+    good = {r.platform: r for r in stage_records(h, ("tpu:v5e", "cuda:triton"))}
+    for label, rec in good.items():
+        (p,) = rec.facts["payloads"]
+        assert rec.status == "ok" and p["bytes"] and p["ops"] and "config_error" not in p, label
+    with stage._reach(next(t for t in catalog_targets(h) if t.label == "tpu:v5e")):
+        text = export.export(jax.jit(h.pallas.build(False)), platforms=("tpu",))(*h.make_args()).mlir_module()
+    broken = re.sub(r'backend_config = "\{.*?\}"', 'backend_config = "not json"', text, count=1)
+    assert broken != text
+    (p,) = stage.payloads(broken)
+    assert p["target"] == "tpu_custom_call" and "JSONDecodeError" in p["config_error"] and not p["bytes"]
+    facts = {**good["tpu:v5e"].facts, "payloads": [p]}
+    failed = judge(good["tpu:v5e"].with_status("ok", facts=facts))
+    assert failed.status == "fail" and "not what the backend reads" in failed.error
+    unreadable = {**good["cuda:triton"].facts["payloads"][0], "ops": None, "unreadable": "MLIRError: bad bytecode"}
+    failed = judge(good["cuda:triton"].with_status("ok", facts={**good["cuda:triton"].facts, "payloads": [unreadable]}))
+    assert failed.status == "fail" and "does not parse" in failed.error
+
+
+def stage_records(h: Harness, only: tuple[str, ...]) -> list:
+    from farm.pipeline.pallas import run_pallas
+
+    return run_pallas(h, h.make_args(), Options(pallas_targets=only))
+
+
+def catalog_targets(h: Harness) -> tuple:
+    from farm.catalog.pallas import targets
+
+    return targets(h.pallas, ("tpu",))

@@ -46,7 +46,8 @@ class PallasExported(Record):
     """stage ``pallas_export``, platform the target's label ("tpu:v5e", "cuda:triton").
     facts: ``platform``, ``backend``, ``generation``, ``device_kind``, ``expected_call`` (the
     target's custom call), ``custom_calls`` (those in the exported module), ``payloads``
-    ([{"target", "bytes", "sha256", "ops": {op: count} or None, "unreadable": why}]: the sha256 shows
+    ([{"target", "bytes", "sha256", "ops": {op: count} or None, "unreadable": why the payload does not
+    parse, "config_error": why the configuration around it is not what the backend reads}]: the sha256 shows
     whether two TPU generations got the same kernel), ``disabled_checks``,
     ``symbolic`` (the symbolic shapes exported at), ``round_trip`` ({"same_module",
     "same_platforms", "same_avals", "same_disabled_checks"}), ``failed_at`` (export, census,
@@ -258,9 +259,15 @@ def payloads(module_text: str) -> list[dict[str, Any]]:
     def visit(op: Any) -> Any:
         if op.name == "stablehlo.custom_call":
             target = ir.StringAttr(op.attributes["call_target_name"]).value
-            blob = _payload(op, target)
+            try:
+                blob = _payload(op, target)
+                bad_config = None
+            except Exception as e:  # a backend_config that is not what the backend reads: said, judged
+                blob, bad_config = None, f"{type(e).__name__}: {str(e)[:300]}"
             entry: dict[str, Any] = {"target": target, "bytes": len(blob) if blob is not None else 0, "ops": None,
                                      "sha256": hashlib.sha256(blob).hexdigest() if blob is not None else None}
+            if bad_config is not None:
+                entry["config_error"] = bad_config
             if blob is not None:
                 try:
                     entry["ops"] = ops_inside(blob, target)
@@ -275,14 +282,17 @@ def payloads(module_text: str) -> list[dict[str, Any]]:
 
 
 def _payload(op: Any, target: str) -> bytes | None:
-    """The kernel's MLIR bytecode inside a custom call (None: a custom call of another kind)."""
+    """The kernel's MLIR bytecode inside a custom call (None: a custom call of another kind).
+    Raises where the configuration is not what the backend reads: a Mosaic TPU
+    ``backend_config`` that is not JSON or has no ``custom_call_config.body``, a body that is not
+    base64."""
     from jax._src.interpreters import mlir
 
     ir = mlir.ir
     attrs = op.attributes
     if target == "tpu_custom_call" and "backend_config" in attrs:
         config = json.loads(ir.StringAttr(attrs["backend_config"]).value)
-        return base64.b64decode(config["custom_call_config"]["body"])
+        return base64.b64decode(config["custom_call_config"]["body"], validate=True)
     if "mhlo.backend_config" in attrs:
         d = ir.DictAttr(attrs["mhlo.backend_config"])
         for key in ("module", "ir"):  # Mosaic GPU, Triton
