@@ -12,13 +12,10 @@ from farm.analysis import pallas_matrix as pm
 from farm.errors import ConfigError
 from farm.store import queries
 
-#: The stages a matrix reads: the targets' exports and the interpret-mode records.
-STAGES = ("pallas_export", *sorted({stage for stage, _ in pm._INTERPRET_STAGES}))
-
 
 def _matrix(s: Any, name: str, by: str) -> tuple[dict[str, Any], dict[str, Any]]:
     run = queries.resolve_run(s, name)
-    rows = [r for stage in STAGES for r in queries.results(s, run.id, stage=stage)]
+    rows = queries.results(s, run.id, stage=",".join(pm.STAGES))
     return queries.run_dict(s, run, with_counts=False), pm.matrix(rows, by=by)
 
 

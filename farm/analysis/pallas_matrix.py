@@ -25,6 +25,8 @@ INTERPRET = "interpret"
 #: The records that make the interpret column: the kernel traced, lowered for and run on the CPU.
 _INTERPRET_STAGES = {("trace", "any"), ("trace", "cpu"), ("lower", "cpu"), ("compile", "cpu"), ("execute", "cpu"),
                      ("compare", "cpu")}
+#: The stages a matrix reads (what a face asks the store for).
+STAGES = ("pallas_export", *sorted({stage for stage, _ in _INTERPRET_STAGES}))
 #: The family whose harnesses are the matrix's rows by default.
 FAMILY = "pallas_prims"
 #: A cell's status as one short word (the md face).

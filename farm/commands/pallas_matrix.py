@@ -28,8 +28,7 @@ def run(args: argparse.Namespace) -> int:
 
     def load(s, name: str):  # noqa: ANN001, ANN202
         r = queries.resolve_run(s, name)
-        rows = [x for stage in (("pallas_export",) + tuple({st for st, _ in pm._INTERPRET_STAGES}))
-                for x in queries.results(s, r.id, stage=stage)]
+        rows = queries.results(s, r.id, stage=",".join(pm.STAGES))
         return r.name, pm.matrix(rows, by=args.by, family=args.family or None)
 
     with store_from(args).session() as s:
