@@ -33,7 +33,7 @@ import scipy.special as sp
 from jax import lax
 from jax.experimental import pallas as pl
 
-from farm.catalog import CustomArg, Kernel, Limitation, RandArg, define, ulps
+from farm.catalog import Kernel, Limitation, RandArg, define, ulps
 
 FAMILY = "pallas_prims"
 CATALOG = "pallas"

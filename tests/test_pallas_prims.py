@@ -162,6 +162,10 @@ def test_a_custom_call_whose_configuration_the_backend_cannot_read_is_a_fail(pri
     unreadable = {**good["cuda:triton"].facts["payloads"][0], "ops": None, "unreadable": "MLIRError: bad bytecode"}
     failed = judge(good["cuda:triton"].with_status("ok", facts={**good["cuda:triton"].facts, "payloads": [unreadable]}))
     assert failed.status == "fail" and "does not parse" in failed.error
+    # a Triton payload whose attributes are the dialect's own reads back with the dialect registered
+    norm = catalog.select(catalog.Filters(catalog="pallas", name=("gpu.layer_norm_float32_1x7x1000*",)))[0]
+    (rec,) = stage_records(norm, ("cuda:triton",))[:1]
+    assert rec.status == "ok" and rec.facts["payloads"][0]["ops"].get("tt.return"), rec.error
 
 
 def stage_records(h: Harness, only: tuple[str, ...]) -> list:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from farm.catalog import Harness, Kernel, Target
-from farm.catalog.pallas import abstract_device
+from farm.catalog.pallas import CUSTOM_CALL, abstract_device
 from farm.results import Record
 from farm.stages.census import guaranteed_targets
 from farm.stages.record import Timer, failure
@@ -322,6 +322,8 @@ def ops_inside(blob: bytes, target: str) -> dict[str, int]:
                 from jax._src.lib import mosaic_gpu_dialect
 
                 mosaic_gpu_dialect.register_dialect(ctx)  # its barrier types inside memrefs
+            elif target == CUSTOM_CALL["triton"]:
+                _register_triton(ctx)  # its attributes' bytecode (layer_norm's: "invalid Attribute index" without)
             module = ir.Module.parse(blob)
 
         def visit(op: Any) -> Any:
@@ -331,6 +333,16 @@ def ops_inside(blob: bytes, target: str) -> dict[str, int]:
 
         module.operation.walk(visit)
     return dict(sorted(counts.items()))
+
+
+def _register_triton(ctx: Any) -> None:
+    """The Triton dialect in ``ctx``, where this jaxlib ships it (a payload whose attributes are
+    the dialect's own cannot be read back without it)."""
+    try:
+        from jax._src.lib.triton import dialect
+    except ImportError:  # an older jaxlib: read it as unregistered ops
+        return
+    dialect.register_dialect(ctx)
 
 
 @dataclass(frozen=True, slots=True)
