@@ -99,8 +99,9 @@ MGPU_8BIT = Limitation("Mosaic GPU does no arithmetic on 8-bit integers (bitwise
                        stage="pallas_export", error="Pointwise operations on 8-bit types are unsupported")
 MGPU_BOOL = Limitation("Mosaic GPU takes no bool (1-bit) operands", platforms=MGPU, stage="pallas_export",
                        error="Unsupported integer bitwidth: 1")
-MGPU_BOOL_OUT = Limitation("Mosaic GPU refuses a bool block in shared memory, with a message that contradicts itself "
-                           "('must have a number of elements that is a multiple of 128 (got 1024)')", platforms=MGPU,
+MGPU_BOOL_OUT = Limitation("finding: Mosaic GPU refuses a bool block, with a message that contradicts itself "
+                           "('must have a number of elements that is a multiple of 128 (got 1024)'; "
+                           "docs/repros/pallas_mosaic_gpu_bool_block.py)", platforms=MGPU,
                            stage="pallas_export", error=r"xi1, .* must have a number of elements that is a multiple of 128")
 MGPU_TO_BOOL = Limitation("Mosaic GPU cannot convert to bool (a 1-bit register)", platforms=MGPU,
                           stage="pallas_export", error="Register bitwidth in target type must be divisible by 8")
@@ -108,8 +109,9 @@ MGPU_AXES = Limitation("Mosaic GPU reduces whole arrays only ('No support for ax
                        stage="pallas_export", error="No support for axes yet")
 MGPU_IOTA = Limitation("Mosaic GPU cannot infer the layout of an iota", platforms=MGPU, stage="pallas_export",
                        error="Failed to infer the output layout of the iota")
-MGPU_FLOAT_REM = Limitation("finding candidate: Mosaic GPU's rem of floats raises a TypeError (no % on a "
-                            "FragmentedArray) instead of lowering or refusing", platforms=MGPU, stage="pallas_export",
+MGPU_FLOAT_REM = Limitation("finding: Mosaic GPU's rem of floats raises a TypeError (no % on a float "
+                            "FragmentedArray) instead of lowering or refusing (docs/repros/pallas_mosaic_gpu_float_rem.py)",
+                            platforms=MGPU, stage="pallas_export",
                             error="unsupported operand type.s. for %: 'FragmentedArray'")
 MGPU_SELECT_LAYOUTS = Limitation("Mosaic GPU cannot select bfloat16 values by a predicate from float32 (incompatible "
                                  "layouts)", platforms=MGPU, stage="pallas_export",
