@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
+from pathlib import Path
 
 import jax
 import pytest
@@ -178,3 +180,45 @@ def catalog_targets(h: Harness) -> tuple:
     from farm.catalog.pallas import targets
 
     return targets(h.pallas, ("tpu",))
+
+
+VENV_0_10 = Path(os.environ.get("FARM_CACHE_DIR", Path.home() / ".cache" / "lowering-farm")) / "jax-envs" / "jax-0.10.2"
+#: Run by jax 0.10.2's Python: a few harnesses' exports for Mosaic GPU (which 0.10.2 still lowers a
+#: plain pallas_call with), each judged by the harness's limitations: (name, status, error).
+_MOSAIC_GPU_PROBE = """
+import json, sys
+from farm import catalog
+from farm.judge.limitations import judge_record
+from farm.pipeline.pallas import run_pallas
+from farm.results import Options
+out = []
+for name in sys.argv[1:]:
+    (h,) = catalog.select(catalog.Filters(catalog="pallas", family=("pallas_prims",), name=(name,)))
+    for r in run_pallas(h, h.make_args(), Options(pallas_targets=("cuda:mosaic_gpu", "rocm:mosaic_gpu"))):
+        r = judge_record(h, r)
+        out.append((name, r.platform, r.status, (r.error or "")[:200]))
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(not (VENV_0_10 / "bin" / "python").exists(), reason="the jax 0.10.2 venv is not cached here")
+def test_on_jax_0_10_2_the_mosaic_gpu_column_is_measured_and_every_refusal_explained() -> None:
+    """jax 0.10.2 lowers a plain ``pl.pallas_call`` with Mosaic GPU: its refusals (a block of the
+    wrong byte count, a missing rule, a bool block, the float rem TypeError) are the harnesses'
+    limitations, and what it lowers is ok; on rocm it refuses everything."""
+    import json
+    import subprocess
+
+    names = ["prims.exp_float32_16x256_layout=tile", "prims.exp_float32_16x130_layout=lane",
+             "prims.cbrt_float32_16x256_layout=tile", "prims.lt_float32_16x256_16x256_layout=tile",
+             "prims.rem_float32_16x256_16x256_layout=tile"]
+    root = Path(__file__).resolve().parents[1]
+    p = subprocess.run([str(VENV_0_10 / "bin" / "python"), "-c", _MOSAIC_GPU_PROBE, *names], cwd=root,
+                       capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(root)})
+    assert p.returncode == 0, p.stderr[-2000:]
+    got = {(name, platform): (status, error) for name, platform, status, error in json.loads(p.stdout.splitlines()[-1])}
+    assert got[(names[0], "cuda:mosaic_gpu")][0] == "ok"
+    for name in names[1:]:
+        assert got[(name, "cuda:mosaic_gpu")][0] == "expected_fail", (name, got[(name, "cuda:mosaic_gpu")])
+    assert "FragmentedArray" in got[(names[4], "cuda:mosaic_gpu")][1]
+    assert {status for (_, platform), (status, _) in got.items() if platform == "rocm:mosaic_gpu"} == {"expected_fail"}
