@@ -91,10 +91,10 @@ TPU_BF16_ACC = Limitation("finding: Mosaic TPU lowers a bfloat16-accumulating do
 MGPU = ("cuda:mosaic_gpu",)
 #: The farm's own kernels' ROCm refusal (``harnesses/pallas.py``): JAX refuses Mosaic GPU for ROCm.
 ROCM_MOSAIC = Limitation("Mosaic GPU does not support ROCm", platforms=("rocm:mosaic_gpu",), stage="pallas_export",
-                         error="Mosaic GPU does not yet support AMD ROCm devices")
+                         error="Mosaic GPU does not yet support AMD ROCm devices", jax="<0.12")
 MGPU_WARPGROUP = Limitation("Mosaic GPU copies a block only if its bytes are a multiple of the warpgroup's 128 threads",
                             platforms=MGPU, stage="pallas_export",
-                            error="Only copies transferring a number of bytes divisible by the warpgroup size")
+                            error="Only copies transferring a number of bytes divisible by the warpgroup size", jax="<0.12")
 MGPU_ACCURACY = Limitation("Mosaic GPU refuses the accuracy= parameter", platforms=MGPU, stage="pallas_export",
                            error="Not implemented: accuracy")
 MGPU_8BIT = Limitation("Mosaic GPU does no arithmetic on 8-bit integers (bitwise only)", platforms=MGPU,
@@ -104,25 +104,48 @@ MGPU_BOOL = Limitation("Mosaic GPU takes no bool (1-bit) operands", platforms=MG
 MGPU_BOOL_OUT = Limitation("finding: Mosaic GPU refuses a bool block, with a message that contradicts itself "
                            "('must have a number of elements that is a multiple of 128 (got 1024)'; "
                            "docs/repros/pallas_mosaic_gpu_bool_block.py)", platforms=MGPU,
-                           stage="pallas_export", error=r"xi1, .* must have a number of elements that is a multiple of 128")
+                           stage="pallas_export", error=r"xi1, .* must have a number of elements that is a multiple of 128", jax="<0.12")
 MGPU_TO_BOOL = Limitation("Mosaic GPU cannot convert to bool (a 1-bit register)", platforms=MGPU,
                           stage="pallas_export", error="Register bitwidth in target type must be divisible by 8")
 MGPU_AXES = Limitation("Mosaic GPU reduces whole arrays only ('No support for axes yet')", platforms=MGPU,
-                       stage="pallas_export", error="No support for axes yet")
+                       stage="pallas_export", error="No support for axes yet", jax="<0.12")
 MGPU_IOTA = Limitation("Mosaic GPU cannot infer the layout of an iota", platforms=MGPU, stage="pallas_export",
-                       error="Failed to infer the output layout of the iota")
+                       error="Failed to infer the output layout of the iota", jax="<0.12")
 MGPU_FLOAT_REM = Limitation("finding: Mosaic GPU's rem of floats raises a TypeError (no % on a float "
                             "FragmentedArray) instead of lowering or refusing (docs/repros/pallas_mosaic_gpu_float_rem.py)",
                             platforms=MGPU, stage="pallas_export",
                             error="unsupported operand type.s. for %: 'FragmentedArray'")
 MGPU_SELECT_LAYOUTS = Limitation("Mosaic GPU cannot select bfloat16 values by a predicate from float32 (incompatible "
                                  "layouts)", platforms=MGPU, stage="pallas_export",
-                                 error="Incompatible FragmentedArray layouts")
+                                 error="Incompatible FragmentedArray layouts", jax="<0.12")
+#: jax 0.12 (``plgpu.kernel``: ``Kernel.mosaic_gpu``): the same kernels, Mosaic GPU's refusals there.
+ROCM_MOSAIC_MESH = Limitation("jax 0.12 lowers a plgpu.kernel for rocm with Triton, which refuses its mesh",
+                              platforms=("rocm:mosaic_gpu",), stage="pallas_export",
+                              error="mesh is not supported in the Triton backend", jax=">=0.12")
+MGPU_LAYOUT = Limitation("Mosaic GPU finds no register layout for a block that is not (8, 128)-tiled (lane, odd, the "
+                         "(8, 1) column) or for a reduction over the sublanes", platforms=MGPU, stage="pallas_export",
+                         error="Failed to infer a possible set of layouts|Layout inference failed to find a solution",
+                         jax=">=0.12")
+MGPU_MATH_LAYOUT = Limitation("Mosaic GPU's layout inference has no rule for the math op erf and atan2 lower to",
+                              platforms=MGPU, stage="pallas_export",
+                              error=r"No layout inference rule defined for .*math\.(erf|atan2)", jax=">=0.12")
+MGPU_BOOL_BYTES = Limitation("Mosaic GPU refuses a bool block ('Vector length should be a multiple of byte size')",
+                             platforms=MGPU, stage="pallas_export",
+                             error="Vector length should be a multiple of byte size", jax=">=0.12")
 #: Mosaic GPU has no rule for these (jax 0.10.2).
 MGPU_MISSING = {"acos", "acosh", "asin", "asinh", "atan", "atanh", "cbrt", "ceil", "cosh", "digamma", "dot_general",
                 "erf_inv", "erfc", "expm1", "floor", "igamma", "is_finite", "lgamma", "log1p", "nextafter",
                 "population_count", "pow", "sinh", "sqrt", "tan", "transpose", "argmax"}
+#: ... and jax 0.12 (sqrt gained one; reduce_and and reduce_or are refused by name, not by their bool operands).
+MGPU_MISSING_0_12 = MGPU_MISSING - {"sqrt"} | {"reduce_and", "reduce_or"}
 COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge"}
+
+
+def _mgpu_missing(q: str) -> Limitation:
+    both = q in MGPU_MISSING and q in MGPU_MISSING_0_12
+    return Limitation(f"Mosaic GPU has no lowering rule for {q}", platforms=MGPU, stage="pallas_export",
+                      error=f"Unimplemented primitive in Pallas Mosaic GPU lowering: {q} ",
+                      jax="" if both else ("<0.12" if q in MGPU_MISSING else ">=0.12"))
 EIGHT_BIT_ARITHMETIC = {"add", "sub", "mul", "max", "min", "shift_left", "shift_right_logical", "shift_right_arithmetic"}
 
 #: Mosaic TPU and Triton have no rule for these (measured, jax 0.12).
@@ -156,15 +179,20 @@ KNOWN: list[tuple[Callable[[str, tuple[str, ...], str, bool, dict[str, Any]], bo
     (lambda p, d, lay, acc, kw: p == "iota" and d[-1] == "float32", TPU_FLOAT_IOTA),
     (lambda p, d, lay, acc, kw: p == "is_finite" and _half(d), TPU_HALF_IS_FINITE),
     (lambda p, d, lay, acc, kw: p == "dot_general" and kw.get("acc") == "bfloat16", TPU_BF16_ACC),
+    # Mosaic GPU: jax 0.10.2 refuses a block's byte count before anything else; jax 0.12 a missing
+    # rule first, then the layouts (``jax=`` on each limitation says which version it was measured on)
     (lambda p, d, lay, acc, kw: True, ROCM_MOSAIC),
+    (lambda p, d, lay, acc, kw: True, ROCM_MOSAIC_MESH),
     (lambda p, d, lay, acc, kw: lay in POW2_BAD_LAYOUTS or kw.get("from") == "column", MGPU_WARPGROUP),
-    *[(lambda p, d, lay, acc, kw, q=q: p == q, Limitation(
-        f"Mosaic GPU has no lowering rule for {q}", platforms=MGPU, stage="pallas_export",
-        error=f"Unimplemented primitive in Pallas Mosaic GPU lowering: {q} ")) for q in sorted(MGPU_MISSING)],
+    *[(lambda p, d, lay, acc, kw, q=q: p == q, _mgpu_missing(q)) for q in sorted(MGPU_MISSING | MGPU_MISSING_0_12)],
+    (lambda p, d, lay, acc, kw: p in ("erf", "atan2"), MGPU_MATH_LAYOUT),
+    (lambda p, d, lay, acc, kw: lay in POW2_BAD_LAYOUTS or kw.get("from") == "column" or lay == "sublanes",
+     MGPU_LAYOUT),
     (lambda p, d, lay, acc, kw: acc, MGPU_ACCURACY),
     (lambda p, d, lay, acc, kw: d[0] == "bool", MGPU_BOOL),
     (lambda p, d, lay, acc, kw: d[-1] in ("int8", "uint8") and p in EIGHT_BIT_ARITHMETIC, MGPU_8BIT),
     (lambda p, d, lay, acc, kw: p in COMPARISONS, MGPU_BOOL_OUT),
+    (lambda p, d, lay, acc, kw: p in COMPARISONS, MGPU_BOOL_BYTES),
     (lambda p, d, lay, acc, kw: p == "convert_element_type" and kw.get("to") == "bool", MGPU_TO_BOOL),
     (lambda p, d, lay, acc, kw: p in ("reduce_sum", "reduce_max", "reduce_min"), MGPU_AXES),
     (lambda p, d, lay, acc, kw: p == "iota", MGPU_IOTA),
@@ -256,6 +284,30 @@ def _pallas(fn: Callable[..., Any], ins: Sequence[Operand], grid: tuple[int, ...
     return f
 
 
+def _mosaic_gpu(fn: Callable[..., Any], ins: Sequence[Operand], grid: tuple[int, ...], out_index: IndexMap,
+                lead: int = 0) -> Callable[..., Any]:
+    """The same kernel written for Mosaic GPU where ``pl.pallas_call`` has no Mosaic GPU lowering
+    (jax 0.12): ``plgpu.kernel`` over the whole arrays, ``plgpu.emit_pipeline`` over the same grid
+    with the same ``BlockSpec``s (one CTA steps through the blocks), the same body."""
+    from jax.experimental.pallas import mosaic_gpu as plgpu
+
+    blocks = [jax.ShapeDtypeStruct(o.block, o.dtype) for o in ins]
+    out_block = jax.eval_shape(fn, *blocks)
+    out_shape = grid[:lead] + _out_shape(grid, out_block.shape, out_index)
+    out_spec = pl.BlockSpec((None,) * lead + out_block.shape, lambda *ij: (*ij[:lead], *out_index(*ij)))
+
+    def body(*refs: Any) -> None:
+        def step(_: Any, *block_refs: Any) -> None:
+            *in_refs, o_ref = block_refs
+            o_ref[...] = fn(*(r[...] for r in in_refs))
+        plgpu.emit_pipeline(step, grid=grid, in_specs=[pl.BlockSpec(o.block, o.index) for o in ins],
+                            out_specs=[out_spec])(*refs)
+
+    def f(*xs: Any) -> Any:
+        return plgpu.kernel(body, out_type=jax.ShapeDtypeStruct(out_shape, out_block.dtype))(*xs)
+    return f
+
+
 def _blockwise(ref: Callable[..., Any], ins: Sequence[Operand], grid: tuple[int, ...],
                out_index: IndexMap, lead: int = 0) -> Callable[..., Any]:
     """The float64 reference of the kernel: ``ref`` over the same blocks, placed the same way."""
@@ -295,7 +347,8 @@ def prim(primitive: str, fn: Callable[..., Any], ref: Callable[..., Any], ins: S
     lims = _limits(primitive, [o.dtype for o in ins] + [dtype], layout, accuracy, params or {})
     define(FAMILY, primitive, build(True), args, dtype=dtype, group=GROUP, catalog=CATALOG,
            params={"layout": layout, **(params or {})}, reference=_blockwise(ref, ins, grid, out_index, lead),
-           tol=tol, compare=compare, pallas=Kernel(build, ALL), limitations=lims)
+           tol=tol, compare=compare, limitations=lims,
+           pallas=Kernel(build, ALL, mosaic_gpu=lambda: _mosaic_gpu(fn, ins, grid, out_index, lead)))
 
 
 def _tolerance(primitive: str, dt: str) -> tuple[float, float] | None:

@@ -222,3 +222,23 @@ def test_on_jax_0_10_2_the_mosaic_gpu_column_is_measured_and_every_refusal_expla
         assert got[(name, "cuda:mosaic_gpu")][0] == "expected_fail", (name, got[(name, "cuda:mosaic_gpu")])
     assert "FragmentedArray" in got[(names[4], "cuda:mosaic_gpu")][1]
     assert {status for (_, platform), (status, _) in got.items() if platform == "rocm:mosaic_gpu"} == {"expected_fail"}
+
+
+def test_where_pallas_call_has_no_mosaic_gpu_lowering_the_plgpu_kernel_twin_is_exported(prims) -> None:  # noqa: ANN001
+    """jax 0.12: the Mosaic GPU targets export each kernel's ``plgpu.kernel`` twin (the same body
+    over the same blocks in ``emit_pipeline``), said in ``facts.written_with``; its refusals are
+    the 0.12 limitations (a bool block), and rocm's is Triton refusing the kernel's mesh."""
+    from farm.judge.limitations import judge_record
+    from farm.stages.pallas import mosaic_gpu_switch
+
+    if mosaic_gpu_switch():
+        pytest.skip("this jax lowers pl.pallas_call with Mosaic GPU itself")
+    exp = _one(prims, "prims.exp_float32_16x256_layout=tile")
+    recs = {r.platform: r for r in stage_records(exp, ("cuda:mosaic_gpu", "rocm:mosaic_gpu"))}
+    ok = recs["cuda:mosaic_gpu"]
+    assert ok.status == "ok" and ok.facts["written_with"] == "plgpu.kernel" and ok.facts["custom_calls"] == ["mosaic_gpu_v2"]
+    assert judge_record(exp, recs["rocm:mosaic_gpu"]).status == "expected_fail"
+    lt = _one(prims, "prims.lt_float32_16x256_16x256_layout=tile")
+    (refused,) = [r for r in stage_records(lt, ("cuda:mosaic_gpu",)) if r.platform == "cuda:mosaic_gpu"]
+    judged = judge_record(lt, refused)
+    assert judged.status == "expected_fail" and "byte size" in judged.facts["limitation"]

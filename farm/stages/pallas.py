@@ -51,7 +51,8 @@ class PallasExported(Record):
     whether two TPU generations got the same kernel), ``disabled_checks``,
     ``symbolic`` (the symbolic shapes exported at), ``round_trip`` ({"same_module",
     "same_platforms", "same_avals", "same_disabled_checks"}), ``failed_at`` (export, census,
-    serialize)."""
+    serialize), ``written_with`` ("plgpu.kernel": a Mosaic GPU target of a jax without a Mosaic GPU
+    ``pallas_call`` lowering, exported from the kernel's ``Kernel.mosaic_gpu`` twin)."""
 
 
 def run(h: Harness, dyn: list[Any], target: Target) -> PallasExported:
@@ -66,12 +67,16 @@ def run(h: Harness, dyn: list[Any], target: Target) -> PallasExported:
                              "expected_call": target.custom_call,
                              "disabled_checks": [f"custom_call({c})" for c in checks],
                              "symbolic": list(h.pallas.symbolic)}
+    build = h.pallas.build
+    if target.backend == "mosaic_gpu" and h.pallas.mosaic_gpu is not None and not mosaic_gpu_switch():
+        build = lambda interpret: h.pallas.mosaic_gpu()  # noqa: E731  (no pallas_call lowering: plgpu.kernel)
+        facts["written_with"] = "plgpu.kernel"
     timer = Timer()
     step = "export"
     try:
         with timer():
             with _reach(target):
-                exp = export.export(jax.jit(h.pallas.build(False)), platforms=(target.platform,),
+                exp = export.export(jax.jit(build(False)), platforms=(target.platform,),
                                     disabled_checks=[export.DisabledSafetyCheck.custom_call(c) for c in checks]
                                     )(*_specs(h.pallas, dyn))
             step = "census"
