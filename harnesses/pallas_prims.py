@@ -112,7 +112,8 @@ MGPU_AXES = Limitation("Mosaic GPU reduces whole arrays only ('No support for ax
 MGPU_IOTA = Limitation("Mosaic GPU cannot infer the layout of an iota", platforms=MGPU, stage="pallas_export",
                        error="Failed to infer the output layout of the iota", jax="<0.12")
 MGPU_FLOAT_REM = Limitation("finding: Mosaic GPU's rem of floats raises a TypeError (no % on a float "
-                            "FragmentedArray) instead of lowering or refusing (docs/repros/pallas_mosaic_gpu_float_rem.py)",
+                            "FragmentedArray) instead of lowering or refusing, jax 0.10.2 and 0.12 "
+                            "(docs/repros/pallas_mosaic_gpu_float_rem.py)",
                             platforms=MGPU, stage="pallas_export",
                             error="unsupported operand type.s. for %: 'FragmentedArray'")
 MGPU_SELECT_LAYOUTS = Limitation("Mosaic GPU cannot select bfloat16 values by a predicate from float32 (incompatible "
