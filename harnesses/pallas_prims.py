@@ -124,8 +124,7 @@ ROCM_MOSAIC_MESH = Limitation("jax 0.12 lowers a plgpu.kernel for rocm with Trit
                               platforms=("rocm:mosaic_gpu",), stage="pallas_export",
                               error="mesh is not supported in the Triton backend", jax=">=0.12")
 MGPU_LAYOUT = Limitation("Mosaic GPU finds no register layout for a block that is not (8, 128)-tiled (lane, odd, the "
-                         "(8, 1) column), for a reduction over the sublanes, or for a bfloat16 one", platforms=MGPU,
-                         stage="pallas_export",
+                         "(8, 1) column) or for a reduction over an axis", platforms=MGPU, stage="pallas_export",
                          error="Failed to infer a possible set of layouts|Layout inference failed to find a solution",
                          jax=">=0.12")
 MGPU_MATH_LAYOUT = Limitation("Mosaic GPU's layout inference has no rule for the math op erf and atan2 lower to",
@@ -188,8 +187,8 @@ KNOWN: list[tuple[Callable[[str, tuple[str, ...], str, bool, dict[str, Any]], bo
     (lambda p, d, lay, acc, kw: lay in POW2_BAD_LAYOUTS or kw.get("from") == "column", MGPU_WARPGROUP),
     *[(lambda p, d, lay, acc, kw, q=q: p == q, _mgpu_missing(q)) for q in sorted(MGPU_MISSING | MGPU_MISSING_0_12)],
     (lambda p, d, lay, acc, kw: p in ("erf", "atan2"), MGPU_MATH_LAYOUT),
-    (lambda p, d, lay, acc, kw: lay in POW2_BAD_LAYOUTS or kw.get("from") == "column" or lay == "sublanes"
-     or (p in ("reduce_sum", "reduce_max", "reduce_min") and _half(d)), MGPU_LAYOUT),
+    (lambda p, d, lay, acc, kw: lay in POW2_BAD_LAYOUTS or kw.get("from") == "column"
+     or p in ("reduce_sum", "reduce_max", "reduce_min"), MGPU_LAYOUT),
     (lambda p, d, lay, acc, kw: acc, MGPU_ACCURACY),
     (lambda p, d, lay, acc, kw: d[0] == "bool", MGPU_BOOL),
     (lambda p, d, lay, acc, kw: d[-1] in ("int8", "uint8") and p in EIGHT_BIT_ARITHMETIC, MGPU_8BIT),
