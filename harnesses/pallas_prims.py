@@ -127,7 +127,8 @@ MGPU_LAYOUT = Limitation("Mosaic GPU finds no register layout for a block that i
                          "(8, 1) column) or for a reduction over an axis", platforms=MGPU, stage="pallas_export",
                          error="Failed to infer a possible set of layouts|Layout inference failed to find a solution",
                          jax=">=0.12")
-MGPU_MATH_LAYOUT = Limitation("Mosaic GPU's layout inference has no rule for the math op erf and atan2 lower to",
+MGPU_MATH_LAYOUT = Limitation("finding: Mosaic GPU's layout inference has no rule for the math op erf and atan2 lower "
+                              "to (they lowered on 0.10.2; docs/repros/pallas_mosaic_gpu_erf_layout.py)",
                               platforms=MGPU, stage="pallas_export",
                               error=r"No layout inference rule defined for .*math\.(erf|atan2)", jax=">=0.12")
 MGPU_BOOL_BYTES = Limitation("Mosaic GPU refuses a bool block ('Vector length should be a multiple of byte size')",
