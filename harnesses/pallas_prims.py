@@ -18,8 +18,10 @@ broadcast_in_dim, iota) have their own block arrangements.
 
 What a backend refuses is a ``Limitation`` (``KNOWN``: stage ``pallas_export``, per target, with
 the backend's own error and the reason) and is read as a fact of the matrix, not a failure.
-Mosaic TPU's and Triton's were measured on jax 0.12.0.1 and hold on 0.10.2; Mosaic GPU's on
-jax 0.10.2 (0.12 lowers a plain ``pallas_call`` for GPUs with Triton only: the target is skipped).
+Mosaic TPU's and Triton's were measured on jax 0.12.0.1 and hold on 0.10.2. Mosaic GPU's were
+measured on both, each limitation with its ``jax=`` range: 0.10.2 lowers the plain ``pallas_call``
+with Mosaic GPU, 0.12 has no such lowering, so there the Mosaic GPU targets export the kernel's
+``plgpu.kernel`` twin (``_mosaic_gpu``: the same body over the same blocks in ``emit_pipeline``).
 """
 from __future__ import annotations
 
@@ -86,8 +88,8 @@ TPU_BF16_ACC = Limitation("finding: Mosaic TPU lowers a bfloat16-accumulating do
                           "verifier rejects (docs/repros/pallas_tpu_bf16_matmul_acc.py)", platforms=TPU,
                           stage="pallas_export", error="'tpu.matmul' op Expected matmul acc to be 32-bit")
 
-#: Mosaic GPU (``pl.pallas_call`` with ``jax_pallas_use_mosaic_gpu``: jax 0.10.2 and 0.11; jax 0.12 has no
-#: such lowering and skips the target), measured on jax 0.10.2 told it is an H100.
+#: Mosaic GPU, told it is an H100: ``pl.pallas_call`` with ``jax_pallas_use_mosaic_gpu`` (measured on jax
+#: 0.10.2: ``jax="<0.12"``), the ``plgpu.kernel`` twin on jax 0.12 (``jax=">=0.12"``); none: both.
 MGPU = ("cuda:mosaic_gpu",)
 #: The farm's own kernels' ROCm refusal (``harnesses/pallas.py``): JAX refuses Mosaic GPU for ROCm.
 ROCM_MOSAIC = Limitation("Mosaic GPU does not support ROCm", platforms=("rocm:mosaic_gpu",), stage="pallas_export",
