@@ -22,7 +22,7 @@ from farm.store import failures, open_store
 
 #: The page modules (``dashboards.views.<page>``), in navigation order: each registers its routes.
 PAGES = ("overview", "runs", "trends", "compare", "failures", "harness", "search", "coverage", "boundary", "features",
-         "compositions", "pallas", "crosshost",
+         "compositions", "pallas", "pallas_prims", "crosshost",
          "versions", "accuracy", "api")
 
 

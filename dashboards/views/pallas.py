@@ -8,6 +8,7 @@ from flask import Flask, request
 
 from dashboards.views import store, twin
 from farm.analysis.pallas import matrix
+from farm.analysis.pallas_matrix import FAMILY as PRIMS
 from farm.store import queries
 
 
@@ -15,7 +16,8 @@ def context() -> dict[str, Any]:
     with store().session() as s:
         run = queries.resolve_run(s, request.args.get("run", "latest"))
         info = queries.run_dict(s, run, with_counts=False)
-        rows = [r for stage in ("pallas_export", "compare") for r in queries.results(s, run.id, stage=stage)]
+        rows = [r for stage in ("pallas_export", "compare") for r in queries.results(s, run.id, stage=stage)
+                if r["family"] != PRIMS]  # one primitive per kernel: their own page, /pallas/prims
     return {"run": info, **matrix(rows)}
 
 

@@ -75,6 +75,10 @@ class Kernel:
     symbolic: tuple[str, ...] = ()
     interpretable: bool = True
     reference: Callable[..., Any] | None = field(default=None, compare=False)
+    #: the same kernel written with ``plgpu.kernel`` (a function of no argument giving the function
+    #: calling it), exported for the Mosaic GPU targets where this jax's ``pl.pallas_call`` has no
+    #: Mosaic GPU lowering (jax 0.12: ``farm.stages.pallas.NO_MOSAIC_GPU_SWITCH``); None: skipped there
+    mosaic_gpu: Callable[[], Callable[..., Any]] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         for b in self.backends:
@@ -82,7 +86,8 @@ class Kernel:
                 raise UnknownName("pallas backend", b, tuple(CUSTOM_CALL))
 
     def describe(self) -> str:
-        return repr((self.backends, self.source, self.symbolic, self.interpretable, self.reference is not None))
+        return repr((self.backends, self.source, self.symbolic, self.interpretable, self.reference is not None)
+                    + ((True,) if self.mosaic_gpu is not None else ()))
 
 
 def interpreting(fun: Callable[..., Any], interpret: bool) -> Callable[..., Any]:

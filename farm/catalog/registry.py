@@ -30,8 +30,9 @@ FARM_FAMILIES: tuple[str, ...] = (
 
 
 CATALOGS = ("farm", "upstream", "shape_poly", "pallas", "all")
-#: Modules of the ``pallas`` catalog: the kernels shipped in the jax wheel, and the farm's own.
-PALLAS_MODULES: tuple[str, ...] = ("harnesses.pallas_ops", "harnesses.pallas")
+#: Modules of the ``pallas`` catalog: the kernels shipped in the jax wheel, the farm's own, and every lax
+#: primitive inside a kernel (family ``pallas_prims``).
+PALLAS_MODULES: tuple[str, ...] = ("harnesses.pallas_ops", "harnesses.pallas", "harnesses.pallas_prims")
 
 
 def load(catalog: str = "farm", modules: Iterable[str] = (), jax_repo: str | None = None) -> list[Harness]:

@@ -1,6 +1,8 @@
 """The verdict on a Pallas kernel's export for one target (``farm.stages.pallas``): the
 module must carry the target's custom call (a Mosaic TPU lowering that came out as something
-else, or a GPU kernel that fell back to plain HLO, is wrong), and the serialize round trip
+else, or a GPU kernel that fell back to plain HLO, is wrong) with a configuration its backend
+reads (a JSON ``backend_config`` with a base64 Mosaic body; a Mosaic GPU or Triton payload that
+parses as MLIR bytecode), and the serialize round trip
 must give back the same module, platforms, shapes and disabled checks. A rocm artifact holding
 Mosaic GPU's custom call is wrong too (JAX refuses Mosaic GPU for ROCm, except after a cuda
 lowering of the same kernel in the same process: ``docs/findings.md``).
@@ -17,8 +19,10 @@ from farm.results import Record
 
 
 def pallas(rec: Record) -> Record:
-    """``rec`` as ``fail`` where the export holds the wrong custom call or the round trip
-    changed it; a record that did not run stands as it is."""
+    """``rec`` as ``fail`` where the export holds the wrong custom call, where that call's
+    configuration is not what its backend reads (a Mosaic TPU ``backend_config`` that is not JSON
+    with a base64 body, a Mosaic GPU or Triton payload that does not parse as MLIR bytecode, no
+    payload at all), or where the round trip changed it; a record that did not run stands as it is."""
     if rec.status != "ok":
         return rec
     wrong: list[str] = []
@@ -28,6 +32,15 @@ def pallas(rec: Record) -> Record:
         wrong.append(f"the module holds custom calls {calls}, not {expected}")
     if rec.facts.get("platform") == "rocm" and "mosaic_gpu_v2" in calls:  # JAX: Mosaic GPU does not support ROCm
         wrong.append("a rocm artifact holds the CUDA-only mosaic_gpu_v2 custom call")
+    for p in rec.facts.get("payloads") or []:  # the backend's configuration must be what it reads
+        if p.get("target") != expected:
+            continue
+        if p.get("config_error"):
+            wrong.append(f"{expected}: its configuration is not what the backend reads: {p['config_error']}")
+        elif not p.get("bytes"):
+            wrong.append(f"{expected}: no kernel payload in its configuration")
+        elif p.get("unreadable"):
+            wrong.append(f"{expected}: its kernel payload does not parse: {p['unreadable']}")
     trip = rec.facts.get("round_trip") or {}
     wrong += [f"serialize round trip: {k.removeprefix('same_')} changed" for k, same in trip.items() if not same]
     if not wrong:

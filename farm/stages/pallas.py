@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from farm.catalog import Harness, Kernel, Target
-from farm.catalog.pallas import abstract_device
+from farm.catalog.pallas import CUSTOM_CALL, abstract_device
 from farm.results import Record
 from farm.stages.census import guaranteed_targets
 from farm.stages.record import Timer, failure
@@ -46,11 +46,13 @@ class PallasExported(Record):
     """stage ``pallas_export``, platform the target's label ("tpu:v5e", "cuda:triton").
     facts: ``platform``, ``backend``, ``generation``, ``device_kind``, ``expected_call`` (the
     target's custom call), ``custom_calls`` (those in the exported module), ``payloads``
-    ([{"target", "bytes", "sha256", "ops": {op: count} or None, "unreadable": why}]: the sha256 shows
+    ([{"target", "bytes", "sha256", "ops": {op: count} or None, "unreadable": why the payload does not
+    parse, "config_error": why the configuration around it is not what the backend reads}]: the sha256 shows
     whether two TPU generations got the same kernel), ``disabled_checks``,
     ``symbolic`` (the symbolic shapes exported at), ``round_trip`` ({"same_module",
     "same_platforms", "same_avals", "same_disabled_checks"}), ``failed_at`` (export, census,
-    serialize)."""
+    serialize), ``written_with`` ("plgpu.kernel": a Mosaic GPU target of a jax without a Mosaic GPU
+    ``pallas_call`` lowering, exported from the kernel's ``Kernel.mosaic_gpu`` twin)."""
 
 
 def run(h: Harness, dyn: list[Any], target: Target) -> PallasExported:
@@ -65,12 +67,16 @@ def run(h: Harness, dyn: list[Any], target: Target) -> PallasExported:
                              "expected_call": target.custom_call,
                              "disabled_checks": [f"custom_call({c})" for c in checks],
                              "symbolic": list(h.pallas.symbolic)}
+    build = h.pallas.build
+    if target.backend == "mosaic_gpu" and h.pallas.mosaic_gpu is not None and not mosaic_gpu_switch():
+        build = lambda interpret: h.pallas.mosaic_gpu()  # noqa: E731  (no pallas_call lowering: plgpu.kernel)
+        facts["written_with"] = "plgpu.kernel"
     timer = Timer()
     step = "export"
     try:
         with timer():
             with _reach(target):
-                exp = export.export(jax.jit(h.pallas.build(False)), platforms=(target.platform,),
+                exp = export.export(jax.jit(build(False)), platforms=(target.platform,),
                                     disabled_checks=[export.DisabledSafetyCheck.custom_call(c) for c in checks]
                                     )(*_specs(h.pallas, dyn))
             step = "census"
@@ -258,9 +264,15 @@ def payloads(module_text: str) -> list[dict[str, Any]]:
     def visit(op: Any) -> Any:
         if op.name == "stablehlo.custom_call":
             target = ir.StringAttr(op.attributes["call_target_name"]).value
-            blob = _payload(op, target)
+            try:
+                blob = _payload(op, target)
+                bad_config = None
+            except Exception as e:  # a backend_config that is not what the backend reads: said, judged
+                blob, bad_config = None, f"{type(e).__name__}: {str(e)[:300]}"
             entry: dict[str, Any] = {"target": target, "bytes": len(blob) if blob is not None else 0, "ops": None,
                                      "sha256": hashlib.sha256(blob).hexdigest() if blob is not None else None}
+            if bad_config is not None:
+                entry["config_error"] = bad_config
             if blob is not None:
                 try:
                     entry["ops"] = ops_inside(blob, target)
@@ -275,14 +287,17 @@ def payloads(module_text: str) -> list[dict[str, Any]]:
 
 
 def _payload(op: Any, target: str) -> bytes | None:
-    """The kernel's MLIR bytecode inside a custom call (None: a custom call of another kind)."""
+    """The kernel's MLIR bytecode inside a custom call (None: a custom call of another kind).
+    Raises where the configuration is not what the backend reads: a Mosaic TPU
+    ``backend_config`` that is not JSON or has no ``custom_call_config.body``, a body that is not
+    base64."""
     from jax._src.interpreters import mlir
 
     ir = mlir.ir
     attrs = op.attributes
     if target == "tpu_custom_call" and "backend_config" in attrs:
         config = json.loads(ir.StringAttr(attrs["backend_config"]).value)
-        return base64.b64decode(config["custom_call_config"]["body"])
+        return base64.b64decode(config["custom_call_config"]["body"], validate=True)
     if "mhlo.backend_config" in attrs:
         d = ir.DictAttr(attrs["mhlo.backend_config"])
         for key in ("module", "ir"):  # Mosaic GPU, Triton
@@ -312,6 +327,8 @@ def ops_inside(blob: bytes, target: str) -> dict[str, int]:
                 from jax._src.lib import mosaic_gpu_dialect
 
                 mosaic_gpu_dialect.register_dialect(ctx)  # its barrier types inside memrefs
+            elif target == CUSTOM_CALL["triton"]:
+                _register_triton(ctx)  # its attributes' bytecode (layer_norm's: "invalid Attribute index" without)
             module = ir.Module.parse(blob)
 
         def visit(op: Any) -> Any:
@@ -321,6 +338,16 @@ def ops_inside(blob: bytes, target: str) -> dict[str, int]:
 
         module.operation.walk(visit)
     return dict(sorted(counts.items()))
+
+
+def _register_triton(ctx: Any) -> None:
+    """The Triton dialect in ``ctx``, where this jaxlib ships it (a payload whose attributes are
+    the dialect's own cannot be read back without it)."""
+    try:
+        from jax._src.lib.triton import dialect
+    except ImportError:  # an older jaxlib: read it as unregistered ops
+        return
+    dialect.register_dialect(ctx)
 
 
 @dataclass(frozen=True, slots=True)

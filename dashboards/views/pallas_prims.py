@@ -1,0 +1,43 @@
+"""Pallas primitives: the primitive × target support matrix of a run (every lax primitive inside a
+kernel body, per TPU generation and GPU backend, and in interpret mode; ``farm.analysis.pallas_matrix``,
+docs/pallas.md), optionally against another run's (``against``: the cells that differ)."""
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Flask, request
+
+from dashboards.views import store, twin
+from farm.analysis import pallas_matrix as pm
+from farm.errors import ConfigError
+from farm.store import queries
+
+
+def _matrix(s: Any, name: str, by: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    run = queries.resolve_run(s, name)
+    rows = queries.results(s, run.id, stage=",".join(pm.STAGES))
+    return queries.run_dict(s, run, with_counts=False), pm.matrix(rows, by=by)
+
+
+def context() -> dict[str, Any]:
+    by = request.args.get("by", "dtype")
+    if by not in ("dtype", "primitive"):
+        raise ConfigError(f"by must be dtype or primitive, not {by!r}")
+    with store().session() as s:
+        info, m = _matrix(s, request.args.get("run", "latest"), by)
+        against = request.args.get("against")
+        other = _matrix(s, against, by) if against else None
+    out: dict[str, Any] = {"run": info, **m}
+    if other is not None:
+        out["against"] = other[0]
+        out["diff"] = pm.diff(other[1], m)
+    for row in out["rows"]:
+        row["label"] = pm.row_label(row)
+        for cell in row["cells"].values():
+            cell["text"] = pm.cell_text(cell)
+    return out
+
+
+def register(app: Flask) -> None:
+    twin(app, "/pallas/prims", "/pallas/prims.json", "pallas_prims", "pallas_prims.html", context,
+         params=("run", "by", "against"))
