@@ -28,9 +28,12 @@ FARM_FAMILIES: tuple[str, ...] = (
 )
 
 
-CATALOGS = ("farm", "upstream", "shape_poly", "pallas", "all")
+CATALOGS = ("farm", "upstream", "shape_poly", "pallas", "api", "all")
 #: Modules of the ``pallas`` catalog: the kernels shipped in the jax wheel, and the farm's own.
 PALLAS_MODULES: tuple[str, ...] = ("harnesses.pallas_ops", "harnesses.pallas")
+#: Modules of the ``api`` catalog: one per api module of jax (``farm.catalog.api``, docs/api.md).
+API_MODULES: tuple[str, ...] = tuple(f"harnesses.api_{m}" for m in (
+    "numpy", "linalg", "fft", "special", "stats", "signal", "nn", "random"))
 
 
 def load(catalog: str = "farm", modules: Iterable[str] = (), jax_repo: str | None = None) -> list[Harness]:
@@ -60,6 +63,14 @@ def load(catalog: str = "farm", modules: Iterable[str] = (), jax_repo: str | Non
         for mod in PALLAS_MODULES:
             importlib.import_module(mod)
         _LOADED.add("pallas")
+    if catalog == "api" and "api" not in _LOADED:
+        for mod in API_MODULES:
+            try:
+                importlib.import_module(mod)
+            except ModuleNotFoundError as e:
+                if e.name != mod:
+                    raise
+        _LOADED.add("api")
     if catalog == "shape_poly":
         if shape_poly.stale(jax_repo):  # not read yet, or read from another repository
             _REGISTRY.pop("shape_poly", None)

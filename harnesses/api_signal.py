@@ -1,0 +1,23 @@
+"""``jax.scipy.signal`` against ``scipy.signal`` in float64."""
+from farm.catalog.api import declare, spec, without
+
+C = dict(kind="custom", edge=False)
+MODES = ({}, {"mode": "same"}, {"mode": "valid"})
+SPECS = [
+    spec("convolve", "real", "real", shapes=(((9,), (4,)), ((5, 6), (2, 3))), variants=MODES, **C),
+    spec("convolve", "real", "real", shapes=(((9,), (4,)),), tag="fft", variants=({"method": "fft"},), **C),
+    spec("correlate", "real", "real", shapes=(((9,), (4,)), ((5, 6), (2, 3))), variants=MODES, **C),
+    spec("convolve2d", "real", "real", shapes=(((5, 6), (2, 3)),),
+         variants=MODES + ({"boundary": "wrap"}, {"boundary": "symm", "mode": "same"}), **C),
+    spec("correlate2d", "real", "real", shapes=(((5, 6), (2, 3)),), variants=MODES, **C),
+    spec("fftconvolve", "real", "real", shapes=(((9,), (4,)), ((5, 6), (2, 3))), variants=MODES, **C),
+    spec("detrend", "real", shapes=(((9,),), ((3, 8),)), variants=({}, {"type": "constant"}, {"axis": 0}), **C),
+    spec("welch", "real", shapes=(((64,),),), variants=({"nperseg": 16}, {"nperseg": 16, "scaling": "spectrum"},
+                                                       {"nperseg": 16, "detrend": False}), **C),
+    spec("csd", "real", "real", shapes=(((64,), (64,)),), variants=({"nperseg": 16}, {"nperseg": 16, "average": "mean"}),
+         **C),
+    spec("stft", "real", shapes=(((64,),),), variants=({"nperseg": 16}, {"nperseg": 16, "boundary": None}), **C),
+    spec("istft", "real", shapes=(((9, 9),),), dtypes=("complex64",), variants=({"nperseg": 16},), **C),
+]
+declare("scipy.signal", SPECS)
+without("scipy.signal", {})

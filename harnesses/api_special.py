@@ -1,0 +1,52 @@
+"""``jax.scipy.special`` against ``scipy.special`` in float64."""
+import numpy as np
+import scipy.special as sp
+
+from farm.catalog import Limitation
+from farm.catalog.api import MAIN, declare, spec, without
+
+LABEL = "scipy.special"
+
+ELEMENTWISE = {  # name: (operand domains, domain edges)
+    "beta": (("positive", "positive"), (0.0, -1.0)), "betainc": (("positive", "positive", "prob"), (0.0, 1.0)),
+    "betaln": (("positive", "positive"), (0.0,)), "boxcox": (("positive", "small"), (0.0,)),
+    "boxcox1p": (("positive", "small"), (-1.0,)), "dawsn": (("real",), ()), "digamma": (("positive",), (0.0, -1.0)),
+    "entr": (("positive",), (0.0,)), "erf": (("real",), ()), "erfc": (("real",), ()),
+    "erfcinv": (("prob",), (0.0, 2.0, 1.0)), "erfcx": (("real",), ()), "erfinv": (("unit",), (1.0, -1.0)),
+    "exp1": (("positive",), (0.0,)), "expi": (("nonzero",), (0.0,)), "expit": (("real",), ()),
+    "gamma": (("positive",), (0.0, -1.0, -2.0)), "gammainc": (("positive", "positive"), (0.0,)),
+    "gammaincc": (("positive", "positive"), (0.0,)), "gammaln": (("positive",), (0.0, -1.0)),
+    "gammasgn": (("real",), (0.0, -1.0)), "i0": (("real",), ()), "i0e": (("real",), ()), "i1": (("real",), ()),
+    "i1e": (("real",), ()), "kl_div": (("positive", "positive"), (0.0,)), "log_ndtr": (("real",), ()),
+    "loggamma": (("positive",), (0.0,)), "logit": (("prob",), (0.0, 1.0)), "ndtr": (("real",), ()),
+    "ndtri": (("prob",), (0.0, 1.0)), "owens_t": (("real", "real"), ()), "poch": (("positive", "small"), ()),
+    "rel_entr": (("positive", "positive"), (0.0,)), "spence": (("positive",), (0.0, 1.0)),
+    "xlog1py": (("real", "positive"), (-1.0, 0.0)), "xlogy": (("real", "positive"), (0.0,)),
+    "zeta": (("gt1", "positive"), (1.0,)), "hyp1f1": (("small", "positive", "small"), ()),
+    "hyp2f1": (("small", "small", "positive", "unit"), (1.0,)),
+    "factorial": (("count",), ()), "comb": (("count", "count"), ()),
+    "fresnel": (("real",), ()), "sici": (("positive",), ()),
+}
+
+SPECS = [spec(n, *doms, edge_values=edges) for n, (doms, edges) in ELEMENTWISE.items()]
+SPECS += [
+    spec("expn", "count:int32", "positive"),
+    spec("polygamma", "count", "positive", reference=lambda n, x: sp.polygamma(n.astype(int), x)),
+    spec("multigammaln", "gt1", kind="custom", shapes=((MAIN,),), call=lambda f, a: f(a + 1.0, 3), edge=False),
+    spec("bernoulli", kind="custom", shapes=(((1,),),), call=lambda f, x: f(8), edge=False),
+    spec("bessel_jn", "real", kind="custom", shapes=(((9,),),), call=lambda f, z: f(z, v=3)
+         if f.__module__.startswith("jax") else f(z), reference=lambda z: np.stack([sp.jv(k, z) for k in range(4)]),
+         edge=False),
+    spec("sph_harm_y", "index", "index", "angle", "angle", kind="custom", shapes=(((5,),) * 4,),
+         call=lambda f, n, m, t, p: f(n + 1, m, t, p, n_max=4) if f.__module__.startswith("jax")
+         else f(n + 1, m, t, p), edge=False),
+    spec("wofz", "real", dtypes=("complex64",), cases=("main", "one"), edge=False),
+    spec("logsumexp", kind="reduction", variants=({}, {"axis": -1}, {"axis": 0, "keepdims": True})),
+    spec("logsumexp", "real", "positive", kind="custom", shapes=((MAIN, MAIN),), tag="b", edge=False,
+         call=lambda f, a, b: f(a, b=b, axis=0)),
+    spec("softmax", kind="reduction", variants=({}, {"axis": 0})),
+    spec("log_softmax", kind="reduction", variants=({}, {"axis": 0})),
+]
+
+declare(LABEL, SPECS)
+without(LABEL, {})
