@@ -4,10 +4,12 @@ eigenvectors, Q and R, U and V) is judged by what is: its eigenvalues or singula
 or the product of its factors (``q @ r``), computed by the same ``call`` on both sides."""
 import numpy as np
 
-from farm.catalog.api import declare, lib, spec, without
+from farm.catalog.api import EIG, declare, lib, spec, without
 
 SQ = (4, 4)
 C = dict(kind="custom", edge=False)
+#: the platforms the census data below names (farm.catalog.api.chlo_limitations: measured on jax 0.12.0.1)
+ALL = "cpu,cuda,rocm,tpu"
 
 
 def _sorted_eigvals(f, a):
@@ -43,8 +45,8 @@ NUMPY = [
     spec("cross", "real", "real", shapes=(((5, 3), (5, 3)),), **C),
     spec("det", "matrix", shapes=((SQ,), ((2, 3, 3),), ((0, 0),)), dtypes=("float32", "complex64"), **C),
     spec("diagonal", shapes=(((3, 4),),), **C),
-    spec("eig", "matrix", shapes=((SQ,),), call=_eig, **C),
-    spec("eigvals", "matrix", shapes=((SQ,),), call=_sorted_eigvals, **C),
+    spec("eig", "matrix", shapes=((SQ,),), call=_eig, limitations=EIG, **C),
+    spec("eigvals", "matrix", shapes=((SQ,),), call=_sorted_eigvals, limitations=EIG, **C),
     spec("eigh", "spd", shapes=((SQ,), ((2, 3, 3),)), call=_eigh, dtypes=("float32", "complex64"), **C),
     spec("eigvalsh", "spd", shapes=((SQ,),), variants=({}, {"UPLO": "U"}), **C),
     spec("inv", "matrix", shapes=((SQ,), ((2, 3, 3),)), dtypes=("float32", "complex64"), **C),
@@ -80,7 +82,7 @@ NUMPY = [
     spec("vector_norm", "real", shapes=(((3, 4),),), variants=({}, {"ord": 1}, {"ord": np.inf}, {"axis": 0},
                                                              {"ord": 0}), **C),
 ]
-declare("jnp.linalg", NUMPY)
+declare("jnp.linalg", NUMPY, chlo={"det/complex64": f"{ALL}: square"})
 without("jnp.linalg", {})
 
 
@@ -166,7 +168,8 @@ SCIPY = [
     spec("svd", "matrix", shapes=(((5, 3),),), call=_svd, **C),
     spec("toeplitz", "real", "real", shapes=(((4,), (3,)),), **C),
 ]
-declare("scipy.linalg", SCIPY)
+declare("scipy.linalg", SCIPY, chlo={"eigh_tridiagonal": f"{ALL}: square", "funm": "cpu: square",
+                                    "solve_sylvester": "cpu: square"})
 without("scipy.linalg", {
     "qr_multiply": "Q's signs are not unique and the product keeps them; no sign-free reduction specified yet",
     "rsf2csf": "the complex Schur form is not unique (a unitary diagonal's phases); not yet specified",

@@ -60,6 +60,13 @@ REFS = {
 DOMAIN = {"log1mexp": "positive"}
 EDGES = {"log1mexp": (0.0, -1.0)}
 
+#: The census's chlo ops per function (JAX #15608), measured on jax 0.12.0.1 (farm.catalog.api.chlo_limitations).
+CHLO = {
+    'gelu:erf': 'cpu,cuda,rocm,tpu: erfc',
+    'squareplus': 'cpu,cuda,rocm,tpu: square',
+    'standardize': 'cpu,cuda,rocm,tpu: square',
+}
+
 SPECS = [spec(n, DOMAIN.get(n, "real"), dtypes=HALF, reference=r, edge_values=EDGES.get(n, ()))
          for n, r in REFS.items()]
 SPECS += [
@@ -80,7 +87,7 @@ SPECS += [
          variants=({}, {"is_causal": True}), reference=_attention, edge=False),
 ]
 
-declare(LABEL, SPECS)
+declare(LABEL, SPECS, chlo=CHLO)
 
 without(LABEL, {
     "scaled_matmul": "block-scaled (microscaling) matmul: needs cuDNN's scale layout, no NumPy twin; not yet specified",

@@ -28,6 +28,29 @@ ELEMENTWISE = {  # name: (operand domains, domain edges)
     "fresnel": (("real",), ()), "sici": (("positive",), ()),
 }
 
+#: The census's chlo ops per function (JAX #15608), measured on jax 0.12.0.1 (farm.catalog.api.chlo_limitations).
+CHLO = {
+    'dawsn': 'cpu,cuda,rocm,tpu: square',
+    'digamma': 'cpu,cuda,rocm,tpu: digamma',
+    'erf': 'cpu,cuda,rocm,tpu: erf',
+    'erfc': 'cpu,cuda,rocm,tpu: erfc',
+    'erfcx': 'cpu,cuda,rocm,tpu: square',
+    'erfinv': 'cpu,cuda,rocm,tpu: erf_inv',
+    'exp1': 'cuda,rocm: scan',
+    'expi': 'cuda,rocm: scan',
+    'expn': 'cuda,rocm: scan',
+    'spence': 'cuda,rocm: scan',
+    'sph_harm_y': 'cuda,rocm: scan',
+    'hyp2f1': 'cpu,cuda,rocm,tpu: digamma',
+    'i1': 'cpu,cuda,rocm,tpu: bessel_i1e',
+    'i1e': 'cpu,cuda,rocm,tpu: bessel_i1e',
+    'log_ndtr': 'cpu,cuda,rocm,tpu: erf erfc square',
+    'ndtr': 'cpu,cuda,rocm,tpu: erf erfc',
+    'owens_t': 'cpu,cuda,rocm,tpu: atan erf erfc square',
+    'owens_t@empty': '',
+    'zeta': 'cpu,cuda,rocm,tpu: zeta',
+}
+
 SPECS = [spec(n, *doms, edge_values=edges) for n, (doms, edges) in ELEMENTWISE.items()]
 SPECS += [
     spec("expn", "count:int32", "positive"),
@@ -48,5 +71,5 @@ SPECS += [
     spec("log_softmax", kind="reduction", variants=({}, {"axis": 0})),
 ]
 
-declare(LABEL, SPECS)
+declare(LABEL, SPECS, chlo=CHLO)
 without(LABEL, {})

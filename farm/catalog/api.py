@@ -139,7 +139,7 @@ def operand(domain: str, shape: tuple[int, ...], dtype: str) -> CustomArg:
         if domain == "index":
             return rng.integers(0, 3, shape).astype(np.int32)
         if dtype == "bool" or domain == "bool":
-            return (rng.integers(0, 2, shape) == 1).astype(dt)
+            return rng.integers(0, 2, shape) == 1
         if dtype in INTEGER:
             lo, hi = {"positive": (1, 20), "count": (0, 9), "prob": (0, 1), "unit": (-1, 1),
                       "small": (-3, 3)}.get(domain, (-50, 50))
@@ -152,7 +152,7 @@ def operand(domain: str, shape: tuple[int, ...], dtype: str) -> CustomArg:
             x = x + 1j * _reals(domain if domain not in ("spd", "matrix", "sorted") else "real", rng, shape)
         return np.asarray(x).astype(dt)
 
-    fixed = {"index": "int32", "key": "uint32"}.get(domain, dtype)
+    fixed = {"index": "int32", "key": "uint32", "bool": "bool"}.get(domain, dtype)
     return CustomArg(f"api:{domain}" + (f"{KEY}" if domain == "key" else ""), make, tuple(shape), fixed)
 
 
@@ -213,6 +213,8 @@ class Spec:
     edge: bool = True
     edge_values: tuple[float, ...] = ()
     edge_cases: tuple[str, ...] = ()  # only these edge cases (x0, x1..., all); empty: all
+    #: known gaps of the edge-value variants alone, (edge case, limitation) pairs
+    edge_limitations: tuple[tuple[str, Limitation], ...] = ()
     empty: bool = True
     cases: tuple[str, ...] = ()  # only these cases (main, empty, one, broadcast, s1...); empty: all
     tag: str = ""  # tells apart two specs of one function (in the harness key's params)
@@ -270,10 +272,45 @@ def _operand_dtype(op: str, dtype: str) -> tuple[str, str]:
     return domain, fixed or dtype
 
 
-def declare(label: str, specs: Iterable[Spec], *, limitations: Iterable[Limitation] = ()) -> list[Harness]:
+#: The jax versions the census data of the harness modules (``CHLO``) was measured on.
+CHLO_MEASURED = "~=0.12.0"
+
+
+def chlo_limitations(s: Spec, dtype: str, case: str, chlo: Mapping[str, str]) -> tuple[Limitation, ...]:
+    """The census's known failures of a harness of spec ``s``, from its module's measured data:
+    ``{key: "platform,...: op op; ..."}``, the non-StableHLO ``chlo`` ops its lowering for each
+    platform holds (JAX #15608), measured by ``farm sweep``'s census on ``CHLO_MEASURED``; a
+    key is the function's name, with ``:tag`` (a spec's tag), ``/dtype`` and ``@case`` (``empty``,
+    ``edge``...) where they differ, the most specific first; ``""``: none. A forward scan
+    (``chlo.scan``) for cuda and rocm also aborts XLA:CPU's compiler in crossexec
+    (``SCAN_ABORTS_CPU``: that record runs apart)."""
+    from farm.catalog.harness import SCAN_ABORTS_CPU  # noqa: PLC0415  (beside Limitation)
+    from farm.catalog.known import CHLO_URL  # noqa: PLC0415
+
+    names = ([f"{s.name}:{s.tag}"] if s.tag else []) + [s.name]
+    keys = [k for n in names for k in (f"{n}/{dtype}@{case}", f"{n}@{case}", f"{n}/{dtype}", n)]
+    text = next((chlo[k] for k in keys if k in chlo), "")
+    out: list[Limitation] = []
+    for part in filter(None, (p.strip() for p in text.split(";"))):
+        plats, _, ops = part.partition(":")
+        platforms = tuple(p.strip() for p in plats.split(","))
+        ops_ = sorted(ops.split())
+        alt = "|".join(ops_)
+        out.append(Limitation(f"{s.name} lowers to {', '.join('chlo.' + o for o in ops_)}, which crosses the plugin "
+                              f"boundary ({CHLO_URL})", platforms=platforms, stage="census",
+                              error=rf"CensusViolation: crosses the plugin boundary: chlo\.(?:{alt})(?:, chlo\.(?:{alt}))*",
+                              jax=CHLO_MEASURED))
+        if "scan" in ops_ and set(platforms) & {"cuda", "rocm"}:
+            out.append(SCAN_ABORTS_CPU)
+    return tuple(dict.fromkeys(out))
+
+
+def declare(label: str, specs: Iterable[Spec], *, limitations: Iterable[Limitation] = (),
+            chlo: Mapping[str, str] | None = None) -> list[Harness]:
     """Every spec of ``label`` expanded into harnesses of the ``api`` catalog (family and group
-    ``label``, primitive the function's name); ``limitations``: the module's own, on each."""
-    shared = tuple(limitations)
+    ``label``, primitive the function's name); ``limitations``: the module's own, on each;
+    ``chlo``: the module's measured census data (``chlo_limitations``)."""
+    base = tuple(limitations)
     out: list[Harness] = []
     for s in specs:
         fn, ref = _resolve(label, s)
@@ -283,6 +320,7 @@ def declare(label: str, specs: Iterable[Spec], *, limitations: Iterable[Limitati
             cases = cases if d == 0 else cases[:1]
             for case, shapes in cases:
                 variants = s.variants if (d == 0 and case == "main") else s.variants[:1]
+                shared = base + chlo_limitations(s, dtype, case, chlo or {})
                 for v in variants:
                     kw = dict(v)
                     args = [operand(dom, sh, dt) for (dom, dt), sh in
@@ -294,7 +332,7 @@ def declare(label: str, specs: Iterable[Spec], *, limitations: Iterable[Limitati
                         limitations=s.limitations + shared, tol=s.tol, catalog=CATALOG,
                         source=f"{labels()[label]}.{s.name}", shapes=shapes))
             if s.edge and (dtype in FLOAT or dtype in INTEGER) and s.kind != "custom":
-                out += _edges(label, s, fn, dtype, shared)
+                out += _edges(label, s, fn, dtype, base + chlo_limitations(s, dtype, "edge", chlo or {}))
     return out
 
 
@@ -318,8 +356,20 @@ def _edges(label: str, s: Spec, fn: Callable[..., Any], dtype: str, shared: tupl
         out.append(define(
             label, s.name, _bind(s.call, fn, kw), list(args), dtype=dtype, group=label,
             params={**kw, **({"v": s.tag} if s.tag else {}), "edge": case}, reference=None,
-            limitations=s.limitations + shared, tol=s.tol, catalog=CATALOG, source=f"{labels()[label]}.{s.name}"))
+            limitations=s.limitations + tuple(lim for c, lim in s.edge_limitations if c == case) + shared, tol=s.tol, catalog=CATALOG, source=f"{labels()[label]}.{s.name}"))
     return out
+
+
+# ---- JAX's documented gaps that several modules meet ---------------------------------------
+
+#: jnp.linalg.eig (and what calls it: eigvals, roots) runs on CPU and GPU only: no TPU lowering, and
+#: the GPU kernels (cuhybrid_eig_*, hiphybrid_eig_*) are custom calls without a compatibility
+#: guarantee, which jax.export refuses (https://docs.jax.dev/en/latest/_autosummary/jax.numpy.linalg.eig.html:
+#: "only implemented on CPU and GPU"; the farm's linalg family declares the same gaps).
+EIG = (Limitation("no eig lowering for tpu (jnp.linalg.eig: CPU and GPU only)", platforms=("tpu",), stage="lower",
+                  error="NotImplementedError"),
+       Limitation("cuda/rocm eig lowers to cuhybrid_eig_*/hiphybrid_eig_*, custom calls without a compatibility "
+                  "guarantee: not exportable", platforms=("cuda", "rocm"), stage="export", error="UnguaranteedCustomCall"))
 
 
 # ---- coverage ---------------------------------------------------------------------------
