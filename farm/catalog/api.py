@@ -283,7 +283,7 @@ def chlo_limitations(s: Spec, dtype: str, case: str, chlo: Mapping[str, str]) ->
     key is the function's name, with ``:tag`` (a spec's tag), ``/dtype`` and ``@case`` (``empty``,
     ``edge``...) where they differ, the most specific first; ``""``: none. A forward scan
     (``chlo.scan``) for cuda and rocm also aborts XLA:CPU's compiler in crossexec
-    (``SCAN_ABORTS_CPU``: that record runs apart)."""
+    (``SCAN_ABORTS_CPU``: that record runs apart) unless the data says the module ``(compiles)``."""
     from farm.catalog.harness import SCAN_ABORTS_CPU  # noqa: PLC0415  (beside Limitation)
     from farm.catalog.known import CHLO_URL  # noqa: PLC0415
 
@@ -292,7 +292,7 @@ def chlo_limitations(s: Spec, dtype: str, case: str, chlo: Mapping[str, str]) ->
     text = next((chlo[k] for k in keys if k in chlo), "")
     out: list[Limitation] = []
     for part in filter(None, (p.strip() for p in text.split(";"))):
-        plats, _, ops = part.partition(":")
+        plats, _, ops = part.split("(")[0].partition(":")
         platforms = tuple(p.strip() for p in plats.split(","))
         ops_ = sorted(ops.split())
         alt = "|".join(ops_)
@@ -300,7 +300,7 @@ def chlo_limitations(s: Spec, dtype: str, case: str, chlo: Mapping[str, str]) ->
                               f"boundary ({CHLO_URL})", platforms=platforms, stage="census",
                               error=rf"CensusViolation: crosses the plugin boundary: chlo\.(?:{alt})(?:, chlo\.(?:{alt}))*",
                               jax=CHLO_MEASURED))
-        if "scan" in ops_ and set(platforms) & {"cuda", "rocm"}:
+        if "scan" in ops_ and set(platforms) & {"cuda", "rocm"} and "compiles" not in text:
             out.append(SCAN_ABORTS_CPU)
     return tuple(dict.fromkeys(out))
 
@@ -338,7 +338,10 @@ def declare(label: str, specs: Iterable[Spec], *, limitations: Iterable[Limitati
 
 def _bind(call: Callable[..., Any], f: Callable[..., Any], kw: dict[str, Any]) -> Callable[..., Any]:
     def bound(*a: Any) -> Any:
-        return call(f, *a, **kw)
+        out = call(f, *a, **kw)
+        # a named tuple (jnp.unique_counts's, linalg's results) as a plain one: jax.export serializes
+        # only pytree nodes registered for it (export.register_namedtuple_serialization), as documented
+        return tuple(out) if isinstance(out, tuple) and hasattr(out, "_fields") else out
     bound.__qualname__ = f"{getattr(f, '__module__', '')}.{getattr(f, '__qualname__', f)}"
     return bound
 
