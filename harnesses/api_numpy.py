@@ -171,8 +171,13 @@ BINARY = {  # name: (operand domains, dtypes)
     "bitwise_left_shift": (("real", "count"), ("int32",)), "bitwise_right_shift": (("real", "count"), ("int32",)),
     "gcd": (("real", "real"), ("int32",)), "lcm": (("real", "small"), ("int32",)),
 }
+#: Found by this catalog (docs/repros/gcd_int_min_hangs.py): jnp.gcd(x, INT_MIN) loops forever for
+#: x >= 0 (|INT_MIN| is INT_MIN: its while loop swaps the pair back each time), and lcm calls
+#: gcd. A hang is a timeout, which no Limitation can expect, and costs the sweep two time
+#: limits per harness: their edge values leave INT_MIN out (the repro keeps the finding).
+NO_EDGE = {"gcd", "lcm"}
 for name, (doms, dts) in BINARY.items():
-    SPECS.append(spec(name, *doms, dtypes=dts, edge_limitations=EDGE_LIMITS.get(name, ())))
+    SPECS.append(spec(name, *doms, dtypes=dts, edge=name not in NO_EDGE, edge_limitations=EDGE_LIMITS.get(name, ())))
 SPECS += [
     spec("ldexp", "real", "small:int32", dtypes=("float32",)),
     spec("add", "real", "real", dtypes=("int32",), tag="int", cases=("main", "broadcast")),
@@ -435,12 +440,14 @@ SPECS += [
          if f.__module__.startswith("jax") else f(m, x), reference=padded(np.compress, 9, 0.0), **C),
     spec("unique", "count:int32", shapes=(((20,),),), call=lambda f, x: f(x, size=12, fill_value=-1)
          if f.__module__.startswith("jax") else f(x), reference=padded(np.unique, 12, -1), **C),
+    # NumPy 2.3+'s unique_values and unique_inverse leave the order unspecified (hash-based); jnp's is sorted
     spec("unique_values", "count:int32", shapes=(((20,),),), call=lambda f, x: f(x, size=12, fill_value=-1)
-         if f.__module__.startswith("jax") else f(x), reference=padded(np.unique_values, 12, -1), **C),
+         if f.__module__.startswith("jax") else f(x), reference=padded(lambda x: np.sort(np.unique_values(x)), 12, -1),
+         **C),
     spec("unique_counts", "count:int32", shapes=(((20,),),), call=lambda f, x: f(x, size=12, fill_value=-1)
          if f.__module__.startswith("jax") else f(x), reference=lambda x: _unique_counts(x), **C),
     spec("unique_inverse", "count:int32", shapes=(((20,),),), call=lambda f, x: f(x, size=12, fill_value=-1)[1]
-         if f.__module__.startswith("jax") else f(x)[1], reference=lambda x: np.unique_inverse(x)[1], **C),
+         if f.__module__.startswith("jax") else f(x)[1], reference=lambda x: np.unique(x, return_inverse=True), **C),
     spec("unique_all", "count:int32", shapes=(((20,),),), call=lambda f, x: (lambda r: (r.values, r.counts))(
          f(x, size=12, fill_value=-1)) if f.__module__.startswith("jax") else f(x),
          reference=lambda x: _unique_counts(x), **C),

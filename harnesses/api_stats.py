@@ -42,7 +42,8 @@ for dist, (x, params, *call) in DISTS.items():
             continue
         first = "prob" if fn in ("ppf", "isf") else x
         kw = {"call": call[0]} if call else {}
-        specs.append(spec(fn, first, *params, cases=("main",), edge_cases=("x0",), **kw))
+        # edge values off, as for scipy.special (docs/api.md: not yet triaged)
+        specs.append(spec(fn, first, *params, cases=("main",), edge=False, **kw))
     declare(label, specs, chlo=CHLO.get(dist, {}))
 
 C = dict(kind="custom", edge=False)

@@ -198,3 +198,19 @@ def test_a_few_api_harnesses_through_the_real_pipeline(harnesses) -> None:
         bad = [(r.stage, r.platform, r.status, r.error) for r in out.records
                if r.status not in ("ok", "skipped", "expected_fail", "not_runnable_here")]
         assert not bad, (h.name, bad)
+
+
+def test_census_data_becomes_limitations_by_the_most_specific_key() -> None:
+    from farm.catalog import SCAN_ABORTS_CPU
+
+    data = {"f": "cpu,cuda,rocm,tpu: erf square", "f@empty": "", "f:alt": "cuda,rocm: scan",
+            "g": "cuda,rocm: scan (compiles on cpu: no abort)", "h/complex64": "tpu: conj"}
+    (lim,) = api.chlo_limitations(api.spec("f"), "float32", "main", data)
+    assert lim.stage == "census" and lim.platforms == ("cpu", "cuda", "rocm", "tpu")
+    assert lim.expects("fail", "CensusViolation", "crosses the plugin boundary: chlo.erf, chlo.square")
+    assert not lim.expects("fail", "CensusViolation", "crosses the plugin boundary: chlo.erf, chlo.tan")
+    assert api.chlo_limitations(api.spec("f"), "float32", "empty", data) == ()
+    assert SCAN_ABORTS_CPU in api.chlo_limitations(api.spec("f", tag="alt"), "float32", "main", data)
+    assert SCAN_ABORTS_CPU not in api.chlo_limitations(api.spec("g"), "float32", "main", data)
+    assert api.chlo_limitations(api.spec("h"), "float32", "main", data) == ()
+    assert api.chlo_limitations(api.spec("h"), "complex64", "main", data)[0].platforms == ("tpu",)

@@ -147,6 +147,9 @@ def operand(domain: str, shape: tuple[int, ...], dtype: str) -> CustomArg:
                 return np.sort(_ints(rng, lo, hi, shape, dt), axis=-1)
             out = _ints(rng, lo, hi, shape, dt)
             return np.where(out == 0, 1, out).astype(dt) if domain == "nonzero" else out
+        if dtype in COMPLEX and domain == "spd" and len(shape) >= 2:  # Hermitian positive definite
+            a = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+            return (a @ np.swapaxes(a, -1, -2).conj() + shape[-1] * np.eye(shape[-1])).astype(dt)
         x = _reals(domain, rng, shape)
         if dtype in COMPLEX:
             x = x + 1j * _reals(domain if domain not in ("spd", "matrix", "sorted") else "real", rng, shape)
