@@ -95,7 +95,7 @@ CHLO = {
     'cumulative_sum': 'cuda,rocm: scan',
     'nancumsum': 'cuda,rocm: scan',
     'flatnonzero': 'cuda,rocm: scan',
-    'insert': 'cuda,rocm: scan (compiles on cpu: no abort)',
+    'insert': 'cuda,rocm: scan (no abort: it compiles on cpu)',
     'intersect1d': 'cuda,rocm: scan',
     'nonzero': 'cuda,rocm: scan',
     'place': 'cuda,rocm: scan',

@@ -286,7 +286,7 @@ def chlo_limitations(s: Spec, dtype: str, case: str, chlo: Mapping[str, str]) ->
     key is the function's name, with ``:tag`` (a spec's tag), ``/dtype`` and ``@case`` (``empty``,
     ``edge``...) where they differ, the most specific first; ``""``: none. A forward scan
     (``chlo.scan``) for cuda and rocm also aborts XLA:CPU's compiler in crossexec
-    (``SCAN_ABORTS_CPU``: that record runs apart) unless the data says the module ``(compiles)``."""
+    (``SCAN_ABORTS_CPU``: that record runs apart) unless the data says ``(no abort)``."""
     from farm.catalog.harness import SCAN_ABORTS_CPU  # noqa: PLC0415  (beside Limitation)
     from farm.catalog.known import CHLO_URL  # noqa: PLC0415
 
@@ -303,7 +303,7 @@ def chlo_limitations(s: Spec, dtype: str, case: str, chlo: Mapping[str, str]) ->
                               f"boundary ({CHLO_URL})", platforms=platforms, stage="census",
                               error=rf"CensusViolation: crosses the plugin boundary: chlo\.(?:{alt})(?:, chlo\.(?:{alt}))*",
                               jax=CHLO_MEASURED))
-        if "scan" in ops_ and set(platforms) & {"cuda", "rocm"} and "compiles" not in text:
+        if "scan" in ops_ and set(platforms) & {"cuda", "rocm"} and "no abort" not in text:
             out.append(SCAN_ABORTS_CPU)
     return tuple(dict.fromkeys(out))
 
@@ -332,6 +332,8 @@ def declare(label: str, specs: Iterable[Spec], *, limitations: Iterable[Limitati
                     out.append(define(
                         label, s.name, _bind(call, fn, kw), args, dtype=dtype, group=label, params=params,
                         reference=None if ref is None else _bind(call, ref, kw), invariant=s.invariant,
+                        # against a reference, values (integers stay exact): jnp.mean of int32 is float32
+                        compare="allclose" if ref is not None else None,
                         limitations=s.limitations + shared, tol=s.tol, catalog=CATALOG,
                         source=f"{labels()[label]}.{s.name}", shapes=shapes))
             if s.edge and (dtype in FLOAT or dtype in INTEGER) and s.kind != "custom":
