@@ -76,6 +76,7 @@ CHLO = {
     'arctan': 'cpu,cuda,rocm,tpu: atan',
     'atanh': 'cpu,cuda,rocm,tpu: atanh',
     'arctanh': 'cpu,cuda,rocm,tpu: atanh',
+    'top_k': 'cpu,cuda,rocm,tpu: top_k',
     'argpartition': 'cpu,cuda,rocm,tpu: top_k',
     'partition': 'cpu,cuda,rocm,tpu: top_k',
     'cosh': 'cpu,cuda,rocm,tpu: cosh',
@@ -252,6 +253,10 @@ SPECS += [
          call=lambda f, x: f(x, 2)[..., 2]),  # the kth element: the only unique part
     spec("argpartition", "real", kind="custom", shapes=(((7,),), (MAIN,)), edge=False,
          call=lambda f, x: f(x, 2)[..., 2]),
+    # NumPy has no top_k: its k largest along the last axis, by a stable descending sort
+    spec("top_k", "real", kind="custom", shapes=(((9,),), (MAIN,)), edge=False, call=lambda f, x: f(x, 2),
+         reference=lambda x, k: (np.take_along_axis(x, np.argsort(-x, -1, kind="stable")[..., :k], -1),
+                                 np.argsort(-x, -1, kind="stable")[..., :k])),
     spec("lexsort", "small", "small", kind="custom", shapes=(((9,), (9,)),), edge=False,
          call=lambda f, a, b: f((a, b))),
 ]

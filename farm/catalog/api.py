@@ -301,7 +301,7 @@ def chlo_limitations(s: Spec, dtype: str, case: str, chlo: Mapping[str, str]) ->
         alt = "|".join(ops_)
         out.append(Limitation(f"{s.name} lowers to {', '.join('chlo.' + o for o in ops_)}, which crosses the plugin "
                               f"boundary ({CHLO_URL})", platforms=platforms, stage="census",
-                              error=rf"CensusViolation: crosses the plugin boundary: chlo\.(?:{alt})(?:, chlo\.(?:{alt}))*",
+                              error=rf"CensusViolation: crosses the plugin boundary: chlo\.(?:{alt})(?:, chlo\.(?:{alt}))*$",
                               jax=CHLO_MEASURED))
         if "scan" in ops_ and set(platforms) & {"cuda", "rocm"} and "no abort" not in text:
             out.append(SCAN_ABORTS_CPU)
@@ -420,9 +420,7 @@ def coverage(harnesses: Sequence[Harness] | None = None,
         modules = {lab: importlib.import_module(path) for lab, path in labels().items()}
     out = []
     for lab, mod in modules.items():
-        names = public(mod)
-        if lab == "scipy.stats":  # the distributions are labels of their own
-            names = tuple(n for n in names)
+        names = public(mod)  # scipy.stats: its functions; each distribution is a label of its own
         covered = tuple(n for n in names if n in have.get(lab, ()))
         missing = tuple((n, WITHOUT.get(lab, {}).get(n, NOT_IN_CATALOG)) for n in names if n not in covered)
         out.append(ModuleCoverage(lab, getattr(mod, "__name__", lab), names, covered, missing))

@@ -65,11 +65,7 @@ def load(catalog: str = "farm", modules: Iterable[str] = (), jax_repo: str | Non
         _LOADED.add("pallas")
     if catalog == "api" and "api" not in _LOADED:
         for mod in API_MODULES:
-            try:
-                importlib.import_module(mod)
-            except ModuleNotFoundError as e:
-                if e.name != mod:
-                    raise
+            importlib.import_module(mod)
         _LOADED.add("api")
     if catalog == "shape_poly":
         if shape_poly.stale(jax_repo):  # not read yet, or read from another repository
