@@ -215,3 +215,17 @@ def test_census_data_becomes_limitations_by_the_most_specific_key() -> None:
     assert SCAN_ABORTS_CPU not in api.chlo_limitations(api.spec("g"), "float32", "main", data)
     assert api.chlo_limitations(api.spec("h"), "float32", "main", data) == ()
     assert api.chlo_limitations(api.spec("h"), "complex64", "main", data)[0].platforms == ("tpu",)
+
+
+def test_a_crossexec_run_apart_finds_its_harness_whose_name_begins_another(harnesses) -> None:
+    """jnp.cumsum_float32_7x3 is the start of jnp.cumsum_float32_7x3_axis=0: the separate process
+    of its aborting cuda crossexec (farm.pipeline.apart) must find that one harness, by its exact
+    name, and die as expected (not report it missing)."""
+    from farm.pipeline import run_harness
+    from farm.results import Options
+
+    h = _one(harnesses, "jnp.cumsum_float32_7x3")
+    assert any(o.name.startswith(h.name + "_") for o in harnesses)
+    out = run_harness(h, Options(platforms=("cpu", "cuda"), repeats=1))
+    (cx,) = [r for r in out.records if r.stage == "crossexec" and r.platform == "cuda"]
+    assert cx.status == "expected_fail" and cx.facts.get("apart"), (cx.status, cx.error)
