@@ -29,10 +29,13 @@ FARM_FAMILIES: tuple[str, ...] = (
 )
 
 
-CATALOGS = ("farm", "upstream", "shape_poly", "pallas", "all")
+CATALOGS = ("farm", "upstream", "shape_poly", "pallas", "api", "all")
 #: Modules of the ``pallas`` catalog: the kernels shipped in the jax wheel, the farm's own, and every lax
 #: primitive inside a kernel (family ``pallas_prims``).
 PALLAS_MODULES: tuple[str, ...] = ("harnesses.pallas_ops", "harnesses.pallas", "harnesses.pallas_prims")
+#: Modules of the ``api`` catalog: one per api module of jax (``farm.catalog.api``, docs/api.md).
+API_MODULES: tuple[str, ...] = tuple(f"harnesses.api_{m}" for m in (
+    "numpy", "linalg", "fft", "special", "stats", "signal", "nn", "random"))
 
 
 def load(catalog: str = "farm", modules: Iterable[str] = (), jax_repo: str | None = None) -> list[Harness]:
@@ -62,6 +65,10 @@ def load(catalog: str = "farm", modules: Iterable[str] = (), jax_repo: str | Non
         for mod in PALLAS_MODULES:
             importlib.import_module(mod)
         _LOADED.add("pallas")
+    if catalog == "api" and "api" not in _LOADED:
+        for mod in API_MODULES:
+            importlib.import_module(mod)
+        _LOADED.add("api")
     if catalog == "shape_poly":
         if shape_poly.stale(jax_repo):  # not read yet, or read from another repository
             _REGISTRY.pop("shape_poly", None)

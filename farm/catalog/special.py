@@ -49,7 +49,8 @@ def pair_args(x_dtype: str, y_dtype: str | None = None) -> tuple[CustomArg, Cust
 
 
 #: Where a function's derivative is tiny but representable, past the point its value rounds to
-#: its limit (logistic(x) is 1.0 in float32 from x ≈ 17, tanh(x) from x ≈ 9): a derivative computed from the rounded value (``ans * (1 - ans)``) is 0 there.
+#: its limit (logistic(x) is 1.0 in float32 from x ≈ 17, tanh(x) from x ≈ 9): a derivative
+#: computed from the rounded value (``ans * (1 - ans)``) is 0 there.
 #: Random normal inputs never reach it.
 SATURATING = {"float32": (5.0, 9.0, 12.0, 17.0, 20.0, 30.0)}
 
@@ -59,3 +60,57 @@ def saturating_arg(dtype: str) -> CustomArg:
     mags = np.array(SATURATING[dtype])
     v = np.concatenate([-mags[::-1], mags]).astype(np_dtype(dtype))
     return CustomArg(f"saturating:{dtype}", lambda rng: v.copy(), v.shape, dtype)
+
+
+def ordinary(dtype: str, n: int) -> np.ndarray:
+    """``n`` ordinary values of ``dtype`` (no special value among them): what the other
+    operands hold while one holds the special values."""
+    if dtype == "bool":
+        return np.arange(n) % 2 == 0
+    if dtype in INTEGER:
+        return (np.arange(n) % 5 + 1).astype(np_dtype(dtype))
+    return np.linspace(0.25, 2.5, n).astype(np_dtype(dtype))
+
+
+def operand_sets(dtypes: list[str] | tuple[str, ...], extra: tuple[float, ...] = ()
+                 ) -> list[tuple[str, tuple[CustomArg, ...]]]:
+    """Edge-value operands for a function of ``len(dtypes)`` operands: (case, arguments) with
+    each operand holding every special value of its dtype (plus ``extra``: the function's
+    own domain edges, poles and branch points) while the others hold ordinary values
+    (case ``"x0"``, ``"x1"``...), and, for two or more operands, all of them together (case
+    ``"all"``: every pair for two operands, the same values in each for more)."""
+    vals = [_with(values(d), extra, d) for d in dtypes]
+    out: list[tuple[str, tuple[CustomArg, ...]]] = []
+    if len(dtypes) == 1:
+        v = vals[0]
+        return [("x0", (CustomArg(f"special:{dtypes[0]}:{extra}", lambda rng: v.copy(), v.shape, dtypes[0]),))]
+    for i, d in enumerate(dtypes):
+        n = vals[i].size
+        arrays = [vals[i] if j == i else ordinary(dj, n) for j, dj in enumerate(dtypes)]
+        out.append((f"x{i}", tuple(CustomArg(f"special_alone:{i}:{dj}:{extra}", lambda rng, a=a: a.copy(), a.shape, dj)
+                                   for dj, a in zip(dtypes, arrays))))
+    if len(dtypes) == 2:
+        a, b = vals
+        xs, ys = np.repeat(a, b.size), np.tile(b, a.size)
+        out.append(("all", (CustomArg(f"special_pairs:{dtypes[0]}:{dtypes[1]}:{extra}:x", lambda rng: xs.copy(), xs.shape,
+                                      dtypes[0]),
+                            CustomArg(f"special_pairs:{dtypes[0]}:{dtypes[1]}:{extra}:y", lambda rng: ys.copy(), ys.shape,
+                                      dtypes[1]))))
+    else:
+        n = min(v.size for v in vals)
+        out.append(("all", tuple(CustomArg(f"special_all:{d}:{extra}", lambda rng, a=v[:n]: a.copy(), (n,), d)
+                                 for d, v in zip(dtypes, vals))))
+    return out
+
+
+def _with(v: np.ndarray, extra: tuple[float, ...], dtype: str) -> np.ndarray:
+    """The special values with a function's own edges appended (those the dtype holds)."""
+    if not extra or dtype == "bool":
+        return v
+    dt = np_dtype(dtype)
+    if dtype in INTEGER:
+        info = np.iinfo(dt)
+        add = [int(e) for e in extra if float(e).is_integer() and info.min <= e <= info.max]
+    else:
+        add = list(extra)
+    return np.concatenate([v, np.array(add, dtype=np.float64).astype(dt)]) if add else v

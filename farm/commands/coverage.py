@@ -40,8 +40,15 @@ def run(args: argparse.Namespace) -> int:
         from farm.pipeline.symbolic import census  # noqa: PLC0415  (draws arguments: jax)
 
         symbolic = census(harnesses)
+    api_rows = None
+    if args.catalog == "api":  # per jax module: its public callables against the harnesses
+        from farm.catalog import api  # noqa: PLC0415  (imports jax's modules to introspect them)
+
+        api_rows = api.coverage()  # the whole catalog, whatever the filters select
     if args.format == "md":
         text = to_markdown(cov)
+        if api_rows is not None:
+            text = api.coverage_markdown(api_rows) + "\n" + text
         if verdicts is not None:
             from farm.reference import coverage_markdown  # noqa: PLC0415  (with _verdicts: jax and the rules)
 
@@ -52,6 +59,9 @@ def run(args: argparse.Namespace) -> int:
         data = json.loads(to_json(cov))
         if verdicts is not None:
             data["verdicts"] = verdicts
+        if api_rows is not None:
+            data["api"] = [{"module": r.label, "public": len(r.public), "covered": len(r.covered),
+                            "percent": round(r.percent, 1), "missing": dict(r.missing)} for r in api_rows]
         if symbolic is not None:
             data["symbolic"] = symbolic
         text = json.dumps(data, indent=1) + "\n"

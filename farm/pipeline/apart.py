@@ -73,7 +73,8 @@ def _main(catalog_name: str, name: str, platform: str, repeats: str, where: str)
     from farm.stages import lower, trace
 
     d = Path(where)
-    found = catalog.select(catalog.Filters(catalog=catalog_name, name=(name,)))
+    # the exact name: the name filter matches substrings (cumsum_float32_7x3 is in cumsum_float32_7x3_axis=0)
+    found = [h for h in catalog.select(catalog.Filters(catalog=catalog_name, name=(name,))) if h.name == name]
     if len(found) != 1:  # an error of its own, never a death a limitation could take for the crash
         lost = Record("crossexec", platform, "error", error_type="NotFound",
                       error=f"{name} is not one harness of the {catalog_name} catalog in a separate process")

@@ -1,0 +1,185 @@
+"""``jax.numpy.linalg`` against ``numpy.linalg`` and ``jax.scipy.linalg`` against
+``scipy.linalg``, in float64. A decomposition whose factors are not unique (signs of
+eigenvectors, Q and R, U and V) is judged by what is: its eigenvalues or singular values,
+or the product of its factors (``q @ r``), computed by the same ``call`` on both sides."""
+import numpy as np
+
+from farm.catalog import Limitation
+from farm.catalog.api import EIG, declare, lib, spec, without
+
+SQ = (4, 4)
+C = dict(kind="custom", edge=False)
+#: jax.scipy.linalg.schur and hessenberg (and what is built on schur: funm, sqrtm, solve_sylvester)
+#: have a CPU lowering only (their docstrings: "only implemented on CPU"; on cuda, rocm and tpu
+#: lowering raises NotImplementedError: no MLIR translation rule).
+CPU_ONLY = (Limitation("schur/hessenberg: CPU only (no lowering rule for cuda, rocm, tpu)",
+                       platforms=("cuda", "rocm", "tpu"), stage="lower", error="NotImplementedError"),)
+#: A product of computed factors (q @ r, u s vh, z t z^T) is off by about n * eps * ||A||
+#: (backward stability), above float32's default 1e-6 absolute for these 4x4 matrices of norm ~8.
+FACTORS = (1e-4, 1e-5)
+#: the platforms the census data below names (farm.catalog.api.chlo_limitations: measured on jax 0.12.0.1)
+ALL = "cpu,cuda,rocm,tpu"
+
+
+def _sorted_eigvals(f, a):
+    return lib(f).sort_complex(f(a))
+
+
+def _eig(f, a):
+    return lib(f).sort_complex(f(a)[0])
+
+
+def _eigh(f, a, **kw):
+    w, v = f(a, **kw)
+    return w, (v * w[..., None, :]) @ lib(f).swapaxes(v, -1, -2).conj()
+
+
+def _qr(f, a, **kw):
+    q, r = f(a, **kw)
+    return q @ r
+
+
+def _svd(f, a):
+    u, s, vh = f(a, full_matrices=False)
+    return s, (u * s[..., None, :]) @ vh
+
+
+def _lstsq(f, a, b):
+    return f(a, b, rcond=None)[0]
+
+
+NUMPY = [
+    spec("cholesky", "spd", shapes=((SQ,), ((2, 3, 3),)), dtypes=("float32", "complex64"), **C),
+    spec("cond", "matrix", shapes=((SQ,),), variants=({}, {"p": "fro"}, {"p": 1}), **C),
+    spec("cross", "real", "real", shapes=(((5, 3), (5, 3)),), **C),
+    spec("det", "matrix", shapes=((SQ,), ((2, 3, 3),), ((0, 0),)), dtypes=("float32", "complex64"), **C),
+    spec("diagonal", shapes=(((3, 4),),), **C),
+    spec("eig", "matrix", shapes=((SQ,),), call=_eig, limitations=EIG, **C),
+    spec("eigvals", "matrix", shapes=((SQ,),), call=_sorted_eigvals, limitations=EIG, **C),
+    spec("eigh", "spd", shapes=((SQ,), ((2, 3, 3),)), call=_eigh, tol=FACTORS, dtypes=("float32", "complex64"), **C),
+    spec("eigvalsh", "spd", shapes=((SQ,),), variants=({}, {"UPLO": "U"}), **C),
+    spec("inv", "matrix", shapes=((SQ,), ((2, 3, 3),)), dtypes=("float32", "complex64"), **C),
+    spec("lstsq", "matrix", "real", shapes=((((6, 4)), (6,)), ((6, 4), (6, 2))), call=_lstsq, **C),
+    spec("matmul", "real", "real", shapes=(((2, 3, 4), (4, 5)),), **C),
+    spec("matrix_norm", "real", shapes=(((3, 4),),), variants=({}, {"ord": "nuc"}, {"ord": 1}, {"ord": np.inf},
+                                                             {"ord": 2}, {"ord": -2}), **C),
+    spec("matrix_power", "matrix", shapes=((SQ,),), variants=({"n": 3}, {"n": 0}, {"n": -2}), **C),
+    spec("matrix_rank", "real", shapes=(((4, 6),),), **C),
+    spec("matrix_transpose", shapes=(((2, 3, 4),),), **C),
+    spec("multi_dot", "real", "real", "real", shapes=(((3, 4), (4, 5), (5, 2)),),
+         call=lambda f, a, b, c: f([a, b, c]), **C),
+    spec("norm", "real", shapes=(((6,),), ((3, 4),)), variants=({}, {"ord": 1}, {"ord": np.inf}, {"ord": -np.inf},
+                                                           {"ord": 0}, {"ord": 3}), **C),
+    spec("norm", "real", shapes=(((3, 4),),), tag="matrix", variants=({"ord": "fro"}, {"ord": "nuc"}, {"ord": -1},
+                                                                       {"ord": 2}, {"axis": 1}), **C),
+    spec("outer", "real", "real", shapes=(((5,), (4,)),), **C),
+    spec("pinv", "real", shapes=(((5, 3),), ((3, 5),)), **C),
+    spec("qr", "real", shapes=(((5, 3),), ((3, 5),)), call=_qr, tol=FACTORS, variants=({}, {"mode": "complete"}), **C),
+    spec("qr", "real", shapes=(((5, 3),),), tag="r", call=lambda f, a: lib(f).abs(f(a, mode="r")), **C),
+    spec("slogdet", "matrix", shapes=((SQ,), ((2, 3, 3),)), **C),
+    spec("solve", "matrix", "real", shapes=((SQ, (4,)), (SQ, (4, 2)), ((2, 4, 4), (2, 4, 1))),
+         dtypes=("float32", "complex64"), **C),
+    spec("svd", "matrix", shapes=(((5, 3),), ((2, 3, 4),)), call=_svd, tol=FACTORS, **C),
+    spec("svd", "real", shapes=(((5, 3),),), tag="values", call=lambda f, a: f(a, compute_uv=False), **C),
+    spec("svdvals", "real", shapes=(((5, 3),),), **C),
+    spec("tensordot", "real", "real", shapes=(((2, 3, 4), (3, 4, 2)),), **C),
+    spec("tensorinv", "matrix", shapes=(((6, 2, 3),),), call=lambda f, a: f(a.reshape(6, 6).reshape(6, 2, 3), ind=1),
+         **C),
+    spec("tensorsolve", "matrix", "real", shapes=(((6, 2, 3), (6,)),), **C),
+    spec("trace", "real", shapes=(((3, 4),), ((2, 3, 3),)), **C),
+    spec("vecdot", "real", "real", shapes=(((3, 4), (3, 4)),), **C),
+    spec("vector_norm", "real", shapes=(((3, 4),),), variants=({}, {"ord": 1}, {"ord": np.inf}, {"axis": 0},
+                                                             {"ord": 0}), **C),
+]
+declare("jnp.linalg", NUMPY, chlo={"det/complex64": f"{ALL}: square"})
+without("jnp.linalg", {})
+
+
+def _cho(f, a, **kw):
+    c = f(a, **kw)[0]
+    return lib(f).triu(c) if not kw.get("lower") else lib(f).tril(c)
+
+
+def _cho_solve(f, a, b):
+    return f((lib(f).linalg.cholesky(a), True), b)
+
+
+def _lu_solve(f, a, b):
+    import scipy.linalg as sl
+    factor = (sl if f.__module__.startswith("scipy") else __import__("jax.scipy.linalg").scipy.linalg).lu_factor
+    return f(factor(a), b)
+
+
+def _lu(f, a):
+    p, l, u = f(a)
+    return p @ l @ u, l, u
+
+
+def _schur(f, a):
+    t, z = f(a)
+    return z @ t @ z.T
+
+
+def _hess(f, a):
+    h, q = f(a, calc_q=True)
+    return q @ h @ q.T
+
+
+def _funm(f, a):
+    return f(a, lib(f).sin)
+
+
+SCIPY = [
+    spec("block_diag", "real", "real", shapes=(((2, 3), (3, 2)),), **C),
+    spec("cho_factor", "spd", shapes=((SQ,),), call=_cho, variants=({}, {"lower": True}), **C),
+    spec("cho_solve", "spd", "real", shapes=((SQ, (4, 2)),), call=_cho_solve, **C),
+    spec("cholesky", "spd", shapes=((SQ,),), variants=({}, {"lower": True}), **C),
+    spec("circulant", "real", shapes=(((5,),),), **C),
+    spec("companion", "nonzero", shapes=(((5,),),), **C),
+    spec("convolution_matrix", "real", shapes=(((4,),),), variants=({"n": 5}, {"n": 5, "mode": "same"},
+                                                               {"n": 6, "mode": "valid"}), **C),
+    spec("det", "matrix", shapes=((SQ,),), **C),
+    spec("dft", shapes=(((1,),),), call=lambda f, x, **kw: f(5, **kw), variants=({}, {"scale": "n"}),
+         dtypes=("float32",), **C),
+    spec("eigh", "spd", shapes=((SQ,),), call=_eigh, tol=FACTORS, variants=({}, {"lower": False}), **C),
+    spec("eigh", "spd", shapes=((SQ,),), tag="values", call=lambda f, a: f(a, eigvals_only=True), **C),
+    spec("eigh_tridiagonal", "real", "real", shapes=(((5,), (4,)),), call=lambda f, d, e: f(d, e, eigvals_only=True),
+         **C),
+    spec("expm", "small", shapes=((SQ,), ((2, 3, 3),)), **C),
+    spec("expm_frechet", "small", "small", shapes=((SQ, SQ),), **C),
+    spec("fiedler", "real", shapes=(((5,),),), **C),
+    spec("fiedler_companion", "nonzero", shapes=(((5,),),), **C),
+    spec("funm", "small", shapes=((SQ,),), call=_funm, limitations=CPU_ONLY, **C),
+    spec("hadamard", shapes=(((1,),),), call=lambda f, x: f(8), **C),
+    spec("hankel", "real", "real", shapes=(((4,), (3,)),), **C),
+    spec("helmert", shapes=(((1,),),), call=lambda f, x, **kw: f(5, **kw), variants=({}, {"full": True}), **C),
+    spec("hessenberg", "matrix", shapes=((SQ,),), call=_hess, tol=FACTORS, limitations=CPU_ONLY, **C),
+    spec("hilbert", shapes=(((1,),),), call=lambda f, x: f(5), **C),
+    spec("inv", "matrix", shapes=((SQ,),), **C),
+    spec("invhilbert", shapes=(((1,),),), call=lambda f, x: f(4), **C),
+    spec("invpascal", shapes=(((1,),),), call=lambda f, x, **kw: f(4, **kw), variants=({}, {"kind": "lower"}), **C),
+    spec("leslie", "positive", "prob", shapes=(((4,), (3,)),), **C),
+    spec("lu", "matrix", shapes=((SQ,),), call=_lu, tol=FACTORS, **C),
+    spec("lu_factor", "matrix", shapes=((SQ,),), **C),
+    spec("lu_solve", "matrix", "real", shapes=((SQ, (4, 2)),), call=_lu_solve, **C),
+    spec("pascal", shapes=(((1,),),), call=lambda f, x, **kw: f(5, **kw), variants=({}, {"kind": "upper"}), **C),
+    spec("polar", "matrix", shapes=((SQ,),), **C),
+    spec("qr", "real", shapes=(((5, 3),),), call=_qr, tol=FACTORS, variants=({}, {"mode": "economic"}), **C),
+    spec("schur", "matrix", shapes=((SQ,),), call=_schur, tol=FACTORS, limitations=CPU_ONLY, **C),
+    spec("solve", "matrix", "real", shapes=((SQ, (4, 2)),), variants=({}, {"assume_a": "gen"}), **C),
+    spec("solve", "spd", "real", shapes=((SQ, (4, 2)),), tag="spd", variants=({"assume_a": "pos"}, {"assume_a": "sym"}),
+         **C),
+    spec("solve_sylvester", "matrix", "matrix", "real", shapes=(((3, 3), (2, 2), (3, 2)),), limitations=CPU_ONLY, **C),
+    spec("solve_triangular", "matrix", "real", shapes=((SQ, (4, 2)),),
+         variants=({}, {"lower": True}, {"trans": 1}, {"unit_diagonal": True}), **C),
+    spec("sqrtm", "spd", shapes=((SQ,),), limitations=CPU_ONLY, **C),
+    spec("svd", "real", shapes=(((5, 3),),), tag="values", call=lambda f, a: f(a, compute_uv=False), **C),
+    spec("svd", "matrix", shapes=(((5, 3),),), call=_svd, tol=FACTORS, **C),
+    spec("toeplitz", "real", "real", shapes=(((4,), (3,)),), **C),
+]
+declare("scipy.linalg", SCIPY, chlo={"eigh_tridiagonal": f"{ALL}: square", "funm": "cpu: square",
+                                    "solve_sylvester": "cpu: square"})
+without("scipy.linalg", {
+    "qr_multiply": "Q's signs are not unique and the product keeps them; no sign-free reduction specified yet",
+    "rsf2csf": "the complex Schur form is not unique (a unitary diagonal's phases); not yet specified",
+})

@@ -1,0 +1,91 @@
+"""``jax.scipy.special`` against ``scipy.special`` in float64."""
+import numpy as np
+import scipy.special as sp
+
+from farm.catalog import Limitation
+from farm.catalog.api import MAIN, declare, spec, without
+
+LABEL = "scipy.special"
+
+ELEMENTWISE = {  # name: (operand domains, domain edges)
+    "beta": (("positive", "positive"), (0.0, -1.0)), "betainc": (("positive", "positive", "prob"), (0.0, 1.0)),
+    "betaln": (("positive", "positive"), (0.0,)), "boxcox": (("positive", "small"), (0.0,)),
+    "boxcox1p": (("positive", "small"), (-1.0,)), "dawsn": (("real",), ()), "digamma": (("positive",), (0.0, -1.0)),
+    "entr": (("positive",), (0.0,)), "erf": (("real",), ()), "erfc": (("real",), ()),
+    "erfcinv": (("prob",), (0.0, 2.0, 1.0)), "erfcx": (("real",), ()), "erfinv": (("unit",), (1.0, -1.0)),
+    "exp1": (("positive",), (0.0,)), "expi": (("nonzero",), (0.0,)), "expit": (("real",), ()),
+    "gamma": (("positive",), (0.0, -1.0, -2.0)), "gammainc": (("positive", "positive"), (0.0,)),
+    "gammaincc": (("positive", "positive"), (0.0,)), "gammaln": (("positive",), (0.0, -1.0)),
+    "gammasgn": (("real",), (0.0, -1.0)), "i0": (("real",), ()), "i0e": (("real",), ()), "i1": (("real",), ()),
+    "i1e": (("real",), ()), "kl_div": (("positive", "positive"), (0.0,)), "log_ndtr": (("real",), ()),
+    "loggamma": (("positive",), (0.0,)), "logit": (("prob",), (0.0, 1.0)), "ndtr": (("real",), ()),
+    "ndtri": (("prob",), (0.0, 1.0)), "owens_t": (("real", "real"), ()), "poch": (("positive", "small"), ()),
+    "rel_entr": (("positive", "positive"), (0.0,)), "spence": (("positive",), (0.0, 1.0)),
+    "xlog1py": (("real", "positive"), (-1.0, 0.0)), "xlogy": (("real", "positive"), (0.0,)),
+    "zeta": (("gt1", "positive"), (1.0,)), "hyp1f1": (("small", "positive", "small"), ()),
+    "hyp2f1": (("small", "small", "positive", "unit"), (1.0,)),
+    "factorial": (("count",), ()), "comb": (("count", "count"), ()),
+    "fresnel": (("real",), ()), "sici": (("positive",), ()),
+}
+
+#: The census's chlo ops per function (JAX #15608), measured on jax 0.12.0.1 (farm.catalog.api.chlo_limitations).
+CHLO = {
+    'dawsn': 'cpu,cuda,rocm,tpu: square',
+    'digamma': 'cpu,cuda,rocm,tpu: digamma',
+    'erf': 'cpu,cuda,rocm,tpu: erf',
+    'erfc': 'cpu,cuda,rocm,tpu: erfc',
+    'erfcx': 'cpu,cuda,rocm,tpu: square',
+    'erfinv': 'cpu,cuda,rocm,tpu: erf_inv',
+    'exp1': 'cuda,rocm: scan',
+    'exp1@empty': 'cuda,rocm: scan (no abort: an empty module)',
+    'expi': 'cuda,rocm: scan',
+    'expi@empty': 'cuda,rocm: scan (no abort: an empty module)',
+    'expn': 'cuda,rocm: scan',
+    'expn@empty': 'cuda,rocm: scan (no abort: an empty module)',
+    'spence': 'cuda,rocm: scan',
+    'spence@empty': 'cuda,rocm: scan (no abort: an empty module)',
+    'sph_harm_y': 'cuda,rocm: scan',
+    'hyp2f1': 'cpu,cuda,rocm,tpu: digamma',
+    'i1': 'cpu,cuda,rocm,tpu: bessel_i1e',
+    'i1e': 'cpu,cuda,rocm,tpu: bessel_i1e',
+    'log_ndtr': 'cpu,cuda,rocm,tpu: erf erfc square',
+    'ndtr': 'cpu,cuda,rocm,tpu: erf erfc',
+    'owens_t': 'cpu,cuda,rocm,tpu: atan erf erfc square',
+    'owens_t@empty': '',
+    'zeta': 'cpu,cuda,rocm,tpu: zeta',
+}
+
+#: Found by this catalog (docs/repros/bessel_jn_default_n_iter_nan.py): with the default n_iter=50 the
+#: backward recurrence overflows float32 for |z| <~ 2: NaN.
+BESSEL_JN_NAN = Limitation("bessel_jn's default n_iter=50 overflows float32 for |z| <~ 2: NaN", platforms=("cpu",),
+                           stage="compare", error="elements differ")
+#: The edge-value variants of scipy.special are off: their first sweep (jax 0.12.0.1) had 40-odd
+#: discrepancies with the float64 evaluation at subnormal, zero and largest-finite inputs
+#: (beta, betaln, boxcox, boxcox1p, comb, digamma...), not yet triaged one by one (docs/api.md).
+EDGES = False
+#: the main case and an empty array (size 1 and broadcasting are jnp's: the sweep's time budget)
+CASES = ("main", "empty")
+SPECS = [spec(n, *doms, edge=EDGES, edge_values=edges, cases=CASES) for n, (doms, edges) in ELEMENTWISE.items()]
+SPECS += [
+    spec("expn", "count:int32", "positive", edge=EDGES, cases=CASES),
+    # jax's polygamma takes an integer n only (its docstring); scipy's any real n
+    spec("polygamma", "count:int32", "positive", edge=EDGES, cases=CASES),
+    spec("multigammaln", "gt1", kind="custom", shapes=((MAIN,),), call=lambda f, a: f(a + 1.0, 3), edge=False),
+    spec("bernoulli", kind="custom", shapes=(((1,),),), call=lambda f, x: f(8), edge=False),
+    spec("bessel_jn", "real", kind="custom", shapes=(((9,),),), call=lambda f, z: f(z, v=3)
+         if f.__module__.startswith("jax") else f(z), reference=lambda z: np.stack([sp.jv(k, z) for k in range(4)]),
+         limitations=(BESSEL_JN_NAN,), edge=False),
+    spec("sph_harm_y", "index", "index", "angle", "angle", kind="custom", shapes=(((5,),) * 4,),
+         call=lambda f, n, m, t, p: f(n + 1, m, t, p, n_max=4) if f.__module__.startswith("jax")
+         else f(n + 1, m, t, p), edge=False),
+    spec("wofz", "real", dtypes=("complex64",), cases=("main", "one"), edge=False),
+    spec("logsumexp", kind="reduction", variants=({}, {"axis": -1}, {"axis": 0, "keepdims": True}), edge=EDGES,
+         empty=False),
+    spec("logsumexp", "real", "positive", kind="custom", shapes=((MAIN, MAIN),), tag="b", edge=False,
+         call=lambda f, a, b: f(a, b=b, axis=0)),
+    spec("softmax", kind="reduction", variants=({}, {"axis": 0}), edge=EDGES, empty=False),
+    spec("log_softmax", kind="reduction", variants=({}, {"axis": 0}), edge=EDGES, empty=False),
+]
+
+declare(LABEL, SPECS, chlo=CHLO)
+without(LABEL, {})

@@ -1,0 +1,72 @@
+"""``jax.scipy.stats``: each distribution's functions against ``scipy.stats.<dist>`` in float64,
+and the module's own functions (``mode``, ``rankdata``, ``sem``) against ``scipy.stats``."""
+import importlib
+
+import numpy as np
+import scipy.stats as ss
+
+from farm.catalog.api import MAIN, declare, labels, public, spec, without
+
+#: distribution -> (the domain of x, of q (ppf/isf), the shape parameters' domains, a call
+#: fixing parameters that must be integers)
+DISTS = {
+    "bernoulli": ("index", ("prob",)), "beta": ("prob", ("positive", "positive")),
+    "betabinom": ("count", ("positive", "positive"), lambda f, k, a, b: f(k, 9, a, b)),
+    "binom": ("count", ("prob",), lambda f, k, p: f(k, 9, p)), "cauchy": ("real", ()),
+    "chi2": ("positive", ("positive",)), "expon": ("positive", ()), "gamma": ("positive", ("positive",)),
+    "gennorm": ("real", ("positive",)), "geom": ("count", ("prob",)), "gumbel_l": ("real", ()),
+    "gumbel_r": ("real", ()), "laplace": ("real", ()), "logistic": ("real", ()),
+    "nbinom": ("count", ("positive", "prob")), "norm": ("real", ()), "pareto": ("gt1", ("positive",)),
+    "poisson": ("count", ("positive",)), "t": ("real", ("positive",)),
+    "truncnorm": ("small", (), lambda f, x: f(x, -1.5, 1.2)), "uniform": ("prob", ()),
+    "vonmises": ("angle", ("positive",)), "wrapcauchy": ("positive", ("prob",)),
+}
+
+ALL = "cpu,cuda,rocm,tpu"
+#: The census's chlo ops per distribution and function (JAX #15608), measured on jax 0.12.0.1
+#: (farm.catalog.api.chlo_limitations).
+CHLO = {
+    "cauchy": {f: f"{ALL}: atan" for f in ("cdf", "logcdf", "logsf", "sf")},
+    "norm": {"cdf": f"{ALL}: erf erfc", "sf": f"{ALL}: erf erfc", "logcdf": f"{ALL}: erf erfc square",
+             "logsf": f"{ALL}: erf erfc square", "logpdf": f"{ALL}: square", "pdf": f"{ALL}: square"},
+    "truncnorm": {f: f"{ALL}: erf erfc square" for f in ("cdf", "logcdf", "logpdf", "logsf", "pdf", "sf")},
+    # rankdata's cuda/rocm modules do not abort XLA:CPU: crossexec finds a GPU-only custom call (not runnable here)
+    "": {"mode": "cuda,rocm: scan", "rankdata": "cuda,rocm: scan (no abort)", "rankdata:ordinal": "", "sem": f"{ALL}: square"},
+}
+
+for dist, (x, params, *call) in DISTS.items():
+    label = f"scipy.stats.{dist}"
+    specs = []
+    for fn in public(importlib.import_module(labels()[label])):
+        if fn == "entropy":
+            specs.append(spec(fn, "positive", cases=("main",), edge=False))
+            continue
+        first = "prob" if fn in ("ppf", "isf") else x
+        kw = {"call": call[0]} if call else {}
+        # edge values off, as for scipy.special (docs/api.md: not yet triaged)
+        specs.append(spec(fn, first, *params, cases=("main",), edge=False, **kw))
+    declare(label, specs, chlo=CHLO.get(dist, {}))
+
+C = dict(kind="custom", edge=False)
+
+
+def _dirichlet(f, x, a):
+    x = x / x.sum()
+    return f(x, a)
+
+
+declare("scipy.stats.dirichlet", [
+    spec(fn, "positive", "positive", shapes=(((3,), (3,)),), call=_dirichlet, **C) for fn in ("pdf", "logpdf")])
+declare("scipy.stats.multinomial", [
+    # jax's multinomial takes integer counts only (its docstring); scipy's any
+    spec(fn, "count:int32", "prob", shapes=(((3,), (3,)),), call=lambda f, x, p: f(x, x.sum(), p / p.sum()), **C)
+    for fn in ("pmf", "logpmf")])
+declare("scipy.stats.multivariate_normal", [
+    spec(fn, "real", "real", "spd", shapes=(((5, 3), (3,), (3, 3)),), **C) for fn in ("pdf", "logpdf")])
+declare("scipy.stats", [
+    spec("mode", "count", shapes=((MAIN,),), variants=({"axis": 0}, {"axis": None}), **C),
+    spec("rankdata", "count", shapes=(((9,),), (MAIN,)), variants=({}, {"method": "min"}, {"method": "dense"}), **C),
+    spec("rankdata", "count", shapes=(((9,),),), variants=({"method": "ordinal"},), tag="ordinal", **C),
+    spec("sem", "real", shapes=((MAIN,),), variants=({}, {"axis": None}, {"ddof": 0}), **C),
+], chlo=CHLO[""])
+without("scipy.stats", {})
