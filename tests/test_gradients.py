@@ -104,11 +104,11 @@ def test_the_result_key_changes_with_vjp_and_not_without_it() -> None:
     assert "vjp" not in Options().to_dict()
     assert Options.from_dict(Options(vjp=2).to_dict()).vjp == 2
     # the options digest of a run without --vjp (or --pallas-targets, --check-determinism,
-    # --compositions) is the one a farm without those fields computed
+    # --compositions, --edges) is the one a farm without those fields computed
     before = dataclasses.make_dataclass("Options", [(f.name, f.type, dataclasses.field(default=f.default))
                                                     for f in dataclasses.fields(Options)
                                                     if f.name not in ("vjp", "pallas_targets", "determinism",
-                                                                      "compositions")],
+                                                                      "compositions", "edges")],
                                         frozen=True)
     assert digest.options_digest(Options()) == digest.options_digest(before())
     assert digest.options_digest(Options(vjp=1)) != digest.options_digest(Options())

@@ -97,3 +97,17 @@ def edge_values(h: Harness, jaxpr: Any, rec: Record) -> Record:
                                metrics={**rec.metrics, **v.metrics}, facts={**facts, "reason": why})
     return rec.with_status(v.status, handle=None, error=v.error, error_type="Mismatch" if v.status == "fail" else None,
                            metrics={**rec.metrics, **v.metrics}, facts=facts)
+
+
+def with_finding(rec: Record, again: Record | None, finding: str, covered: int) -> Record:
+    """A variant whose ``covered`` elements a known finding names (``farm.catalog.known``):
+    failing with them and passing without them (``again``) is the finding, ``expected_fail``;
+    still failing without them is news, ``fail`` with both errors; passing with them is ``ok``
+    and says the finding was not seen there (its predicate is wider than where the bug shows on
+    every dtype; the finding's standalone repro says when it is fixed)."""
+    if rec.status == "ok" or again is None:
+        return rec.with_status(rec.status, facts={**rec.facts, "finding_not_seen": finding, "covered": covered})
+    if again.status == "ok":
+        return rec.with_status("expected_fail", facts={**rec.facts, "limitation": finding, "covered": covered})
+    return rec.with_status("fail", error=f"{rec.error}; without the {covered} elements of a known finding "
+                           f"({finding[:80]}...) still: {again.error}"[:1000])

@@ -92,7 +92,7 @@ def test_worker_killed_mid_harness(tmp_path: Path) -> None:
             kill(p)
     assert killed == 1 and p.returncode == 0 and "Traceback" not in err, err[-2000:]
     print(f"worker SIGKILL: {killed} worker killed mid-sweep; the sweep finished")
-    assert_intact(db, "w", 264)
+    assert_intact(db, "w", selected(FAMILY))
 
 
 @pytest.mark.slow(reason="a PostgreSQL connection cut mid-sweep; the sweep carries on")
@@ -104,13 +104,14 @@ def test_database_connection_cut_mid_sweep(pg_url: str) -> None:
     from tests.conftest import PG_ADMIN
 
     dbname = pg_url.rsplit("/", 1)[1]
-    # the whole family (264 harnesses): 52 now run in about a second, and the writer commits
+    # the whole family (271 harnesses): 52 now run in about a second, and the writer commits
     # them in one or two batches, so the sweep was often over before the first cut
+    whole = selected(FAMILY)
     p = start("sweep", "--db", pg_url, *FAMILY, "--name", "pg")
     cuts = 0
     try:
         for target in (6, 20, 34):
-            if wait_for(p, pg_url, target) >= 264 or p.poll() is not None:
+            if wait_for(p, pg_url, target) >= whole or p.poll() is not None:
                 break
             with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
                 cuts += len(conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
@@ -126,7 +127,7 @@ def test_database_connection_cut_mid_sweep(pg_url: str) -> None:
         r = farm("sweep", "--db", pg_url, "--resume", "pg")
         assert r.returncode == 0, r.stderr[-2000:]
     print(f"connection cut: {cuts} backends terminated; sweep exit {p.returncode}")
-    assert_intact(pg_url, "pg", 264)
+    assert_intact(pg_url, "pg", whole)
 
 
 @pytest.mark.slow(reason="two concurrent sweeps and the dashboard on one SQLite file")
@@ -175,8 +176,8 @@ def test_two_sweeps_and_the_dashboard_share_one_sqlite_file(tmp_path: Path) -> N
         assert p.returncode == 0 and "locked" not in err and "Traceback" not in err, err[-2000:]
     assert statuses and not bodies, bodies[:2]
     print(f"shared SQLite: 2 sweeps, {len(statuses)} dashboard requests during them, none failed")
-    assert_intact(db, "a", 52)
-    assert_intact(db, "b", 52)
+    assert_intact(db, "a", selected(SMALL))
+    assert_intact(db, "b", selected(SMALL))
 
 
 def _mount_tmpfs(where: Path, size: str) -> bool:
@@ -208,8 +209,9 @@ def test_a_full_disk_is_one_error_and_resume_completes(tmp_path: Path) -> None:
         done = outcomes(db, "full")
         r = farm("sweep", "--db", db, "--resume", "full")
         assert r.returncode == 0, r.stderr[-2000:]
-        print(f"disk full: stopped after {done} of 264 results; resumed to the end")
-        assert done < 264
-        assert_intact(db, "full", 264)
+        whole = selected(FAMILY)
+        print(f"disk full: stopped after {done} of {whole} results; resumed to the end")
+        assert done < whole
+        assert_intact(db, "full", whole)
     finally:
         subprocess.run(["umount", "-l", str(fs)], capture_output=True)

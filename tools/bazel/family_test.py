@@ -21,6 +21,8 @@ VJP = int(os.environ.get("FARM_VJP", "0") or 0)
 #: Each check's which-harnesses option (``farm sweep --compositions``, ``--check-determinism``,
 #: ``--edges``...: ``farm.results.choices``) as FARM_<FIELD> (FARM_COMPOSITIONS=all): off unless set
 CHOSEN = {c.field: os.environ.get(f"FARM_{c.field.upper()}", c.values[0]) or c.values[0] for c in choices()}
+#: FARM_PALLAS_TARGETS: the Pallas targets to export kernels for (``farm sweep --pallas-targets``; default: all)
+PALLAS_TARGETS = tuple(t for t in os.environ.get("FARM_PALLAS_TARGETS", "").split(",") if t)
 HARNESSES = catalog.select(catalog.Filters(catalog=os.environ.get("FARM_CATALOG", "farm"), family=(FAMILY,)))
 ACCEPTED = {"ok", "expected_fail", "skipped", "not_runnable_here"}
 
@@ -28,6 +30,6 @@ ACCEPTED = {"ok", "expected_fail", "skipped", "not_runnable_here"}
 @pytest.mark.parametrize("h", HARNESSES, ids=[h.name for h in HARNESSES])
 def test_harness(h: catalog.Harness) -> None:
     out = run_harness(h, Options(platforms=PLATFORMS, run_on=("cpu",), repeats=1, shapes=SHAPES, vjp=VJP,
-                                 **CHOSEN))
+                                 pallas_targets=PALLAS_TARGETS, **CHOSEN))
     bad = [f"{r.stage}/{r.platform}: {r.status}: {r.error}" for r in out.records if r.status not in ACCEPTED]
     assert not bad, "\n".join(bad)
