@@ -121,6 +121,10 @@ def test_restored_puts_back_only_the_covered_elements() -> None:
     out, n = edges.restored(edge, drawn, [lambda a, b: a == np.inf, lambda a, b: a < 0])
     assert n == 2 and out[0].tolist()[1:2] == [0] and out[0][0] == 0 and out[0][2] == 2
     assert np.isnan(out[1][1]) and out[1][0] == 1  # every operand of a covered element
+    # a scalar fed to every element of a matrix is put back where any element it feeds is covered
+    out, n = edges.restored([np.float32(5), np.array([[1, np.inf], [2, 3]], np.float32)],
+                            [np.float32(0), np.zeros((2, 2), np.float32)], [lambda a, b: np.isinf(b)])
+    assert n == 1 and out[0] == 0 and out[1].tolist() == [[1, 0], [2, 3]]
 
 
 def test_representative_takes_one_harness_per_primitive_and_never_the_special_value_ones() -> None:

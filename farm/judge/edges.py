@@ -41,7 +41,9 @@ OVERFLOWING = 1.8e19
 def _unanswerable(jaxpr: Any, args: list[Any]) -> str | None:
     """Why a failed variant has no unique answer (a ``NO_UNIQUE_ANSWER`` primitive fed
     non-finite or overflowing operands), or None."""
-    prims = {e.primitive.name for e in _eqns(jaxpr.jaxpr)} & NO_UNIQUE_ANSWER.keys()
+    from farm.judge.jaxpr import _eqns  # noqa: PLC0415  (the walk of a jaxpr and its sub-jaxprs)
+
+    prims = {p for p in NO_UNIQUE_ANSWER if _eqns(jaxpr.jaxpr, frozenset({p}))}
     if not prims:
         return None
 
@@ -56,18 +58,6 @@ def _unanswerable(jaxpr: Any, args: list[Any]) -> str | None:
     if not any(wild(a) for a in args):
         return None
     return "; ".join(NO_UNIQUE_ANSWER[p] for p in sorted(prims))
-
-
-def _eqns(jaxpr: Any) -> list[Any]:
-    """Every equation, those of nested jaxprs (scan, while, pjit bodies) included."""
-    out = []
-    for e in jaxpr.eqns:
-        out.append(e)
-        for v in e.params.values():
-            inner = getattr(v, "jaxpr", None)
-            if inner is not None:
-                out += _eqns(inner if hasattr(inner, "eqns") else getattr(inner, "jaxpr", inner))
-    return out
 
 
 def edge_values(h: Harness, jaxpr: Any, rec: Record) -> Record:

@@ -56,8 +56,8 @@ class EdgesCheck(Base):
 
     @staticmethod
     def _variant(run: Run, exe: object, jaxpr: object, label: str, args: list, known: tuple[EdgeValue, ...]) -> Record:
-        """One variant: the conventions' elements taken out first; then, where a known finding
-        covers elements and the variant fails, it must pass without them (then ``expected_fail``;
+        """One variant: the conventions' elements taken out first; then, where known findings
+        cover elements and the variant fails, it must pass without all of them (then ``expected_fail``;
         else ``fail``, both errors). A variant that passes with them is ``ok`` and says the finding
         was not seen: a predicate is wider than where the bug shows on every dtype, and each
         finding's standalone repro (``tests/test_edges.py`` runs them) is what says it is fixed."""
@@ -66,13 +66,13 @@ class EdgesCheck(Base):
         if excused:
             rec = rec.with_status(rec.status, facts={**rec.facts, "excused": excused, "conventions": [
                 e.description for e in known if not e.finding]})
-        for e in (e for e in known if e.finding):
-            without, covered = edges.restored(args, run.dyn, [e.where])
-            if covered and rec.status in ("ok", "fail"):
-                again = (judge.edge_values(run.h, jaxpr, edges.run(exe, label, without)) if rec.status == "fail"
-                         else None)
-                return judge.with_finding(rec, again, e.description, covered)
-        return rec
+        findings = [e for e in known if e.finding and edges.restored(args, run.dyn, [e.where])[1]]
+        if not findings or rec.status not in ("ok", "fail"):
+            return rec
+        # every finding that covers elements of this variant, taken out together
+        without, covered = edges.restored(args, run.dyn, [e.where for e in findings])
+        again = judge.edge_values(run.h, jaxpr, edges.run(exe, label, without)) if rec.status == "fail" else None
+        return judge.with_finding(rec, again, "; ".join(e.description for e in findings), covered)
 
 
 CHECK = EdgesCheck()

@@ -50,8 +50,8 @@ def variants(dyn: list[Any]) -> list[tuple[str, list[Any]]]:
                                                                       for j, x in enumerate(dyn)]))
     if len(idx) > 1:
         turns = max(len(_phases(dyn[i])) for i in idx)
+        step = min(np.size(dyn[i]) for i in idx)
         for t in range(turns):
-            step = min(np.size(dyn[i]) for i in idx)
             out.append(("all" + (f"@{t * step}" if t else ""),
                         [filled(x, t * step + 3 * j) if j in idx else x for j, x in enumerate(dyn)]))
     return out
@@ -83,11 +83,10 @@ def restored(args: list[Any], drawn: list[Any], wheres: list[Any]) -> tuple[list
         return args, 0
     out = []
     for a, d in zip(arrays, drawn):
-        m = mask.reshape((-1,) + a.shape) if a.ndim == 0 else mask
         lead = len(shape) - a.ndim
-        own = m.any(axis=tuple(range(lead))) if lead else m  # the broadcast's leading axes
-        own = own.any(axis=tuple(i for i, n in enumerate(a.shape) if n == 1 and own.shape[i] != 1),
-                      keepdims=True) if a.ndim else own.any()
+        own = mask.any(axis=tuple(range(lead))) if lead else mask  # the axes the broadcast put in front
+        if a.ndim:  # and those it stretched from 1
+            own = own.any(axis=tuple(i for i, n in enumerate(a.shape) if n == 1 and own.shape[i] != 1), keepdims=True)
         out.append(np.where(own, np.asarray(d), a).astype(a.dtype))
     return out, int(mask.sum())
 
