@@ -2,12 +2,12 @@
 
 DEFAULT_PLATFORMS = "cpu,cuda,rocm,tpu"
 
-# Inputs every harness test depends on (see //:BUILD.bazel, //harnesses:BUILD.bazel).
+# Inputs every harness test depends on (see //:BUILD.bazel's farm_code, //harnesses:BUILD.bazel).
 # Changing any of them re-runs the tests: the sources, the pinned requirements and the
 # installation digest (what is really installed in the .venv: jax, jaxlib, plugins,
 # numpy/scipy/ml_dtypes; see //tools/bazel:install_digest.bzl).
 _PROJECT_DATA = [
-    "//:project_srcs",
+    "//:farm_code",
     "//:requirements.txt",
     "//harnesses:harness_srcs",
     "//tools/bazel:install_digest",
@@ -41,6 +41,10 @@ def harness_family_test(
         "FARM_PLATFORMS": platforms,
     }
     test_env.update(env)
+
+    # 15 minutes, not Bazel's 5 (a medium test's default): beside pytest on the 2-core hosts a
+    # family's shard took up to 301 s (pallas_ops), and a timeout there is the host, not the farm.
+    kwargs.setdefault("timeout", "long")
     native.py_test(
         name = name,
         srcs = ["//tools/bazel:pytest_main.py"],
