@@ -201,7 +201,7 @@ def test_kept_findings_are_catalog_harnesses_that_expect_their_failure() -> None
         assert Case.from_dict(again["case"]) == case and again["expect"]["stage"] == d["expect"]["stage"]
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="two fuzz campaigns, each on a local Ray cluster of its own: the plant is in its workers' environment")
 def test_fuzzing_with_symbolic_shapes_draws_specs_from_the_cases_and_finds_a_symbolic_only_fault(
         tmp_path, monkeypatch, capsys) -> None:  # noqa: ANN001
     """--shapes symbolic: each drawn case is exported with its dimensions symbolic (specs
