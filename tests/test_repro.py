@@ -90,3 +90,34 @@ def test_passing_harness_is_refused_exit_2(tmp_path, capsys) -> None:  # noqa: A
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "does not fail here" in err[0] and "nothing to reproduce" in err[0]
     assert not (tmp_path / "out").exists()
+
+
+def test_a_stored_api_catalog_failure_reproduces_from_its_run(tmp_path, capsys) -> None:  # noqa: ANN001
+    """`farm repro NAME --run R` of an api-catalog run looks the harness up in the api catalog
+    (it fell back to farm+upstream, where no `scipy.special.*` harness is: "no harness").
+    bessel_jn's NaN for |z| <= 2 (a finding, expected_fail) is written as a script that exits 1
+    with only jax and numpy."""
+    from farm import catalog
+    from farm.host import describe
+    from farm.pipeline import run_harness
+    from farm.results import Options
+    from farm.run import bundles as bundle
+    from farm.store import open_store
+
+    hs = catalog.select(catalog.Filters.parse(catalog="api", primitive="bessel_jn", dtype="float32"))
+    assert len(hs) == 1
+    opts = Options(platforms=("cpu",), run_on=("cpu",), crossexec=False, repeats=1)
+    outcome = run_harness(hs[0], opts)
+    assert {(r.stage, r.status) for r in outcome.records if r.platform == "cpu"} >= {("compare", "expected_fail")}
+    path, url = str(tmp_path / "b.json.gz"), f"sqlite:///{tmp_path / 'api.db'}"
+    bundle.write(path, environment=describe(), run={"name": "api", "catalog": "api", "platforms": ["cpu"],
+                                                    "run_on": ["cpu"]},
+                 harnesses=[hs[0].describe()], outcomes=[outcome])
+    store = open_store(url)
+    bundle.import_bundle(store, path, name="api")
+    store.dispose()
+    out = tmp_path / "repro"
+    assert main(["repro", hs[0].name, "--run", "api", "--db", url, "-o", str(out)]) == 0, capsys.readouterr()
+    assert "compare on cpu expected_fail" in capsys.readouterr().out
+    p = run_without_farm(out / "repro.py")
+    assert p.returncode == 1 and "nan" in p.stdout.lower(), p.stdout + p.stderr

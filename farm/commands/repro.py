@@ -15,8 +15,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("repro", help="write a standalone repro.py (jax and numpy only) for a failing harness; "
                                      "--minimize shrinks it to the smallest program and input that still fail")
     p.add_argument("harness", help="the harness's full name (farm catalog lists them)")
-    p.add_argument("--catalog", help="farm, upstream, all, or planted (with --modules); default: the --run's "
-                                     "catalog, else farm")
+    p.add_argument("--catalog", help="a catalog (farm, upstream, api, pallas, shape_poly, all), or planted (with "
+                                     "--modules); default: the --run's catalog, else farm")
     p.add_argument("--modules", help="extra harness modules to import (e.g. harnesses.planted)")
     p.add_argument("--platform", help="the failure on this platform (cpu, cuda, rocm, tpu, export)")
     p.add_argument("--run", metavar="RUN", help="the failure a stored run recorded (id, name, latest): its stage, "
@@ -133,8 +133,10 @@ def repro_cmd(args: argparse.Namespace) -> int:
     out = Path(args.out or f"repro-{args.harness.replace('/', '_')}")
     modules = tuple(m.strip() for m in (args.modules or "").split(",") if m.strip())
     catalog = args.catalog or (stored or {}).get("catalog") or "farm"
-    if catalog not in ("farm", "upstream", "all", "planted") and stored and not args.catalog:
-        catalog = "all"
+    from farm.catalog.registry import CATALOGS
+
+    if catalog not in (*CATALOGS, "planted") and stored and not args.catalog:
+        catalog = "all"  # a run of a catalog this farm does not know (an older farm's name)
     if stored and stored["stage"] == "xhost":
         if args.minimize:
             raise ConfigError("--minimize: an xhost failure is another version's artifact, which is not minimized "
