@@ -98,3 +98,17 @@ def test_the_filegroup_is_the_result_caches_farm_code() -> None:
     assert sorted(code) == sorted(p for p in cachekey.FARM_CODE if not p.startswith("harnesses/"))
     assert set(globs) - set(code) == {"pyproject.toml"}
     assert '"//:farm_code"' in (ROOT / "tools" / "bazel" / "harness_test.bzl").read_text()
+
+
+def test_every_api_family_has_a_bazel_target() -> None:
+    """`bazel test //harnesses:api` covers the api catalog: a family added to it (a new
+    scipy.stats distribution) without a target would go unchecked there."""
+    from farm import catalog
+
+    build = (ROOT / "harnesses" / "BUILD.bazel").read_text()
+    block = build[build.index("API_FAMILIES = dict(["):]
+    named = set(re.findall(r'^\s+\("([\w.]+)", (?:\d+|None)\),$', block[:block.index("])")], re.M))
+    dists = ast.literal_eval(re.search(r"_API_DISTRIBUTIONS = (\[.*?\])", build, re.S).group(1))
+    declared = named | {f"scipy.stats.{d}" for d in dists}
+    families = {h.family for h in catalog.select(catalog.Filters(catalog="api"))}
+    assert families and declared == families, (sorted(families - declared), sorted(declared - families))
