@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.sweeps import FAMILY, ROOT, SMALL, assert_intact, farm, kill, outcomes, selected, start, wait_for
+from tests.faults.sweeps import CACHED, FAMILY, SMALL, assert_intact, farm, kill, outcomes, selected, start, wait_for
 
 pytestmark = pytest.mark.slow
 SEED = int(os.environ.get("FARM_FAULT_SEED", "20261125"))
@@ -185,10 +185,6 @@ def _mount_tmpfs(where: Path, size: str) -> bool:
     where.mkdir()
     return subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
                           capture_output=True).returncode == 0
-
-
-#: the suite's environment, JAX's compilation cache included
-CACHED = {**os.environ, "PYTHONPATH": ROOT, "RAY_USAGE_STATS_ENABLED": "0"}
 
 
 @pytest.mark.slow(reason="a sweep runs into a full disk, then resumes to the end")

@@ -28,6 +28,8 @@ import pytest
 
 _REASON = "slow_reason"
 _LOAD = "host_load"
+#: the load a test's setup began under, until its teardown adds the end's and reports the mean
+_START_LOAD = pytest.StashKey[float]()
 #: how many of the slowest tests the terminal summary shows
 SHOWN = 15
 
@@ -80,8 +82,6 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
     end = _load(item.config)
     item.user_properties.append((_LOAD, end if start is None else (start + end) / 2))
 
-
-_START_LOAD = pytest.StashKey[float]()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
