@@ -152,7 +152,7 @@ def test_a_module_branches_only_where_a_platform_computes_differently() -> None:
 def test_what_finite_differences_cannot_judge_is_said_and_judged_against_jax_alone() -> None:
     rec = _gradients(_one("reduce_precision_float32_3x4_format=bf16"))[("vjp", "cpu")]  # a staircase in float64
     assert rec.status == "ok", rec.error
-    assert rec.facts["finite_differences"].startswith("not judged: reduce_precision rounds to a narrower float")
+    assert rec.facts["finite_differences"].startswith("not judged: reduce_precision rounds to a float grid")
     assert rec.facts["against_jax"]["agrees"]
 
 

@@ -286,8 +286,11 @@ def chlo_limitations(s: Spec, dtype: str, case: str, chlo: Mapping[str, str]) ->
     key is the function's name, with ``:tag`` (a spec's tag), ``/dtype`` and ``@case`` (``empty``,
     ``edge``...) where they differ, the most specific first; ``""``: none. A forward scan
     (``chlo.scan``) for cuda and rocm also aborts XLA:CPU's compiler in crossexec
-    (``SCAN_ABORTS_CPU``: that record runs apart) unless the data says ``(no abort)``."""
-    from farm.catalog.harness import SCAN_ABORTS_CPU  # noqa: PLC0415  (beside Limitation)
+    (``SCAN_ABORTS_CPU``: that record runs apart) unless the data says ``(no abort)``; where it
+    says ``(vjp aborts``, the pullback (``--vjp``) holds the forward scan too, and the worker
+    that runs it dies (``SCAN_VJP_ABORTS_CPU``: measured, since a pullback recomputes only
+    some of the forward)."""
+    from farm.catalog.harness import SCAN_ABORTS_CPU, SCAN_VJP_ABORTS_CPU  # noqa: PLC0415  (beside Limitation)
     from farm.catalog.known import CHLO_URL  # noqa: PLC0415
 
     names = ([f"{s.name}:{s.tag}"] if s.tag else []) + [s.name]
@@ -305,6 +308,8 @@ def chlo_limitations(s: Spec, dtype: str, case: str, chlo: Mapping[str, str]) ->
                               jax=CHLO_MEASURED))
         if "scan" in ops_ and set(platforms) & {"cuda", "rocm"} and "no abort" not in text:
             out.append(SCAN_ABORTS_CPU)
+            if "vjp aborts" in text:
+                out.append(SCAN_VJP_ABORTS_CPU)
     return tuple(dict.fromkeys(out))
 
 

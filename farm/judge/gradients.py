@@ -36,7 +36,7 @@ from farm.catalog import Limitation
 from farm.catalog.known import holds_on
 from farm.judge.outputs import compare_outputs
 from farm.judge.tolerance import gradient_tolerance
-from farm.reference import evaluate, missing, plan
+from farm.reference import AmbiguousResult, evaluate, missing, plan
 from farm.reference.evaluator import flushing_subnormals
 from farm.results import Record
 from farm.stages.gradients import Point, VjpJaxpr, inexact
@@ -93,7 +93,7 @@ def differenced(jaxpr: Any) -> tuple[list[bool], str | None]:
         return [False] * len(jaxpr.out_avals), f"no reference rule for {', '.join(gone)}"
     rounding = sorted(_rounding(jaxpr.jaxpr))
     if rounding:
-        return [False] * len(jaxpr.out_avals), (f"{', '.join(rounding)} rounds to a narrower float: piecewise "
+        return [False] * len(jaxpr.out_avals), (f"{', '.join(rounding)} rounds to a float grid: piecewise "
                                                 f"constant, where JAX's derivative is the identity")
     kinds = [o.kind for o in plan(jaxpr).outputs]
     mask = [k == "reference" and inexact(a) for k, a in zip(kinds, jaxpr.out_avals)]
@@ -102,10 +102,12 @@ def differenced(jaxpr: Any) -> tuple[list[bool], str | None]:
     return mask, None
 
 
-#: Primitives whose value is its operand rounded to a narrower float: a staircase whose
-#: differences are 0 or a jump, where JAX differentiates it as the identity (straight through).
-#: Conversions are one too where they narrow, or where their grid is coarser than the steps.
-ROUNDING = frozenset({"reduce_precision"})
+#: Primitives whose value is its operand rounded to a float grid: a staircase whose
+#: differences are 0 or a jump, where JAX differentiates it as the identity (straight through):
+#: reduce_precision, and nextafter (one step along its dtype's grid; ``jnp.spacing`` is built
+#: on it). Conversions are one too where they narrow, or where their grid is coarser than the
+#: steps.
+ROUNDING = frozenset({"reduce_precision", "nextafter"})
 
 
 def _rounding(jaxpr: Any) -> set[str]:
@@ -253,7 +255,10 @@ def _judge(rec: Record, expected: list[np.ndarray | None] | None, point: Point, 
     if why is not None:
         facts["finite_differences"] = f"not judged: {why}"
     else:
-        checks = _finite_differences(got, point, jaxpr, mask, order, np.random.default_rng(seed + 7 * order))
+        try:
+            checks = _finite_differences(got, point, jaxpr, mask, order, np.random.default_rng(seed + 7 * order))
+        except AmbiguousResult as e:  # a scatter to one element twice (jnp.put's duplicate indices)
+            checks = [{"what": "finite differences", "skipped": f"the reference has no unique value: {e}"}]
         for i, c in enumerate(checks):
             if c.get("per_element"):
                 why, checks[i] = _elements_wrong(c, tol)
@@ -289,9 +294,8 @@ def _finite_differences(got: list[np.ndarray], point: Point, jaxpr: Any, mask: l
     each at two steps (``_check``)."""
     xs = [np.asarray(x) for x in point.primals]
     flo = [i for i, x in enumerate(xs) if _differentiable(x)]
-    size = max([1.0] + [float(np.max(np.abs(xs[i].astype(np.float64)[np.isfinite(xs[i].astype(np.float64))])))
-                        for i in flo if np.isfinite(xs[i].astype(np.float64)).any()])
-    u = {i: rng.standard_normal(xs[i].shape) for i in flo}
+    u, moved = directions(xs, jaxpr, rng)
+    size = max([1.0] + [float(np.max(np.abs(xs[i].astype(np.float64)[moved[i]]))) for i in flo if moved[i].any()])
     cts = [np.asarray(c, dtype=np.float64) if m else None for c, m in zip(point.ct, mask)]
 
     def f_at(steps: Sequence[tuple[float, dict[int, np.ndarray]]]) -> list[np.ndarray]:
@@ -299,41 +303,51 @@ def _finite_differences(got: list[np.ndarray], point: Point, jaxpr: Any, mask: l
         for h, d in steps:
             for i, v in d.items():
                 args[i] = args[i] + h * v
-        with np.errstate(all="ignore"):
+        # as the CPU backend that runs every vjp module holds them: a subnormal condition of a
+        # select is false there, so the point's own value stands apart from its neighbours'
+        with np.errstate(all="ignore"), flushing_subnormals():
             return evaluate(jaxpr, *args)
 
     def dot(weights: Sequence[np.ndarray | None], outs: list[np.ndarray]) -> float:
-        with np.errstate(all="ignore"):
-            return float(sum(np.sum(w * np.asarray(o, dtype=np.float64)) for w, o in zip(weights, outs)
-                             if w is not None))
+        with np.errstate(all="ignore"):  # a zero weight (an output with no neighbourhood) adds nothing, even NaN
+            return float(sum(np.sum(np.where(w != 0, w * np.asarray(o, dtype=np.float64), 0.0))
+                             for w, o in zip(weights, outs) if w is not None))
 
     def size_of(weights: Sequence[np.ndarray | None], outs: list[np.ndarray]) -> float:
         """Σ|weight·output|: what rounding the reference's outputs can move a difference by."""
         with np.errstate(all="ignore"):
-            return float(sum(np.sum(np.abs(w * np.asarray(o, dtype=np.float64))) for w, o in zip(weights, outs)
-                             if w is not None))
+            return float(sum(np.sum(np.where(w != 0, np.abs(w * np.asarray(o, dtype=np.float64)), 0.0))
+                             for w, o in zip(weights, outs) if w is not None))
 
     def device(ws: dict[int, np.ndarray], vs: Sequence[Any]) -> tuple[float, float, float]:
         """(Σ w·v, Σ|w·v|, Σ|w|·the smallest normal of v's dtype: what flushing or rounding
         cotangents below it may move the sum by)."""
-        with np.errstate(all="ignore"):
-            terms = [w * np.asarray(vs[i], dtype=np.float64) for i, w in ws.items()]
+        with np.errstate(all="ignore"):  # an element held still adds nothing, even an inf cotangent
+            terms = [np.where(w != 0, w * np.asarray(vs[i], dtype=np.float64), 0.0) for i, w in ws.items()]
             floor = sum(float(np.sum(np.abs(w))) * _tiny(np.asarray(vs[i]).dtype) for i, w in ws.items())
             return float(sum(np.sum(t) for t in terms)), float(sum(np.sum(np.abs(t)) for t in terms)), floor
 
-    def first(weights: Sequence[np.ndarray | None], d: dict[int, np.ndarray], h: float) -> tuple[float, float]:
-        plus, minus = f_at([(h, d)]), f_at([(-h, d)])
-        return (dot(weights, plus) - dot(weights, minus)) / (2 * h), NOISE * size_of(weights, plus) / h
+    at_point: dict[int, float] = {}  # F at the point itself, per weights (computed once)
 
-    def mixed(h: float) -> tuple[float, float]:
+    def first(weights: Sequence[np.ndarray | None], d: dict[int, np.ndarray], h: float) -> tuple[float, float, float]:
+        """(the central difference, its rounding noise, the one-sided differences' spread)."""
+        plus, minus = f_at([(h, d)]), f_at([(-h, d)])
+        if id(weights) not in at_point:
+            at_point[id(weights)] = dot(weights, f_at([]))
+        fp, fm = dot(weights, plus), dot(weights, minus)
+        return (fp - fm) / (2 * h), NOISE * size_of(weights, plus) / h, (fp + fm - 2 * at_point[id(weights)]) / h
+
+    def mixed(h: float) -> tuple[float, float, None]:
         c = [f_at([(a, u), (b, w)]) for a, b in ((h, h), (h, -h), (-h, h), (-h, -h))]
         value = (dot(cts, c[0]) - dot(cts, c[1]) - dot(cts, c[2]) + dot(cts, c[3])) / (4 * h * h)
-        return value, NOISE * size_of(cts, c[0]) / (h * h)
+        return value, NOISE * size_of(cts, c[0]) / (h * h), None
 
+    if not any(m.any() for m in moved.values()):
+        return [{"what": "u·Jᵀct" if order == 1 else "u·∂x(w·Jᵀct)", "skipped": STILL}]
     if order == 1:
         checks = [_check("u·Jᵀct", device(u, got), lambda h: first(cts, u, h), STEP_1 * size)]
         if diagonal(jaxpr):  # each element's derivative on its own, held relatively
-            checks.append(_per_element(np.asarray(got[0]), xs[0], np.asarray(cts[0]), lambda x: evaluate(jaxpr, x)[0]))
+            checks.append(_per_element(np.asarray(got[0]), xs[0], np.asarray(cts[0]), lambda x: _flushed(jaxpr, x)))
         return checks
     n = len(xs)
     w = {i: np.asarray(point.w[i], dtype=np.float64) for i in flo}
@@ -341,6 +355,74 @@ def _finite_differences(got: list[np.ndarray], point: Point, jaxpr: Any, mask: l
     weights = [c2.get(j) for j in range(len(mask))]
     return [_check("u·∂x(w·Jᵀct)", device(u, got[:n]), mixed, STEP_2 * size),
             _check("c·(J w)", device(c2, got[n:]), lambda h: first(weights, w, h), STEP_1 * size)]
+
+
+def _flushed(jaxpr: Any, x: np.ndarray) -> np.ndarray:
+    with flushing_subnormals():
+        return evaluate(jaxpr, x)[0]
+
+
+#: Primitives through which a floating value only chooses: their result is piecewise constant.
+CHOOSING = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "is_finite"})
+#: Call-like primitives whose sub-jaxpr takes the equation's operands one for one.
+_CALLS = ("jaxpr", "call_jaxpr")
+
+
+def switches(jaxpr: Any) -> set[int]:
+    """The inputs of ``jaxpr`` used only through comparisons (``CHOOSING``): a float condition
+    of ``jnp.where``. Their derivative is 0 wherever there is one; moving them only switches
+    branches, and where both branches are equal at the point (``where(c, x, x)``) a central
+    difference cannot see the switch, so finite differences hold them still (JAX's cotangent
+    for them is still held against ``jax.vjp``'s)."""
+    return {i for i, v in enumerate(jaxpr.jaxpr.invars) if _only_chooses(jaxpr.jaxpr, v)}
+
+
+def _only_chooses(j: Any, var: Any) -> bool:
+    used = False
+    for eqn in j.eqns:
+        for k, x in enumerate(eqn.invars):
+            if x is not var:
+                continue
+            used = True
+            if eqn.primitive.name in CHOOSING:
+                continue
+            sub = next((eqn.params[p] for p in _CALLS if p in eqn.params), None)
+            inner = getattr(sub, "jaxpr", sub)
+            if inner is None or not hasattr(inner, "invars") or len(inner.invars) != len(eqn.invars):
+                return False
+            if not _only_chooses(inner, inner.invars[k]):
+                return False
+    return used and var not in j.outvars
+
+
+def directions(xs: Sequence[np.ndarray], jaxpr: Any, rng: np.random.Generator
+               ) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+    """(the random direction of each floating input, which of its elements move): zero where
+    an element is held still (``steppable``, ``switches``). The same draws whatever is held
+    still: a harness without edge values keeps its direction."""
+    still = switches(jaxpr)
+    flo = [i for i, x in enumerate(xs) if _differentiable(x)]
+    moved = {i: steppable(xs[i]) & (i not in still) for i in flo}
+    return {i: np.where(moved[i], rng.standard_normal(np.shape(xs[i])), 0.0) for i in flo}, moved
+
+
+#: Why a harness's inputs gave finite differences nothing to move.
+STILL = ("no input element is finite, within the square root of its dtype's largest value and used other than "
+         "in comparisons")
+
+
+def steppable(x: Any) -> np.ndarray:
+    """Which elements of a floating input finite differences move: finite ones, and no larger
+    than the square root of the dtype's largest value. NaN and ±inf have no neighbourhood, and
+    near the top of the range a function growing like x² overflows the dtype, where the float64
+    reference does not (``square`` at 3.4e38: inf against 6.8e38). The elements held still
+    are still judged against ``jax.vjp``; edge-value harnesses hold them (``farm.catalog.special``)."""
+    import ml_dtypes  # noqa: PLC0415  (loaded by jax already)
+
+    x = np.asarray(x)
+    with np.errstate(all="ignore"):
+        x64 = x.astype(np.float64)
+        return np.isfinite(x64) & (np.abs(x64) <= np.sqrt(float(ml_dtypes.finfo(x.dtype).max)))
 
 
 #: Primitives that map each element to one element of the same shape: a program of these alone,
@@ -387,7 +469,8 @@ def _per_element(got: np.ndarray, x: np.ndarray, ct: np.ndarray, f: Any) -> dict
         ref = ct * (fine + (fine - coarse) / 3)
         noise = np.abs(ct) * (NOISE * np.abs(np.asarray(f(x64), np.float64)) / (h / 2) + np.abs(fine - coarse))
         tiny = _tiny(got.dtype)
-        judged = np.isfinite(ref) & np.isfinite(coarse) & (np.abs(ref) > 8 * noise) & (np.abs(ref) > tiny)
+        judged = (np.isfinite(ref) & np.isfinite(coarse) & (np.abs(ref) > 8 * noise) & (np.abs(ref) > tiny)
+                  & steppable(x))
     return {"what": "per element", "per_element": True, "reference": ref, "device": got.astype(np.float64),
             "judged": judged, "noise": noise, "tiny": tiny, "inputs": x64, "dtype": got.dtype}
 
@@ -412,10 +495,15 @@ def _check(what: str, dev: tuple[float, float, float], difference: Any, h: float
     reference's central difference at steps ``h`` and ``h/2``, extrapolated (Richardson: the
     difference's error is O(h²)), with its own error estimate (the two steps' disagreement
     plus float64 rounding over the step) for the bound. Skipped where the reference is not
-    finite within a step (outside a domain), or where the two steps disagree by more than the
-    value (a jump within both steps makes them differ by half: rem, floor near an integer)."""
-    coarse, _ = difference(h)
-    fine, noise = difference(h / 2)
+    finite within a step (outside a domain), where the two steps disagree by more than the
+    value (a jump within both steps makes them differ by half: rem, floor near an integer), or
+    where the one-sided differences' spread ``(F(x+h) + F(x-h) - 2F(x)) / h`` does not shrink
+    with the step as a smooth function's does (``h·F''``: half at half the step): a kink at the
+    point or closer to it than the step (the median of edge values clustered within 1e-38 of
+    0), or a value at the point apart from its neighbours (``where`` whose condition is
+    exactly 0), which a central difference alone never evaluates."""
+    coarse, _, spread_coarse = difference(h)
+    fine, noise, spread_fine = difference(h / 2)
     ref = fine + (fine - coarse) / 3
     value, mag, floor = dev
     err = abs(fine - coarse) + noise
@@ -425,4 +513,8 @@ def _check(what: str, dev: tuple[float, float, float], difference: Any, h: float
         c["skipped"] = "the reference is not finite within a step of the point"
     elif abs(fine - coarse) > 0.25 * max(abs(fine), abs(coarse)) and abs(fine - coarse) > 8 * noise:
         c["skipped"] = "the differences at two steps disagree: a jump or a kink within a step"
+    elif spread_fine is not None and not (abs(spread_fine) <= 0.75 * abs(spread_coarse) or abs(spread_fine) <= 8 * noise):
+        c["skipped"] = ("the one-sided differences disagree and do not converge with the step: not differentiable "
+                        "at the point (a kink, or a value apart from its neighbours)")
+        c["spread"] = [spread_coarse, spread_fine]
     return c

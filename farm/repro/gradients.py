@@ -121,7 +121,8 @@ def f64(steps):
 
 def dot(weights, outs, absolute=False):
     with np.errstate(all="ignore"):
-        return float(sum(np.sum(np.abs(w * o) if absolute else w * o) for w, o in zip(weights, outs) if w is not None))
+        return float(sum(np.sum(np.where(w != 0, np.abs(w * o) if absolute else w * o, 0.0))
+                         for w, o in zip(weights, outs) if w is not None))
 
 
 def first(weights, d, h):
@@ -140,7 +141,7 @@ def mixed(weights, u, w, h):
 def device(ws, got):
     """(Σ w·v, Σ|w·v|, Σ|w|·the smallest normal of v's dtype) over the artifact's cotangents v."""
     with np.errstate(all="ignore"):
-        terms = [w * np.asarray(got[i], dtype=np.float64) for i, w in ws.items()]
+        terms = [np.where(w != 0, w * np.asarray(got[i], dtype=np.float64), 0.0) for i, w in ws.items()]
         floor = sum(float(np.sum(np.abs(w))) * float(ml_dtypes.finfo(got[i].dtype).tiny) for i, w in ws.items())
         return float(sum(np.sum(t) for t in terms)), float(sum(np.sum(np.abs(t)) for t in terms)), floor
 
@@ -219,8 +220,8 @@ def write_gradients(case: Case, out: Path, name: str = "repro.py") -> Written:
     mask, _ = judge.differenced(closed)
     point = draw(dyn, closed, mask, order, np.random.default_rng(h.seed + 1))
     rng = np.random.default_rng(h.seed + 7 * order)
+    u, _ = judge.directions(dyn, closed, rng)
     floating = [i for i, x in enumerate(dyn) if gradients.inexact(x)]
-    u = {i: rng.standard_normal(dyn[i].shape) for i in floating}
     c2 = {j: rng.standard_normal(np.shape(point.ct[j])) for j, m in enumerate(mask) if m} if order == 2 else {}
     arrays: dict[str, Any] = {}
     float0: dict[str, list[int]] = {}
