@@ -64,8 +64,13 @@ def ray_init(address: str | None, workers: int | None, kinds: tuple[str, ...] = 
     # $RAY_TMPDIR/ray/ray_current_cluster, which a killed `ray start --head` leaves behind, and
     # fails ("When connecting to an existing cluster, num_cpus ... must not be provided").
     try:
+        # No prestarted idle workers: every worker the farm starts is an actor with an environment
+        # of its own (``Worker.start``), which a prestarted process (the job's environment) never
+        # serves. The two Ray prestarts on a 2-core host cost 1.8 CPU-s of each cluster's start and
+        # 0.6 CPU-s a minute while idle, beside the actors' own start (docs/testing.md).
         ray.init(address="local", num_cpus=max(n, os.cpu_count() or 1), include_dashboard=False, log_to_driver=False,
-                 configure_logging=False,
+                 configure_logging=False, _system_config={"enable_worker_prestart": False,
+                                                          "prestart_worker_first_driver": False},
                  resources={"cpu_slot": n, **{slot_resource(k): 1 for k in kinds if k not in DEVICE_KINDS}},
                  runtime_env={"env_vars": {"PYTHONPATH": os.environ["PYTHONPATH"]}})
     except Exception as e:  # e.g. its raylet did not start in time on an overloaded host
