@@ -16,6 +16,19 @@ CPU_ONLY = (Limitation("schur/hessenberg: CPU only (no lowering rule for cuda, r
                        platforms=("cuda", "rocm", "tpu"), stage="lower", error="NotImplementedError"),)
 #: A product of computed factors (q @ r, u s vh, z t z^T) is off by about n * eps * ||A||
 #: (backward stability), above float32's default 1e-6 absolute for these 4x4 matrices of norm ~8.
+#: Found by this catalog under --vjp (docs/repros/det_empty_grad.py): the derivative of det of a
+#: 0x0 matrix (det = 1, derivative an empty matrix) raises in its JVP rule, jax 0.5.3 to 0.12.0.1.
+DET_EMPTY_GRAD = Limitation("jnp.linalg.det of a 0x0 matrix cannot be differentiated: its JVP rule indexes the empty "
+                            "LU factorization (IndexError; docs/findings.md)", platforms=("export",), stage="vjp",
+                            status="error", error=r"IndexError: index is out of bounds for axis 0 with size 0")
+#: JAX's documented contract, not a bug: solve(assume_a="pos") differentiates through A's matvec (a general
+#: A: custom_linear_solve), while the Cholesky factorization it runs reads one triangle. Along symmetric
+#: directions the two agree; finite differences move A along a random, non-symmetric one. (The cuda and
+#: rocm pullbacks call cusolver/hipsolver: not runnable on the CPU that runs every vjp module.)
+SOLVE_POS_GRAD = Limitation("jax.scipy.linalg.solve(assume_a='pos'): JAX's derivative treats A as general "
+                            "(custom_linear_solve's matvec), the Cholesky solve reads one triangle: they differ along "
+                            "non-symmetric directions", platforms=("cpu", "tpu"), stage="vjp", status="fail",
+                            error=r"finite differences of the float64 reference")
 FACTORS = (1e-4, 1e-5)
 #: the platforms the census data below names (farm.catalog.api.chlo_limitations: measured on jax 0.12.0.1)
 ALL = "cpu,cuda,rocm,tpu"
@@ -52,7 +65,8 @@ NUMPY = [
     spec("cholesky", "spd", shapes=((SQ,), ((2, 3, 3),)), dtypes=("float32", "complex64"), **C),
     spec("cond", "matrix", shapes=((SQ,),), variants=({}, {"p": "fro"}, {"p": 1}), **C),
     spec("cross", "real", "real", shapes=(((5, 3), (5, 3)),), **C),
-    spec("det", "matrix", shapes=((SQ,), ((2, 3, 3),), ((0, 0),)), dtypes=("float32", "complex64"), **C),
+    spec("det", "matrix", shapes=((SQ,), ((2, 3, 3),), ((0, 0),)), dtypes=("float32", "complex64"),
+         case_limitations=(("s2", DET_EMPTY_GRAD),), **C),
     spec("diagonal", shapes=(((3, 4),),), **C),
     spec("eig", "matrix", shapes=((SQ,),), call=_eig, limitations=EIG, **C),
     spec("eigvals", "matrix", shapes=((SQ,),), call=_sorted_eigvals, limitations=EIG, **C),
@@ -167,8 +181,9 @@ SCIPY = [
     spec("qr", "real", shapes=(((5, 3),),), call=_qr, tol=FACTORS, variants=({}, {"mode": "economic"}), **C),
     spec("schur", "matrix", shapes=((SQ,),), call=_schur, tol=FACTORS, limitations=CPU_ONLY, **C),
     spec("solve", "matrix", "real", shapes=((SQ, (4, 2)),), variants=({}, {"assume_a": "gen"}), **C),
-    spec("solve", "spd", "real", shapes=((SQ, (4, 2)),), tag="spd", variants=({"assume_a": "pos"}, {"assume_a": "sym"}),
-         **C),
+    spec("solve", "spd", "real", shapes=((SQ, (4, 2)),), tag="spd", variants=({"assume_a": "pos"},),
+         limitations=(SOLVE_POS_GRAD,), **C),
+    spec("solve", "spd", "real", shapes=((SQ, (4, 2)),), tag="spd", variants=({"assume_a": "sym"},), **C),
     spec("solve_sylvester", "matrix", "matrix", "real", shapes=(((3, 3), (2, 2), (3, 2)),), limitations=CPU_ONLY, **C),
     spec("solve_triangular", "matrix", "real", shapes=((SQ, (4, 2)),),
          variants=({}, {"lower": True}, {"trans": 1}, {"unit_diagonal": True}), **C),

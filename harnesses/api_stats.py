@@ -5,6 +5,7 @@ import importlib
 import numpy as np
 import scipy.stats as ss
 
+from farm.catalog import Limitation
 from farm.catalog.api import MAIN, declare, labels, public, spec, without
 
 #: distribution -> (the domain of x, of q (ppf/isf), the shape parameters' domains, a call
@@ -31,8 +32,17 @@ CHLO = {
              "logsf": f"{ALL}: erf erfc square", "logpdf": f"{ALL}: square", "pdf": f"{ALL}: square"},
     "truncnorm": {f: f"{ALL}: erf erfc square" for f in ("cdf", "logcdf", "logpdf", "logsf", "pdf", "sf")},
     # rankdata's cuda/rocm modules do not abort XLA:CPU: crossexec finds a GPU-only custom call (not runnable here)
-    "": {"mode": "cuda,rocm: scan", "rankdata": "cuda,rocm: scan (no abort)", "rankdata:ordinal": "", "sem": f"{ALL}: square"},
+    "": {"mode": "cuda,rocm: scan (vjp aborts: its pullback holds the forward scan)", "rankdata": "cuda,rocm: scan (no abort)", "rankdata:ordinal": "", "sem": f"{ALL}: square"},
 }
+
+#: Found by this catalog under --vjp (docs/repros/xlogy_int_grad.py): jax's gumbel ppf calls
+#: xlog1py(-1, ...) with a Python int, and xlogy/xlog1py's JVP rules multiply that argument's
+#: float0 tangent: the gradient raises (jax 0.5.3 to 0.12.0.1 for xlogy; gumbel since its addition).
+XLOG1PY_INT_GRAD = Limitation("jax.scipy.stats.gumbel_l/gumbel_r.ppf cannot be differentiated: they call "
+                              "xlog1py(-1, ...) with an int, whose JVP rule multiplies a float0 tangent (TypeError; "
+                              "docs/findings.md)", platforms=("export",), stage="vjp", status="error",
+                              error=r"TypeError: Called multiply with a float0 array")
+LIMITS = {("gumbel_l", "ppf"): (XLOG1PY_INT_GRAD,), ("gumbel_r", "ppf"): (XLOG1PY_INT_GRAD,)}
 
 for dist, (x, params, *call) in DISTS.items():
     label = f"scipy.stats.{dist}"
@@ -44,7 +54,7 @@ for dist, (x, params, *call) in DISTS.items():
         first = "prob" if fn in ("ppf", "isf") else x
         kw = {"call": call[0]} if call else {}
         # edge values off, as for scipy.special (docs/api.md: not yet triaged)
-        specs.append(spec(fn, first, *params, cases=("main",), edge=False, **kw))
+        specs.append(spec(fn, first, *params, cases=("main",), edge=False, limitations=LIMITS.get((dist, fn), ()), **kw))
     declare(label, specs, chlo=CHLO.get(dist, {}))
 
 C = dict(kind="custom", edge=False)

@@ -218,6 +218,8 @@ class Spec:
     edge_cases: tuple[str, ...] = ()  # only these edge cases (x0, x1..., all); empty: all
     #: known gaps of the edge-value variants alone, (edge case, limitation) pairs
     edge_limitations: tuple[tuple[str, Limitation], ...] = ()
+    #: known gaps of one case alone (main, empty, s1...), (case, limitation) pairs
+    case_limitations: tuple[tuple[str, Limitation], ...] = ()
     empty: bool = True
     cases: tuple[str, ...] = ()  # only these cases (main, empty, one, broadcast, s1...); empty: all
     tag: str = ""  # tells apart two specs of one function (in the harness key's params)
@@ -339,8 +341,8 @@ def declare(label: str, specs: Iterable[Spec], *, limitations: Iterable[Limitati
                         reference=None if ref is None else _bind(call, ref, kw), invariant=s.invariant,
                         # against a reference, values (integers stay exact): jnp.mean of int32 is float32
                         compare="allclose" if ref is not None else None,
-                        limitations=s.limitations + shared, tol=s.tol, catalog=CATALOG,
-                        source=f"{labels()[label]}.{s.name}", shapes=shapes))
+                        limitations=s.limitations + tuple(lim for c, lim in s.case_limitations if c == case) + shared,
+                        tol=s.tol, catalog=CATALOG, source=f"{labels()[label]}.{s.name}", shapes=shapes))
             if s.edge and (dtype in FLOAT or dtype in INTEGER) and s.kind != "custom":
                 out += _edges(label, s, fn, dtype, base + chlo_limitations(s, dtype, "edge", chlo or {}))
     return out
