@@ -215,6 +215,22 @@ def test_census_data_becomes_limitations_by_the_most_specific_key() -> None:
     assert SCAN_ABORTS_CPU not in api.chlo_limitations(api.spec("g"), "float32", "main", data)
     assert api.chlo_limitations(api.spec("h"), "float32", "main", data) == ()
     assert api.chlo_limitations(api.spec("h"), "complex64", "main", data)[0].platforms == ("tpu",)
+    # a pullback that holds the forward scan (measured: jnp.place, exp1, spence...) aborts under --vjp too
+    from farm.catalog import SCAN_VJP_ABORTS_CPU
+
+    data["k"] = "cuda,rocm: scan (vjp aborts: its pullback holds the forward scan)"
+    assert {SCAN_ABORTS_CPU, SCAN_VJP_ABORTS_CPU} <= set(api.chlo_limitations(api.spec("k"), "float32", "main", data))
+    assert SCAN_VJP_ABORTS_CPU not in api.chlo_limitations(api.spec("f", tag="alt"), "float32", "main", data)
+
+
+def test_a_case_limitation_holds_for_its_case_alone(harnesses) -> None:
+    """jnp.linalg.det's derivative raises for a 0x0 matrix only (docs/findings.md): the gap is on
+    that case's harness, not on the others of the spec, where it would be an unexpected pass."""
+    from harnesses.api_linalg import DET_EMPTY_GRAD
+
+    assert DET_EMPTY_GRAD in _one(harnesses, "jnp.linalg.det_float32_0x0_case=s2").limitations
+    assert DET_EMPTY_GRAD not in _one(harnesses, "jnp.linalg.det_float32_4x4").limitations
+    assert DET_EMPTY_GRAD not in _one(harnesses, "jnp.linalg.det_float32_2x3x3_case=s1").limitations
 
 
 def test_a_crossexec_run_apart_finds_its_harness_whose_name_begins_another(harnesses) -> None:
