@@ -109,3 +109,18 @@ def test_an_overflowing_derivative_at_the_top_of_the_range_is_not_judged_per_ele
     assert rec.status == "ok", rec.error
     per = next(c for c in _fd(rec) if c.get("what") == "per element")
     assert 0 < per["judged"] < per["elements"] and per["wrong"] == 0
+
+
+def test_a_point_where_the_function_is_not_finite_has_no_derivative_to_judge() -> None:
+    """JAX's own div harness at 0/0: the value at the point is NaN, so is JAX's cotangent, while
+    central differences (which never evaluate the point) are finite around it. No derivative
+    exists there: said, not failed (it was a fail, NaN against 0)."""
+    from farm.stages import export
+
+    h = catalog.select(catalog.Filters.parse(catalog="upstream", name="div_float32_2_2_case=3_prim=div"))[0]
+    tr = trace.run(h, h.make_args())
+    ex = export.run(tr, ("cpu",))
+    recs = run_gradients(h, tr.handle.jitted, tr.handle.dyn, tr.handle.traced.jaxpr, ex.handle.exported, 1)
+    rec = next(r for r in recs if r.stage == "vjp" and r.platform == "cpu")
+    assert rec.status == "ok", rec.error
+    assert "not finite at the point itself" in _fd(rec)[0]["skipped"]

@@ -519,6 +519,8 @@ def _check(what: str, dev: tuple[float, float, float], difference: Any, h: float
         c["skipped"] = "the reference is not finite within a step of the point"
     elif abs(fine - coarse) > 0.25 * max(abs(fine), abs(coarse)) and abs(fine - coarse) > 8 * noise:
         c["skipped"] = "the differences at two steps disagree: a jump or a kink within a step"
+    elif spread_fine is not None and not (np.isfinite(spread_fine) and np.isfinite(spread_coarse)):
+        c["skipped"] = "the reference is not finite at the point itself (0/0, a pole): no derivative there"
     elif spread_fine is not None and not (abs(spread_fine) <= 0.75 * abs(spread_coarse) or abs(spread_fine) <= 8 * noise):
         c["skipped"] = ("the one-sided differences disagree and do not converge with the step: not differentiable "
                         "at the point (a kink, or a value apart from its neighbours)")
