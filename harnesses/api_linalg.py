@@ -14,8 +14,6 @@ C = dict(kind="custom", edge=False)
 #: lowering raises NotImplementedError: no MLIR translation rule).
 CPU_ONLY = (Limitation("schur/hessenberg: CPU only (no lowering rule for cuda, rocm, tpu)",
                        platforms=("cuda", "rocm", "tpu"), stage="lower", error="NotImplementedError"),)
-#: A product of computed factors (q @ r, u s vh, z t z^T) is off by about n * eps * ||A||
-#: (backward stability), above float32's default 1e-6 absolute for these 4x4 matrices of norm ~8.
 #: Found by this catalog under --vjp (docs/repros/det_empty_grad.py): the derivative of det of a
 #: 0x0 matrix (det = 1, derivative an empty matrix) raises in its JVP rule, jax 0.5.3 to 0.12.0.1.
 DET_EMPTY_GRAD = Limitation("jnp.linalg.det of a 0x0 matrix cannot be differentiated: its JVP rule indexes the empty "
@@ -29,6 +27,8 @@ SOLVE_POS_GRAD = Limitation("jax.scipy.linalg.solve(assume_a='pos'): JAX's deriv
                             "(custom_linear_solve's matvec), the Cholesky solve reads one triangle: they differ along "
                             "non-symmetric directions", platforms=("cpu", "tpu"), stage="vjp", status="fail",
                             error=r"finite differences of the float64 reference")
+#: A product of computed factors (q @ r, u s vh, z t z^T) is off by about n * eps * ||A||
+#: (backward stability), above float32's default 1e-6 absolute for these 4x4 matrices of norm ~8.
 FACTORS = (1e-4, 1e-5)
 #: the platforms the census data below names (farm.catalog.api.chlo_limitations: measured on jax 0.12.0.1)
 ALL = "cpu,cuda,rocm,tpu"

@@ -396,20 +396,24 @@ def directions(xs: Sequence[np.ndarray], jaxpr: Any, rng: np.random.Generator
     """(the random direction of each floating input, which of its elements move): zero where
     an element is held still (``steppable``, ``switches``). The same draws whatever is held
     still: a harness without edge values keeps its direction."""
+    moved = movable(xs, jaxpr)
+    return {i: np.where(m, rng.standard_normal(np.shape(xs[i])), 0.0) for i, m in moved.items()}, moved
+
+
+def movable(xs: Sequence[Any], jaxpr: Any) -> dict[int, np.ndarray]:
+    """Per floating input, which of its elements finite differences move (``steppable``, and
+    not an input used only in comparisons: ``switches``); the order-2 point's ``w`` is drawn
+    with the same mask (``farm.pipeline.gradients.draw``)."""
     still = switches(jaxpr)
-    flo = [i for i, x in enumerate(xs) if _differentiable(x)]
-    moved = {i: steppable(xs[i]) & (i not in still) for i in flo}
-    return {i: np.where(moved[i], rng.standard_normal(np.shape(xs[i])), 0.0) for i in flo}, moved
+    return {i: steppable(x) & (i not in still) for i, x in enumerate(xs) if _differentiable(x)}
 
 
 def as_held(x: np.ndarray) -> np.ndarray:
     """A floating input in float64 as the CPU backend that runs every vjp module holds it:
     subnormals are zeros of their sign there (a subnormal ``jnp.where`` condition is false)."""
-    import ml_dtypes  # noqa: PLC0415  (loaded by jax already)
-
     x64 = np.asarray(x).astype(np.float64)
     with np.errstate(all="ignore"):
-        return np.where(np.abs(x64) < float(ml_dtypes.finfo(np.asarray(x).dtype).tiny), np.copysign(0.0, x64), x64)
+        return np.where(np.abs(x64) < _tiny(np.asarray(x).dtype), np.copysign(0.0, x64), x64)
 
 
 #: Why a harness's inputs gave finite differences nothing to move.
@@ -506,8 +510,8 @@ def _check(what: str, dev: tuple[float, float, float], difference: Any, h: float
     where the one-sided differences' spread ``(F(x+h) + F(x-h) - 2F(x)) / h`` does not shrink
     with the step as a smooth function's does (``h·F''``: half at half the step): a kink at the
     point or closer to it than the step (the median of edge values clustered within 1e-38 of
-    0), or a value at the point apart from its neighbours (``where`` whose condition is
-    exactly 0), which a central difference alone never evaluates."""
+    0), or a value at the point apart from its neighbours, which a central difference alone
+    never evaluates; and where the reference is not finite at the point itself (0/0, a pole)."""
     coarse, _, spread_coarse = difference(h)
     fine, noise, spread_fine = difference(h / 2)
     ref = fine + (fine - coarse) / 3

@@ -110,9 +110,10 @@ def draw(dyn: list[Any], jaxpr: Any, mask: list[bool], order: int, rng: np.rando
             ct.append(rng.standard_normal(a.shape).astype(a.dtype))
     w = []
     if order >= 2:
-        # zero where finite differences hold the input still (``judge.steppable``): the same draws
-        w = [np.where(judge.steppable(x), rng.standard_normal(np.shape(x)), 0.0).astype(np.asarray(x).dtype)
-             if gradients.inexact(x) else gradients.float0_like(np.shape(x)) for x in dyn]
+        # zero where finite differences hold the input still (``judge.movable``): the same draws
+        moved = judge.movable(dyn, jaxpr)
+        w = [np.where(moved[i], rng.standard_normal(np.shape(x)), 0.0).astype(np.asarray(x).dtype)
+             if i in moved else gradients.float0_like(np.shape(x)) for i, x in enumerate(dyn)]
     return Point(tuple(dyn), tuple(ct), tuple(w))
 
 
