@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from farm.run.batching import FIRST_BATCH, MAX_BATCH, TAIL_S, Pace, batch_size
+from farm.run.batching import FIRST_BATCH, MAX_BATCH, TAIL_S, Pace, batch_size, first_workers, grow
 
 BIG = 1_000_000  # pending or room that bounds nothing
 
@@ -61,3 +61,19 @@ def test_the_pace_skips_a_fresh_process_and_averages_the_rest() -> None:
     pace.chunk("cpu", 1, 3.0, fresh=False)
     assert pace.of("cpu") == pytest.approx(0.8 * 0.5 + 0.2 * 3.0)  # then a moving average
     assert pace.of("gpu") is None  # per kind
+
+
+def test_workers_start_together_only_when_each_has_a_first_batch() -> None:
+    assert first_workers(2 * FIRST_BATCH, 2) == 2
+    assert first_workers(2 * FIRST_BATCH - 1, 2) == 1  # a small sweep: one, the other by grow
+    assert first_workers(3, 1) == 1
+    assert first_workers(10_000, 64) == 64
+
+
+def test_one_more_worker_only_while_what_is_left_outlasts_its_start() -> None:
+    assert grow(None, 100, 1, 3.0) is False  # nothing known yet: every worker is still starting
+    assert grow(0.5, 7, 1, 3.0) is True  # 3.5 s of work left for one worker
+    assert grow(0.5, 6, 1, 3.0) is False  # 3 s: a new worker would start only to find it done
+    assert grow(0.5, 13, 2, 3.0) is True and grow(0.5, 12, 2, 3.0) is False  # shared by the live ones
+    assert grow(60.0, 0, 1, 3.0) is False  # nothing pending: a slow harness under way is not shared
+    assert grow(0.5, 7, 1, 10.0) is False  # a slow start (a loaded host) raises the bar

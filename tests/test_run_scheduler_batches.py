@@ -33,6 +33,43 @@ def sweep(n: int, workers: int, **cfg: object) -> Sweep:
     return sw
 
 
+def grown(monkeypatch: pytest.MonkeyPatch, n: int, *, pace: float | None = None, busy_s: float | None = None,
+          up_s: float | None = 1.0, want: int = 1, target: int = 2, capacity: int = 2) -> Sweep:
+    """A sweep of ``n`` pending harnesses with ``want`` workers running (each ``busy_s`` into its
+    current harness; None: still starting), after one ``_grow``; new workers are plain records."""
+    sw = sweep(n, target)
+    sw.want["cpu"] = want
+    now = 1000.0
+    sw.slots = [Worker(None, stream=object(), fresh=busy_s is None, since=now - (busy_s or 0.0), up_s=up_s)
+                for _ in range(want)]
+    if pace is not None:
+        sw.pace.seconds["cpu"] = pace
+    monkeypatch.setattr(sw, "_new_worker", lambda kind: Worker(None, kind=kind))
+    monkeypatch.setattr("farm.run.scheduler.cluster.capacity", lambda kind, fraction: capacity)
+    sw._grow(now)
+    return sw
+
+
+def test_a_small_sweep_grows_a_worker_once_the_time_a_harness_takes_shows_it_pays(monkeypatch) -> None:  # noqa: ANN001
+    sw = grown(monkeypatch, 6, busy_s=2.0)  # 2 s into one harness, 6 more pending: 12 s > a 1 s start
+    assert sw.want["cpu"] == 2 and len(sw.slots) == 2
+    sw._grow(1000.0)  # at its target: no more
+    assert len(sw.slots) == 2
+
+
+@pytest.mark.parametrize("case", [
+    dict(busy_s=None),  # every worker still starting: nothing known
+    dict(pace=0.01, busy_s=0.01),  # 60 ms of work left
+    dict(busy_s=0.1, up_s=5.0),  # 0.6 s left at least, and a worker takes 5 s to start
+    dict(busy_s=2.0, capacity=1),  # the cluster has no slot for it
+    dict(busy_s=2.0, want=2),  # all started already
+    dict(busy_s=0.3, up_s=None, pace=0.4),  # 2.4 s left, under the 3 s a start is taken to cost (START_S)
+])
+def test_no_worker_is_added_where_it_would_not_pay_or_fit(monkeypatch, case) -> None:  # noqa: ANN001
+    sw = grown(monkeypatch, 6, **case)
+    assert len(sw.slots) == sw.want["cpu"] == case.get("want", 1)
+
+
 def test_untimed_batches_are_small_then_they_hold_batch_s_of_the_measured_pace() -> None:
     sw = sweep(100_000, 4, batch_s=2.0)
     w = Worker(None)

@@ -68,6 +68,19 @@ def test_crash_and_hang_are_isolated(ray_local, sqlite_url) -> None:  # noqa: AN
     assert stats.crashed == 1 and stats.timeouts == 1 and len(by_name) == len(hs)
 
 
+def test_two_quick_harnesses_start_one_worker_not_one_per_slot(ray_local, sqlite_url) -> None:  # noqa: ANN001
+    """A worker's start costs ~2.7 s of a core: two harnesses of a fraction of a second do not
+    pay for a second one (``batching.first_workers``; ``grow`` would add it only if the first
+    harness ran longer than a worker takes to start)."""
+    store = open_store(sqlite_url)
+    hs = [h for h in catalog.select(catalog.Filters(catalog="planted", modules=("harnesses.planted",)))
+          if h.group == "planted_ok"][:2]
+    cfg = SweepConfig(workers=2, modules=("harnesses.planted",))
+    run, stats = sweep(store, hs, options=Options(platforms=("cpu",)), catalog="planted", filters={}, config=cfg)
+    assert len(hs) == 2 and stats.done == 2 and stats.bad == 0
+    assert stats.workers_started == 1
+
+
 @pytest.mark.parametrize("culprit,status", [("abort", "crashed"), ("hang", "timeout")])
 def test_a_death_or_hang_is_blamed_on_its_harness_not_on_one_waiting_in_its_window(
         ray_local, sqlite_url, culprit, status) -> None:  # noqa: ANN001

@@ -8,6 +8,12 @@ bounds it by 1/workers of what is left, so the batches shrink at the end (to ``T
 work, or one harness while nothing was timed) and every worker stays busy until the last;
 nor does a batch run past the worker's recycling.
 
+A kind's workers start together only when each has a first batch's worth of harnesses
+(``first_workers``); a smaller sweep starts one, and adds another once the measured pace says
+the harnesses left would keep it busy for longer than a worker takes to start (``grow``).
+A worker's start (a Ray worker process, jax, the catalog, a warm-up harness) costs ~2.7 s of
+a core: in the test suite, 35 of 125 workers had run at most two harnesses (docs/testing.md).
+
 Example::
 
     pace = Pace()
@@ -53,6 +59,27 @@ def batch_size(pace: float | None, pending: int, workers: int, room: int, *, bat
     if pace is not None:
         left = max(left, min(size, int(TAIL_S / max(pace, 1e-6))))  # but not under TAIL_S of work
     return max(1, min(size, left, pending, room))
+
+
+#: The seconds a worker is taken to need to start before one of the sweep's own was timed.
+START_S = 3.0
+
+
+def first_workers(pending: int, workers: int) -> int:
+    """How many of a kind's ``workers`` start at once: all when each gets a first batch
+    (``FIRST_BATCH`` harnesses), else one; ``grow`` adds the others as they pay."""
+    return workers if pending >= FIRST_BATCH * workers else 1
+
+
+def grow(per: float | None, pending: int, live: int, start_s: float) -> bool:
+    """Whether one more worker pays for its start: the harnesses not handed out yet, shared by
+    the ``live`` workers, hold more than ``start_s`` seconds (a worker's measured start).
+
+    Args:
+        per: the seconds one harness takes, or a lower bound of it (the time a worker has
+            spent on its current one); None: nothing known yet (every worker still starting).
+    """
+    return per is not None and pending > 0 and pending * per / max(1, live) > start_s
 
 
 @dataclass

@@ -155,6 +155,8 @@ class Worker:
     #: finished outcomes with it, so its current harness is not yet known to be the cause
     window_s: float = 0.0
     _run_batch: Any = None  # ``actor.run_batch`` as a streaming call, made once (~25 us a task)
+    born: float = field(default_factory=time.monotonic)  # when the actor was asked for
+    up_s: float | None = None  # seconds from ``born`` to ``ready`` (its start-up), once known
 
     @classmethod
     def start(cls, kind: str, catalog: str, modules: list[str], options: dict[str, Any],
@@ -181,6 +183,7 @@ class Worker:
         if not done:
             return True
         self.ready_ref, self.fresh, self.since = None, False, max(self.since, now)
+        self.up_s = now - self.born
         return False
 
     @property

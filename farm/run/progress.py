@@ -44,6 +44,7 @@ class SweepStats:
     crashed: int = 0
     timeouts: int = 0
     workers_replaced: int = 0
+    workers_started: int = 0  # worker processes asked for, replacements included
     peak_rss: dict[int, int] = field(default_factory=dict)
     bad: int = 0
     wall_s: float = 0.0
@@ -58,7 +59,7 @@ class SweepStats:
         return {"done": self.done, "cached": self.cached, "downstream_reused": self.downstream_reused,
                 "install_digest_s": round(self.install_digest_s, 3),
                 "crashed": self.crashed, "timeouts": self.timeouts,
-                "workers_replaced": self.workers_replaced, "bad": self.bad, "wall_s": round(self.wall_s, 3),
+                "workers_replaced": self.workers_replaced, "workers_started": self.workers_started, "bad": self.bad, "wall_s": round(self.wall_s, 3),
                 "peak_rss_per_worker": max(self.peak_rss.values(), default=0),
                 "workers_seen": len(self.peak_rss), "worker_environments": self.worker_envs}
 

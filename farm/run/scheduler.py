@@ -17,7 +17,7 @@ from farm.pipeline.isolation import Isolation
 from farm.platforms import native_platform, slot_resource
 from farm.results import BAD, Options, Outcome
 from farm.run import cluster
-from farm.run.batching import Pace, batch_size
+from farm.run.batching import START_S, Pace, batch_size, first_workers, grow
 from farm.run.cluster import Worker, WorkerDied
 from farm.host import fingerprint
 from farm.run.progress import Progress, SweepConfig, SweepStats
@@ -59,6 +59,9 @@ class Sweep:
         self.pace = Pace()
         self.slots: list[Worker] = []
         self.target: dict[str, int] = {}  # per kind, the workers wanted; fewer while the cluster has fewer slots
+        #: per kind, the workers started so far (up to ``target``): a small sweep starts one and
+        #: adds more only while they pay for their start (``_grow``)
+        self.want: dict[str, int] = {}
         #: with several kinds: fingerprint -> the outcomes of the kinds done so far (merged once all are)
         self.partial: dict[str, dict[str, Outcome]] = {}
         self.retry_alone: set[str] = set()
@@ -85,7 +88,8 @@ class Sweep:
             if kind != "cpu":  # an accelerator worker Ray cannot place would wait forever
                 n = max(1, min(n, cluster.capacity(kind, self.config.gpu_fraction)))
             self.target[kind] = n
-            self.slots += [self._new_worker(kind) for _ in range(n)]
+            self.want[kind] = first_workers(len(hs), n)
+            self.slots += [self._new_worker(kind) for _ in range(self.want[kind])]
         self.progress = Progress(len(self.harnesses), self.config.progress)
         self.last_commit = time.monotonic()
         # The heap from before the sweep (catalog, store, Ray) stays out of the collector's scans
@@ -125,6 +129,7 @@ class Sweep:
     def _new_worker(self, kind: str) -> Worker:
         # every option travels (a hand-written copy of the fields once dropped --shapes on the way)
         opts = {**self.options.to_dict(), "run_on": [kind], "options_digest": self.options_digest}
+        self.stats.workers_started += 1
         return Worker.start(kind, self.catalog, list(self.config.modules), opts, self.config.env,
                             self.config.gpu_fraction, self.config.gpu_backend)
 
@@ -145,7 +150,8 @@ class Sweep:
             if slot_ is not None:
                 kept.append(slot_)
         self.slots = kept
-        if len(self.slots) < sum(self.target.values()) or now - self.lost_at < 60.0:
+        self._grow(now)
+        if len(self.slots) < sum(self.want.values()) or now - self.lost_at < 60.0:
             self._rebalance(now)
         self._flush()
         return True
@@ -272,11 +278,28 @@ class Sweep:
             self._lose(s)
             self.slots.remove(s)
             mine.remove(s)
-        while len(mine) < min(self.target[kind], cap):
+        while len(mine) < min(self.want[kind], cap):
             w = self._new_worker(kind)
             self.slots.append(w)
             mine.append(w)
             self.stats.workers_replaced += 1
+
+    def _grow(self, now: float) -> None:
+        """Start one more worker of a kind running fewer than its ``target``, when the harnesses
+        not handed out yet would keep it busy for longer than a worker takes to start
+        (``batching.grow``; the time is the measured pace, or what a worker has spent on its
+        current harness so far)."""
+        for kind in self.kinds:
+            mine = [s for s in self.slots if s.kind == kind]
+            if self.want[kind] >= self.target[kind] or len(mine) < self.want[kind]:
+                continue  # all started, or a lost one is being replaced first
+            pending = len(self.pending[kind]) + sum(len(b) for k, b, _ in self.queue if k == kind)
+            known = [self.pace.of(kind)] + [now - s.since for s in mine if s.stream is not None and not s.fresh]
+            per = max((p for p in known if p is not None), default=None)
+            start_s = max((s.up_s for s in mine if s.up_s is not None), default=START_S)
+            if grow(per, pending, len(mine), start_s) and len(mine) < cluster.capacity(kind, self.config.gpu_fraction):
+                self.want[kind] += 1
+                self.slots.append(self._new_worker(kind))
 
     def _replace(self, slot: Worker) -> Worker:
         slot.kill()
