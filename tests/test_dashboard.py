@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
-from tests.helpers.dashboard import EVIL, TOKEN, dashboard_fixtures, html
+from tests.helpers.dashboard import EVIL, TOKEN, dashboard_fixtures, html, shared_db
 
 farm_db, app, client = dashboard_fixtures("dash")
 
@@ -255,3 +255,24 @@ def test_every_view_module_is_a_registered_page() -> None:
 
     views = Path(__file__).resolve().parents[1] / "dashboards" / "views"
     assert sorted(PAGES) == sorted(p.stem for p in views.glob("*.py") if p.stem != "__init__")
+
+
+def test_each_caller_of_the_shared_database_gets_a_whole_copy_of_its_own(farm_db, tmp_path_factory) -> None:  # noqa: ANN001
+    """``shared_db`` sweeps once per test session and copies: a copy holds every row, and what
+    one module writes no other module's copy sees."""
+    import sqlite3
+
+    other = shared_db(tmp_path_factory, "other")
+    assert other["url"] != farm_db["url"] and {k: v for k, v in other.items() if k != "url"} == \
+        {k: v for k, v in farm_db.items() if k != "url"}
+    mine, theirs = (sqlite3.connect(d["url"].removeprefix("sqlite:///")) for d in (farm_db, other))
+    try:
+        count = "SELECT count(*) FROM stored_results"
+        n = mine.execute(count).fetchone()[0]
+        assert n > 0 and theirs.execute(count).fetchone()[0] == n
+        theirs.execute("DELETE FROM stored_results")
+        theirs.commit()
+        assert theirs.execute(count).fetchone()[0] == 0 and mine.execute(count).fetchone()[0] == n
+    finally:
+        mine.close()
+        theirs.close()

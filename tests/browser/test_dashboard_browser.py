@@ -19,9 +19,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     from werkzeug.serving import make_server
 
     from dashboards.app import create_app
-    from tests.helpers.dashboard import TOKEN, make_db
+    from tests.helpers.dashboard import TOKEN, shared_db
 
-    db = make_db(str(tmp_path_factory.mktemp("browser") / "farm.db"))
+    db = shared_db(tmp_path_factory, "browser")
     app = create_app(db["url"], token=TOKEN)
     srv = make_server("127.0.0.1", 0, app, threaded=True)
     t = threading.Thread(target=srv.serve_forever, daemon=True)

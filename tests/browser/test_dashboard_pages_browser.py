@@ -45,10 +45,10 @@ def _plant_slow_execute(url: str, base: int, head: int) -> None:
 @pytest.fixture(scope="module")
 def dbs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     from farm.bench.db import make_db as copy_runs
-    from tests.helpers.dashboard import make_db
+    from tests.helpers.dashboard import shared_db
 
     root = tmp_path_factory.mktemp("pages")
-    two = make_db(str(root / "farm.db"))
+    two = shared_db(tmp_path_factory, "pages-two")
     _plant_slow_execute(two["url"], two["base"], two["head"])
     one = f"sqlite:///{root / 'one.db'}"
     copy_runs(two["url"], one, runs=1, src_run=str(two["base"]), log=lambda s: None)

@@ -2,9 +2,13 @@
 test module binds over it (tests/test_dashboard*.py, the browser tests)."""
 from __future__ import annotations
 
+import fcntl
+import json
 import os
+import sqlite3
 import zlib
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,7 +29,7 @@ def make_db(path: str) -> dict[str, Any]:
 
     from farm import catalog
     from farm.results import Options
-    from farm.run.sweep import SweepConfig, sweep
+    from farm.run.sweep import SweepConfig, ray_init, sweep
     from farm.store import open_store
     from farm.store.models import ArtifactRow, HarnessRow, ResultRow, StoredResultRow
 
@@ -33,11 +37,7 @@ def make_db(path: str) -> dict[str, Any]:
     store = open_store(url)
     filters = catalog.Filters.parse(primitive="sin,exp,asinh,add", dtype="float32", name="*3x4*")  # not special_values
     hs = catalog.select(filters)
-    started = not ray.is_initialized()
-    if started:
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        ray.init(num_cpus=2, resources={"cpu_slot": 2}, include_dashboard=False, log_to_driver=False,
-                 runtime_env={"env_vars": {"PYTHONPATH": root}})
+    started = ray_init(None, 2).started  # one cluster for both sweeps (False: one was running)
     try:
         runs = []
         for _ in range(2):
@@ -69,14 +69,42 @@ def make_db(path: str) -> dict[str, Any]:
     return {"url": url, "fp": fps, "base": runs[0], "head": runs[1], "corrupt": exp_module, "asinh_module": asinh_module}
 
 
+def shared_db(tmp_path_factory: pytest.TempPathFactory, label: str) -> dict[str, Any]:
+    """``make_db``'s database as a copy of its own in a temporary directory named ``label``.
+
+    ``make_db`` (a Ray cluster, two sweeps: ~17 CPU-s) runs once per test session, in whichever
+    test process asks first (the others wait on a lock in the run's common temporary directory),
+    and each caller gets its own copy (SQLite's backup API), so what one module writes no other
+    sees (tests/test_dashboard.py checks it). Without pytest-xdist, once per process."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # pytest-N/: this run's only
+    made = root / "dashboard-db"
+    made.mkdir(exist_ok=True)
+    with open(made / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not (made / "made.json").exists():
+            info = make_db(str(made / "farm.db"))
+            (made / "made.json").write_text(json.dumps(info))
+    info = json.loads((made / "made.json").read_text())
+    dest = tmp_path_factory.mktemp(label) / "farm.db"
+    src, dst = sqlite3.connect(made / "farm.db"), sqlite3.connect(dest)
+    try:
+        src.backup(dst)
+    finally:
+        src.close()
+        dst.close()
+    return {**info, "url": f"sqlite:///{dest}"}
+
+
 def dashboard_fixtures(label: str) -> tuple[Any, Any, Any]:
-    """``farm_db`` (``make_db`` in a temporary directory named ``label``, once per module),
+    """``farm_db`` (a copy of ``make_db``'s database in a temporary directory named ``label``,
+    once per module: ``shared_db``),
     ``app`` (the dashboard over it, with the write token) and ``client``: the fixtures every
     dashboard test module binds as ``farm_db, app, client = dashboard_fixtures(LABEL)``."""
 
     @pytest.fixture(scope="module")
     def farm_db(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-        return make_db(str(tmp_path_factory.mktemp(label) / "farm.db"))
+        return shared_db(tmp_path_factory, label)
 
     @pytest.fixture(scope="module")
     def app(farm_db: dict[str, Any]) -> Iterator[Any]:
