@@ -59,6 +59,9 @@ KNOWN_GAPS = (
     Limitation("jax 0.10.2: the vjp of clamp with scalar bounds and an array operand selects between a "
                "scalar and an array", stage="vjp", status="error",
                error=r"select cases must have the same shapes"),
+    Limitation("jax: custom_linear_solve without a transpose_solve cannot be reverse-differentiated (its "
+               "documented refusal)", stage="vjp", status="error",
+               error=r"transpose_solve required for backwards mode automatic differentiation of custom_linear_solve"),
     Limitation("jax: a primitive with a forward-mode (JVP) rule and no transpose cannot be reverse-differentiated "
                "(pallas_call: a kernel without its own custom_vjp)", stage="vjp", status="error",
                error=r"Linearization failed to produce known values for all output primals"),
