@@ -57,14 +57,18 @@ def test_coverage_is_at_least_90_percent_per_module_and_every_gap_has_a_reason(h
 
 
 def test_every_reason_names_a_public_callable_without_a_harness(harnesses) -> None:
+    from farm.catalog.known import holds_on
+
     rows = {r.label: r for r in api.coverage(harnesses)}
     for label, reasons in api.WITHOUT.items():
         for name in reasons:
+            if name not in rows[label].public and not holds_on(api.CHLO_MEASURED):
+                continue  # an older jax than the catalog's lacks it (jnp.minmax before 0.12): nothing to cover
             assert name in rows[label].public, f"{label}.{name} is not a public callable"
             assert name not in rows[label].covered, f"{label}.{name} has harnesses and a reason not to"
 
 
-def test_every_reference_exists_and_a_missing_twin_is_refused(harnesses) -> None:
+def test_every_reference_exists_and_a_missing_twin_is_refused(harnesses, monkeypatch) -> None:  # noqa: ANN001
     import importlib
 
     for h in harnesses:
@@ -73,8 +77,12 @@ def test_every_reference_exists_and_a_missing_twin_is_refused(harnesses) -> None
         edge = "edge" in dict(h.key.params)
         assert h.reference is not None or h.invariant is not None or edge or h.family == "random" \
             or h.primitive == "roots", h.name
-    with pytest.raises(ValueError, match="numpy has no minmax"):
-        api.declare("jnp", [api.spec("minmax")])  # jnp.minmax has no NumPy twin: the spec must name one
+    import jax.numpy as jnp
+
+    # a jnp function with no NumPy twin (as jnp.minmax on 0.12, which 0.10.2 lacks): the spec must name one
+    monkeypatch.setattr(jnp, "farm_no_twin", jnp.sin, raising=False)
+    with pytest.raises(ValueError, match="numpy has no farm_no_twin"):
+        api.declare("jnp", [api.spec("farm_no_twin")])
 
 
 def test_a_spec_without_reference_or_invariant_must_say_why() -> None:
