@@ -250,6 +250,12 @@ def test_a_crossexec_run_apart_finds_its_harness_whose_name_begins_another(harne
 
     h = _one(harnesses, "jnp.cumsum_float32_7x3")
     assert any(o.name.startswith(h.name + "_") for o in harnesses)
+    from farm.catalog import SCAN_ABORTS_CPU
+    from farm.catalog.known import holds_on
+
     out = run_harness(h, Options(platforms=("cpu", "cuda"), repeats=1))
     (cx,) = [r for r in out.records if r.stage == "crossexec" and r.platform == "cuda"]
+    if not holds_on(SCAN_ABORTS_CPU.jax):  # before 0.11.2 the cuda module has no chlo.scan: it runs in place
+        assert cx.status == "ok" and not cx.facts.get("apart"), (cx.status, cx.error)
+        return
     assert cx.status == "expected_fail" and cx.facts.get("apart"), (cx.status, cx.error)
