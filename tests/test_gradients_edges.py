@@ -17,8 +17,8 @@ def _api(name: str) -> catalog.Harness:
     return catalog.select(catalog.Filters.parse(catalog="api", name=name))[0]
 
 
-def _vjp(name: str, platform: str = "cpu") -> tuple[object, object]:
-    """(the vjp record of ``platform``, the traced jaxpr) of api harness ``name``, run as the pipeline runs it."""
+def _vjp_records(name: str) -> tuple[list, object]:
+    """(the gradient records, the traced jaxpr) of api harness ``name``, run as the pipeline runs it."""
     from farm.stages import export
 
     h = _api(name)
@@ -26,7 +26,13 @@ def _vjp(name: str, platform: str = "cpu") -> tuple[object, object]:
     ex = export.run(tr, ("cpu", "tpu"))
     recs = run_gradients(h, tr.handle.jitted, tr.handle.dyn, tr.handle.traced.jaxpr,
                          ex.handle.exported if ex.ok else None, 1)
-    return next(r for r in recs if r.stage == "vjp" and r.platform == platform), tr.handle.traced.jaxpr
+    return recs, tr.handle.traced.jaxpr
+
+
+def _vjp(name: str, platform: str = "cpu") -> tuple[object, object]:
+    """(the vjp record of ``platform``, the traced jaxpr) of api harness ``name``."""
+    recs, jaxpr = _vjp_records(name)
+    return next(r for r in recs if r.stage == "vjp" and r.platform == platform), jaxpr
 
 
 def _fd(rec) -> list[dict]:  # noqa: ANN001
@@ -96,7 +102,12 @@ def test_a_kink_closer_than_the_step_is_not_judged_and_a_smooth_point_is() -> No
     ("jnp.nextafter_float32_7x3_7x3", "nextafter rounds to a float grid"),
 ])
 def test_what_finite_differences_cannot_judge_is_said_not_failed(name: str, why: str) -> None:
-    rec, _ = _vjp(name)
+    recs, _ = _vjp_records(name)
+    gap = [r for r in recs if r.stage == "vjp" and r.platform == "export" and r.status == "expected_fail"
+           and "Differentiation rule for" in (r.error or "")]
+    if gap:  # jax 0.10.2 has no derivative of nextafter (KNOWN_GAPS): nothing to judge
+        pytest.skip(f"this jax does not differentiate {name.split('_')[0]}: {gap[0].error}")
+    rec = next(r for r in recs if r.stage == "vjp" and r.platform == "cpu")
     assert rec.status == "ok", rec.error
     assert why in str(rec.facts["finite_differences"])
     assert rec.facts["against_jax"]["agrees"] is True  # still held against jax.vjp
