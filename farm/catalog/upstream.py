@@ -280,6 +280,10 @@ KNOWN: tuple[tuple[str, str, Limitation], ...] = (
         "jax bug: where min > max, lax.clamp is max but its derivatives with respect to min, operand and max are "
         "all 0 (its JVP rules assume min <= max; jnp.clip gives 1 for max) (docs/findings.md)", platforms=_RUN_ON,
         stage="vjp", status="fail", error="GradientMismatch")),
+    ("clamp", r"max_shape=\(2,3\)_min_shape=\(2,3\)", Limitation(
+        "jax bug: where min > max, lax.clamp is max but its derivatives with respect to min, operand and max are "
+        "all 0 (its JVP rules assume min <= max; jnp.clip gives 1 for max) (docs/findings.md)", platforms=_RUN_ON,
+        stage="vjp2", status="fail", error="GradientMismatch")),
     # JAX's catalog's out-of-bounds gathers ("negative indices", "oob indices", "oob behavior coming
     # from slice_sizes", "Test out of bounds behavior") in lax.gather's default mode
     ("gather", r"^gather_float32_(10x10x10_1x4x2_case=(3|4|5|6|9|10)|2x3x3_2x3(_case=2)?|3x10_3x2(_case=2)?)$", Limitation(
