@@ -4,8 +4,8 @@ squeeze, expand_dims, iota, select_n, clamp. Results are compared exactly."""
 import numpy as np
 from jax import lax
 
-from farm.catalog import (ALL, FLOAT, INTEGER, LOWERING_PLATFORMS, NUMERIC, CustomArg, DtypeArg, Limitation, RandArg, StaticArg,
-                          define, np_dtype)
+from farm.catalog import (ALL, CLAMP_CROSSED_GRAD, FLOAT, INTEGER, NUMERIC, CustomArg, DtypeArg, RandArg, StaticArg, define,
+                          np_dtype)
 
 FAMILY = "shape"
 SHAPE = (2, 3, 4)
@@ -115,12 +115,6 @@ for dt in INTEGER + FLOAT:
             RandArg(SHAPE, dt), CustomArg("plus_three", lambda rng, dt=dt: np.array(3 if dt[0] != "u" else 30, np_dtype(dt)))],
            dtype=dt, shapes=[(), SHAPE, ()], reference=lambda lo, x, hi: np.clip(x, lo, hi), compare="exact")
 
-#: Found by JAX's own catalog under --vjp (docs/findings.md, docs/repros/clamp_min_above_max_grad.py).
-#: Its first and second derivatives (``--vjp 2``) both.
-CLAMP_CROSSED_GRAD = tuple(Limitation(
-    "jax bug: where min > max, lax.clamp is max but its derivatives with respect to min, operand and max are all 0 "
-    "(its JVP rules assume min <= max); the derivative with respect to max is 1", platforms=LOWERING_PLATFORMS,
-    stage=stage, status="fail", error="GradientMismatch") for stage in ("vjp", "vjp2"))
 # clamp with crossed bounds (lo > hi): XLA's clamp, as np.clip, is min(max(x, lo), hi), so hi everywhere.
 # The bounds are arrays: with scalar bounds JAX cannot differentiate clamp at all (KNOWN_GAPS).
 for dt in FLOAT:

@@ -264,11 +264,10 @@ def _resolve(label: str, s: Spec) -> tuple[Callable[..., Any], Callable[..., Any
     asks for none. On that jax itself a missing name (a typo) still raises."""
     from farm.catalog.known import holds_on  # noqa: PLC0415
 
-    fn = getattr(importlib.import_module(labels()[label]), s.name, None)
-    if fn is None:
-        if not holds_on(CHLO_MEASURED):
-            return None
-        fn = getattr(importlib.import_module(labels()[label]), s.name)  # the AttributeError, named
+    mod = importlib.import_module(labels()[label])
+    if not hasattr(mod, s.name) and not holds_on(CHLO_MEASURED):
+        return None
+    fn = getattr(mod, s.name)
     ref = s.reference
     if ref == TWIN:
         mod: Any = importlib.import_module(twin_module(label).rsplit(".", 1)[0] if label.startswith("scipy.stats.")

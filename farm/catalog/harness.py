@@ -115,6 +115,13 @@ SCAN_VJP_ABORTS_CPU = Limitation("under --vjp, jax 0.11.2 and 0.12's cuda/rocm c
 SCAN_VJP2_ABORTS_CPU = Limitation("under --vjp 2, jax 0.11.2 and 0.12's cuda/rocm pullback of a forward cumsum's "
                                   "derivative (a forward cumsum: chlo.scan) aborts XLA:CPU's compiler in the worker",
                                   platforms=("cpu",), stage="crossexec", crashes=True, jax=">=0.11.2", vjp=2)
+#: Found by JAX's own catalog under ``--vjp`` (docs/findings.md, docs/repros/clamp_min_above_max_grad.py),
+#: declared by both catalogs' clamp harnesses with crossed bounds: the first and second
+#: derivatives (``--vjp 2``), on every platform a vjp record judges numbers on.
+CLAMP_CROSSED_GRAD = tuple(Limitation(
+    "jax bug: where min > max, lax.clamp is max but its derivatives with respect to min, operand and max are all 0 "
+    "(its JVP rules assume min <= max; jnp.clip gives 1 for max)", platforms=LOWERING_PLATFORMS,
+    stage=stage, status="fail", error="GradientMismatch") for stage in ("vjp", "vjp2"))
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,8 +34,9 @@ import numpy as np
 
 from farm.catalog.definitions import define, harness_key
 from farm.catalog.dtypes import DTYPES
-from farm.catalog.harness import SCAN_ABORTS_CPU, SCAN_VJP2_ABORTS_CPU, SCAN_VJP_ABORTS_CPU, Limitation
+from farm.catalog.harness import CLAMP_CROSSED_GRAD, SCAN_ABORTS_CPU, SCAN_VJP2_ABORTS_CPU, SCAN_VJP_ABORTS_CPU, Limitation
 from farm.catalog.known import stale_upstream
+from farm.platforms import LOWERING_PLATFORMS
 
 CATALOG = "upstream"
 FAMILY = "upstream"
@@ -222,8 +223,6 @@ _TPU_SYMBOLIC_LINALG = ("the tpu lowerings of eigh (and svd, which uses it) take
                         "(docs/findings.md)")
 #: jax.export's refusal of a custom call without a compatibility guarantee, as the farm's export
 #: stage words it and as jax's own serialization does.
-#: where a vjp record judges numbers (the export's vjp record only exports the pullback)
-_RUN_ON = ("cpu", "cuda", "rocm", "tpu")
 _NO_GUARANTEE = "custom calls (without a|whose targets have no) compatibility guarantee"
 #: Gaps the farm's symbolic sweep of this catalog found, as data: (group regex, name regex,
 #: Limitation). Each was checked by hand (docs/symbolic.md).
@@ -276,20 +275,13 @@ KNOWN: tuple[tuple[str, str, Limitation], ...] = (
     # found by this catalog under --vjp 1 (docs/findings.md, docs/repros/clamp_min_above_max_grad.py):
     # the harness draws its bounds at random, so some elements have min > max, where clamp is max
     # and JAX's derivatives are all 0
-    ("clamp", r"max_shape=\(2,3\)_min_shape=\(2,3\)", Limitation(
-        "jax bug: where min > max, lax.clamp is max but its derivatives with respect to min, operand and max are "
-        "all 0 (its JVP rules assume min <= max; jnp.clip gives 1 for max) (docs/findings.md)", platforms=_RUN_ON,
-        stage="vjp", status="fail", error="GradientMismatch")),
-    ("clamp", r"max_shape=\(2,3\)_min_shape=\(2,3\)", Limitation(
-        "jax bug: where min > max, lax.clamp is max but its derivatives with respect to min, operand and max are "
-        "all 0 (its JVP rules assume min <= max; jnp.clip gives 1 for max) (docs/findings.md)", platforms=_RUN_ON,
-        stage="vjp2", status="fail", error="GradientMismatch")),
+    *(("clamp", r"max_shape=\(2,3\)_min_shape=\(2,3\)", lim) for lim in CLAMP_CROSSED_GRAD),
     # JAX's catalog's out-of-bounds gathers ("negative indices", "oob indices", "oob behavior coming
     # from slice_sizes", "Test out of bounds behavior") in lax.gather's default mode
     ("gather", r"^gather_float32_(10x10x10_1x4x2_case=(3|4|5|6|9|10)|2x3x3_2x3(_case=2)?|3x10_3x2(_case=2)?)$", Limitation(
         "jax: lax.gather's default mode is PROMISE_IN_BOUNDS; with out-of-bounds indices the gather clamps its "
         "window but its transpose (a scatter-add) drops it, and JAX documents that gradients are then not correct "
-        "(GatherScatterMode)", platforms=_RUN_ON, stage="vjp", status="fail", error="GradientMismatch")),
+        "(GatherScatterMode)", platforms=LOWERING_PLATFORMS, stage="vjp", status="fail", error="GradientMismatch")),
     # JAX's catalog calls eigh on a triangular matrix with symmetrize_input=False: the derivative JAX
     # takes is that of a Hermitian input (its perturbation the whole matrix), not of the one triangle read
     ("eigh", r"^eigh_float32_(2x20x20|50x50)_lower=(True|False)$", Limitation(
@@ -300,7 +292,8 @@ KNOWN: tuple[tuple[str, str, Limitation], ...] = (
     # (float16/bfloat16 pairs pass: finite differences of a half-precision bitcast stay within the bound)
     ("bitcast_convert_type", r"^bitcast_convert_type_float32_.*_new_dtype=float32$", Limitation(
         "jax defines bitcast_convert_type's derivative as zero (ad.defjvp_zero), even from float32 to float32, "
-        "where the bitcast is the identity and finite differences see 1", platforms=_RUN_ON, stage="vjp", status="fail",
+        "where the bitcast is the identity and finite differences see 1", platforms=LOWERING_PLATFORMS, stage="vjp",
+        status="fail",
         error="GradientMismatch")),
     ("scatter_(add|mul)", "_bool_", Limitation(
         "jax 0.10.2's scatter_add/scatter_mul refuse bool operands at trace time ('add does not accept dtype "
