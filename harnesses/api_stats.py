@@ -34,6 +34,23 @@ CHLO = {
     # rankdata's cuda/rocm modules do not abort XLA:CPU: crossexec finds a GPU-only custom call (not runnable here)
     "": {"mode": "cuda,rocm: scan (vjp aborts: its pullback holds the forward scan)", "rankdata": "cuda,rocm: scan (no abort)", "rankdata:ordinal": "", "sem": f"{ALL}: square"},
 }
+#: What the census finds otherwise on jax 0.10.2 (measured there: scripts/census_table.py): the
+#: gamma family still lowers to chlo.lgamma, norm's ppf/isf to chlo.square, and no chlo.scan yet.
+_LGAMMA = f"{ALL}: lgamma"
+CHLO_0_10_2 = {
+    **{d: dict.fromkeys(("cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"), _LGAMMA) for d in ("beta", "chi2", "gamma")},
+    **{d: dict.fromkeys(("logpmf", "pmf"), _LGAMMA) for d in ("betabinom", "binom", "multinomial", "nbinom")},
+    **{d: dict.fromkeys(("logpdf", "pdf"), _LGAMMA) for d in ("dirichlet", "t")},
+    "gennorm": dict.fromkeys(("cdf", "logpdf", "pdf"), _LGAMMA),
+    "poisson": dict.fromkeys(("cdf", "entropy", "logpmf", "pmf"), _LGAMMA),
+    "norm": dict.fromkeys(("isf", "ppf"), f"{ALL}: square"),
+    "": {"mode": "", "rankdata": ""},
+}
+
+
+def _census(dist: str) -> dict:
+    """``declare``'s census data for a distribution (``""``: the scipy.stats functions)."""
+    return dict(chlo=CHLO.get(dist, {}), chlo_on={"~=0.10.2": CHLO.get(dist, {}) | CHLO_0_10_2.get(dist, {})})
 
 #: Found by this catalog under --vjp (docs/repros/xlogy_int_grad.py): jax's gumbel ppf calls
 #: xlog1py(-1, ...) with a Python int, and xlogy/xlog1py's JVP rules multiply that argument's
@@ -55,7 +72,7 @@ for dist, (x, params, *call) in DISTS.items():
         kw = {"call": call[0]} if call else {}
         # edge values off, as for scipy.special (docs/api.md: not yet triaged)
         specs.append(spec(fn, first, *params, cases=("main",), edge=False, limitations=LIMITS.get((dist, fn), ()), **kw))
-    declare(label, specs, chlo=CHLO.get(dist, {}))
+    declare(label, specs, **_census(dist))
 
 C = dict(kind="custom", edge=False)
 
@@ -66,17 +83,18 @@ def _dirichlet(f, x, a):
 
 
 declare("scipy.stats.dirichlet", [
-    spec(fn, "positive", "positive", shapes=(((3,), (3,)),), call=_dirichlet, **C) for fn in ("pdf", "logpdf")])
+    spec(fn, "positive", "positive", shapes=(((3,), (3,)),), call=_dirichlet, **C) for fn in ("pdf", "logpdf")], **_census("dirichlet"))
 declare("scipy.stats.multinomial", [
     # jax's multinomial takes integer counts only (its docstring); scipy's any
     spec(fn, "count:int32", "prob", shapes=(((3,), (3,)),), call=lambda f, x, p: f(x, x.sum(), p / p.sum()), **C)
-    for fn in ("pmf", "logpmf")])
+    for fn in ("pmf", "logpmf")], **_census("multinomial"))
 declare("scipy.stats.multivariate_normal", [
-    spec(fn, "real", "real", "spd", shapes=(((5, 3), (3,), (3, 3)),), **C) for fn in ("pdf", "logpdf")])
+    spec(fn, "real", "real", "spd", shapes=(((5, 3), (3,), (3, 3)),), **C) for fn in ("pdf", "logpdf")],
+    **_census("multivariate_normal"))
 declare("scipy.stats", [
     spec("mode", "count", shapes=((MAIN,),), variants=({"axis": 0}, {"axis": None}), **C),
     spec("rankdata", "count", shapes=(((9,),), (MAIN,)), variants=({}, {"method": "min"}, {"method": "dense"}), **C),
     spec("rankdata", "count", shapes=(((9,),),), variants=({"method": "ordinal"},), tag="ordinal", **C),
     spec("sem", "real", shapes=((MAIN,),), variants=({}, {"axis": None}, {"ddof": 0}), **C),
-], chlo=CHLO[""])
+], **_census(""))
 without("scipy.stats", {})

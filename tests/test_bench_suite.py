@@ -369,3 +369,18 @@ def test_symbolic_figures_compare_two_cold_sweeps_side_by_side() -> None:
     static, both, ratio = figs
     assert static.value > 0 and both.value > 0 and ratio.goal == 1.6
     assert math.isclose(ratio.value, both.value / static.value)
+
+
+def test_a_checks_figure_sweeps_without_and_with_its_option_alternating(monkeypatch) -> None:  # noqa: ANN001
+    """`farm bench --only compositions` (and gradients, determinism): the plain sweep and the
+    one with the check's option alternate, and the ratio is theirs under the check's goal."""
+    from farm.bench import check_figures as cf
+
+    calls: list[tuple[str, ...]] = []
+    times = iter([10.0, 13.0, 20.0, 25.0])
+    monkeypatch.setattr(cf, "_sweep", lambda url, extra, workers, select: calls.append(tuple(extra)) or next(times))
+    plain, on, ratio = cf.check_figures("compositions", False, lambda s: None)
+    assert calls == [(), ("--compositions",), (), ("--compositions",)]
+    assert (plain.value, on.value) == (15.0, 19.0) and ratio.goal == 1.3
+    assert math.isclose(ratio.value, 19.0 / 15.0)
+    assert cf.CHECKS["gradients"] == (("--vjp", "1"), 1.5)

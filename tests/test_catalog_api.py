@@ -231,6 +231,35 @@ def test_census_data_becomes_limitations_by_the_most_specific_key() -> None:
     assert SCAN_VJP_ABORTS_CPU not in api.chlo_limitations(api.spec("f", tag="alt"), "float32", "main", data)
 
 
+def test_census_data_of_several_jax_versions_holds_on_each_where_measured() -> None:
+    """A module's census measured on another jax (``chlo_on``) gives that version its own
+    limitations: a text both versions share is one limitation holding on both, a text of one
+    version holds there alone, and a version measured nowhere has none (its census is news)."""
+    from farm.catalog.known import holds_on
+
+    now = {"f": "cpu,cuda,rocm,tpu: erf", "g": "cuda,rocm: scan", "h": "cpu: square"}
+    older = now | {"g": "", "h": "cpu,tpu: lgamma"}
+    lims = {n: api.chlo_limitations(api.spec(n), "float32", "main", now, {"~=0.10.2": older}) for n in "fgh"}
+    (f,) = lims["f"]
+    assert [holds_on(f.jax, v) for v in ("0.12.0.1", "0.10.2", "0.11.2", "0.9.2")] == [True, True, False, False]
+    g = [lim for lim in lims["g"] if lim.stage == "census"]
+    assert len(g) == 1 and holds_on(g[0].jax, "0.12.0.1") and not holds_on(g[0].jax, "0.10.2")
+    by = {lim.platforms: lim for lim in lims["h"]}
+    assert set(by) == {("cpu",), ("cpu", "tpu")}
+    assert holds_on(by[("cpu",)].jax, "0.12.0.1") and not holds_on(by[("cpu",)].jax, "0.10.2")
+    assert holds_on(by[("cpu", "tpu")].jax, "0.10.2") and not holds_on(by[("cpu", "tpu")].jax, "0.12.0.1")
+    assert by[("cpu", "tpu")].expects("fail", "CensusViolation", "crosses the plugin boundary: chlo.lgamma")
+
+
+def test_a_known_gaps_versions_may_join_specifiers_and_reject_an_empty_one() -> None:
+    from farm.catalog.known import check_spec, holds_on
+
+    assert holds_on("<0.9 || ~=0.10.2", "0.8.3") and holds_on("<0.9 || ~=0.10.2", "0.10.2")
+    assert not holds_on("<0.9 || ~=0.10.2", "0.9.2")
+    with pytest.raises(ValueError):
+        check_spec("~=0.10.2 ||")
+
+
 def test_a_case_limitation_holds_for_its_case_alone(harnesses) -> None:
     """jnp.linalg.det's derivative raises for a 0x0 matrix only (docs/findings.md): the gap is on
     that case's harness, not on the others of the spec, where it would be an unexpected pass."""

@@ -16,7 +16,8 @@ Figures (goals from the benchmarks issue):
 - load test: 20 loopback clients over those pages, ``farm serve`` goal p95 ≤ 500 ms, no errors
 - SQLite file after 30 unchanged nightlies against one run's bytes, and after ``farm db prune``
   and VACUUM (``storage_figures``; not in the quick default)
-- cold sweeps with and without ``--vjp`` (``gradient_figures``)  goal ≤ 1.5x; not in the quick default
+- cold sweeps with and without ``--vjp`` (goal ≤ 1.5x), ``--compositions`` (≤ 1.3x), ``--check-determinism``
+  (``check_figures``); not in the quick default
 
 Figures come in groups (``GROUPS``); ``run(only=...)`` picks some.
 """
@@ -79,7 +80,7 @@ def _subprocess_seconds(code: str) -> float:
 
 
 GROUPS = ("catalog", "pipeline", "sweep", "overhead", "fleet", "dashboard", "load", "full", "storage", "symbolic",
-          "gradients")
+          "gradients", "compositions", "determinism")
 
 
 def run(quick: bool = True, log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), *,
@@ -114,10 +115,11 @@ def run(quick: bool = True, log: Callable[[str], None] = lambda s: print(s, file
         from farm.bench.symbolic_figures import symbolic_figures  # deferred: only here
 
         figs += symbolic_figures(quick, log)
-    if "gradients" in want and (not quick or "gradients" in only):  # cold sweeps with and without --vjp: minutes
-        from farm.bench.gradient_figures import gradient_figures  # deferred: only here
+    for group in ("gradients", "compositions", "determinism"):
+        if group in want and (not quick or group in only):  # cold sweeps with and without the check: minutes
+            from farm.bench.check_figures import check_figures  # deferred: only here
 
-        figs += gradient_figures(quick, log)
+            figs += check_figures(group, quick, log)
     if "dashboard" in want:
         from farm.bench.web_figures import dashboard_figures  # deferred: the dashboard's modules, only here
 

@@ -288,47 +288,80 @@ def _operand_dtype(op: str, dtype: str) -> tuple[str, str]:
 #: The jax versions the census data of the harness modules (``CHLO``) was measured on.
 CHLO_MEASURED = "~=0.12.0"
 
+#: A module's census data: ``{key: "platform,...: op op; ..."}`` (``chlo_limitations``).
+Census = Mapping[str, str]
 
-def chlo_limitations(s: Spec, dtype: str, case: str, chlo: Mapping[str, str]) -> tuple[Limitation, ...]:
+#: label -> (its census data on ``CHLO_MEASURED``, on other versions): filled by ``declare``, read
+#: by ``scripts/census_table.py`` when a new jax is measured.
+CENSUS: dict[str, tuple[Census, Mapping[str, Census]]] = {}
+
+
+def census_text(name: str, tag: str, dtype: str, case: str, chlo: Census) -> str:
+    """What ``chlo`` says of a harness of function ``name`` (spec tag ``tag``), ``dtype`` and
+    ``case``: the value of its most specific key (``name:tag`` before ``name``; then
+    ``/dtype@case``, ``@case``, ``/dtype``, bare), ``""`` where none is there."""
+    names = ([f"{name}:{tag}"] if tag else []) + [name]
+    keys = [k for n in names for k in (f"{n}/{dtype}@{case}", f"{n}@{case}", f"{n}/{dtype}", n)]
+    return next((chlo[k] for k in keys if k in chlo), "")
+
+
+def census_ops(text: str) -> dict[str, frozenset[str]]:
+    """A census value as platform -> its chlo ops (a platform without ops is left out)."""
+    out: dict[str, frozenset[str]] = {}
+    for part in filter(None, (p.strip() for p in text.split(";"))):
+        plats, _, ops = part.split("(")[0].partition(":")
+        for p in plats.split(","):
+            out[p.strip()] = out.get(p.strip(), frozenset()) | frozenset(ops.split())
+    return out
+
+
+def chlo_limitations(s: Spec, dtype: str, case: str, chlo: Census,
+                     on: Mapping[str, Census] | None = None) -> tuple[Limitation, ...]:
     """The census's known failures of a harness of spec ``s``, from its module's measured data:
     ``{key: "platform,...: op op; ..."}``, the non-StableHLO ``chlo`` ops its lowering for each
-    platform holds (JAX #15608), measured by ``farm sweep``'s census on ``CHLO_MEASURED``; a
-    key is the function's name, with ``:tag`` (a spec's tag), ``/dtype`` and ``@case`` (``empty``,
-    ``edge``...) where they differ, the most specific first; ``""``: none. A forward scan
-    (``chlo.scan``) for cuda and rocm also aborts XLA:CPU's compiler in crossexec
-    (``SCAN_ABORTS_CPU``: that record runs apart) unless the data says ``(no abort)``; where it
-    says ``(vjp aborts``, the pullback (``--vjp``) holds the forward scan too, and the worker
-    that runs it dies (``SCAN_VJP_ABORTS_CPU``: measured, since a pullback recomputes only
-    some of the forward)."""
+    platform holds (JAX #15608), measured by ``farm sweep``'s census on ``CHLO_MEASURED``
+    (``census_text`` says which key applies); ``""``: none. ``on``: the same data measured on
+    other jax versions (a PEP 440 specifier each: the whole table, usually ``{**chlo, **what
+    changed}``); a text that two versions share is one limitation holding on both
+    (``"~=0.12.0 || ~=0.10.2"``), and a version measured nowhere has none, so its census is
+    judged afresh. A forward scan (``chlo.scan``) for cuda and rocm also aborts XLA:CPU's
+    compiler in crossexec (``SCAN_ABORTS_CPU``: that record runs apart) unless the data says
+    ``(no abort)``; where it says ``(vjp aborts``, the pullback (``--vjp``) holds the forward
+    scan too, and the worker that runs it dies (``SCAN_VJP_ABORTS_CPU``: measured, since a
+    pullback recomputes only some of the forward)."""
     from farm.catalog.harness import SCAN_ABORTS_CPU, SCAN_VJP_ABORTS_CPU  # noqa: PLC0415  (beside Limitation)
     from farm.catalog.known import CHLO_URL  # noqa: PLC0415
 
-    names = ([f"{s.name}:{s.tag}"] if s.tag else []) + [s.name]
-    keys = [k for n in names for k in (f"{n}/{dtype}@{case}", f"{n}@{case}", f"{n}/{dtype}", n)]
-    text = next((chlo[k] for k in keys if k in chlo), "")
+    versions: dict[str, list[str]] = {}
+    for spec_, table in {CHLO_MEASURED: chlo, **(on or {})}.items():
+        versions.setdefault(census_text(s.name, s.tag, dtype, case, table), []).append(spec_)
     out: list[Limitation] = []
-    for part in filter(None, (p.strip() for p in text.split(";"))):
-        plats, _, ops = part.split("(")[0].partition(":")
-        platforms = tuple(p.strip() for p in plats.split(","))
-        ops_ = sorted(ops.split())
-        alt = "|".join(ops_)
-        out.append(Limitation(f"{s.name} lowers to {', '.join('chlo.' + o for o in ops_)}, which crosses the plugin "
-                              f"boundary ({CHLO_URL})", platforms=platforms, stage="census",
-                              error=rf"CensusViolation: crosses the plugin boundary: chlo\.(?:{alt})(?:, chlo\.(?:{alt}))*$",
-                              jax=CHLO_MEASURED))
-        if "scan" in ops_ and set(platforms) & {"cuda", "rocm"} and "no abort" not in text:
-            out.append(SCAN_ABORTS_CPU)
-            if "vjp aborts" in text:
-                out.append(SCAN_VJP_ABORTS_CPU)
+    for text, specs in versions.items():
+        jax = " || ".join(specs)
+        for part in filter(None, (p.strip() for p in text.split(";"))):
+            plats, _, ops = part.split("(")[0].partition(":")
+            platforms = tuple(p.strip() for p in plats.split(","))
+            ops_ = sorted(ops.split())
+            alt = "|".join(ops_)
+            out.append(Limitation(f"{s.name} lowers to {', '.join('chlo.' + o for o in ops_)}, which crosses the "
+                                  f"plugin boundary ({CHLO_URL})", platforms=platforms, stage="census",
+                                  error=rf"CensusViolation: crosses the plugin boundary: chlo\.(?:{alt})(?:, chlo\.(?:{alt}))*$",
+                                  jax=jax))
+            if "scan" in ops_ and set(platforms) & {"cuda", "rocm"} and "no abort" not in text:
+                out.append(SCAN_ABORTS_CPU)
+                if "vjp aborts" in text:
+                    out.append(SCAN_VJP_ABORTS_CPU)
     return tuple(dict.fromkeys(out))
 
 
 def declare(label: str, specs: Iterable[Spec], *, limitations: Iterable[Limitation] = (),
-            chlo: Mapping[str, str] | None = None) -> list[Harness]:
+            chlo: Census | None = None, chlo_on: Mapping[str, Census] | None = None) -> list[Harness]:
     """Every spec of ``label`` expanded into harnesses of the ``api`` catalog (family and group
     ``label``, primitive the function's name); ``limitations``: the module's own, on each;
-    ``chlo``: the module's measured census data (``chlo_limitations``)."""
+    ``chlo``: the module's measured census data, ``chlo_on`` the same on other jax versions
+    (``chlo_limitations``)."""
     base = tuple(limitations)
+    CENSUS[label] = (dict(chlo or {}), dict(chlo_on or {}))
     out: list[Harness] = []
     for s in specs:
         resolved = _resolve(label, s)
@@ -341,7 +374,7 @@ def declare(label: str, specs: Iterable[Spec], *, limitations: Iterable[Limitati
             cases = cases if d == 0 else cases[:1]
             for case, shapes in cases:
                 variants = s.variants if (d == 0 and case == "main") else s.variants[:1]
-                shared = base + chlo_limitations(s, dtype, case, chlo or {})
+                shared = base + chlo_limitations(s, dtype, case, chlo or {}, chlo_on)
                 for v in variants:
                     kw = dict(v)
                     args = [operand(dom, sh, dt) for (dom, dt), sh in
@@ -355,7 +388,7 @@ def declare(label: str, specs: Iterable[Spec], *, limitations: Iterable[Limitati
                         limitations=s.limitations + tuple(lim for c, lim in s.case_limitations if c == case) + shared,
                         tol=s.tol, catalog=CATALOG, source=f"{labels()[label]}.{s.name}", shapes=shapes))
             if s.edge and (dtype in FLOAT or dtype in INTEGER) and s.kind != "custom":
-                out += _edges(label, s, fn, dtype, base + chlo_limitations(s, dtype, "edge", chlo or {}))
+                out += _edges(label, s, fn, dtype, base + chlo_limitations(s, dtype, "edge", chlo or {}, chlo_on))
     return out
 
 

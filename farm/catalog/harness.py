@@ -49,7 +49,8 @@ class Limitation:
     #: the same limitation is a ``fail`` that shows both. None: any failure.
     error: str | None = None
     status: str | None = None
-    #: the jax versions the gap is known on (a PEP 440 specifier, "<0.12"; "": every version).
+    #: the jax versions the gap is known on (a PEP 440 specifier, "<0.12", or several joined by
+    #: ``||``, any of which holds: versions measured apart; "": every version).
     #: Outside them the limitation does not apply: a pass there is a pass, a failure a finding.
     jax: str = ""
     #: a known crash (``crashes``) that only a sweep differentiating to this order meets (``--vjp``):

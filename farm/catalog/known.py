@@ -45,16 +45,22 @@ def _specifier(spec: str) -> Any:
 
 
 def holds_on(spec: str, version: str | None = None) -> bool:
-    """Whether a known gap's jax versions (a PEP 440 specifier, "<0.12"; "": every version)
-    include ``version`` (default: the running jax). Asked for every record a limitation may
-    judge, so the specifier is parsed once."""
-    return not spec or _specifier(spec).contains(version or running_jax(), prereleases=True)
+    """Whether a known gap's jax versions (a PEP 440 specifier, "<0.12", or several joined by
+    ``||``, any of which holds: "~=0.12.0 || ~=0.10.2", versions measured apart; "": every
+    version) include ``version`` (default: the running jax). Asked for every record a
+    limitation may judge, so each specifier is parsed once."""
+    if not spec:
+        return True
+    v = version or running_jax()
+    return any(_specifier(one.strip()).contains(v, prereleases=True) for one in spec.split("||"))
 
 
 def check_spec(spec: str) -> None:
-    """Raise where a known gap's jax versions are not a PEP 440 specifier."""
-    if spec:
-        _specifier(spec)
+    """Raise where a known gap's jax versions are not PEP 440 specifiers (joined by ``||``)."""
+    for one in spec.split("||") if spec else ():
+        if not one.strip():
+            raise ValueError(f"an empty specifier in {spec!r}")
+        _specifier(one.strip())
 
 def lacking(needs: tuple[tuple[str, str], ...]) -> str | None:
     """What a harness calls that the running jax lacks: of its ``needs``, (API, the jax versions
