@@ -71,15 +71,18 @@ def test_runs_through_the_pipeline(hs) -> None:
     assert out.worst == "ok", [(r.stage, r.status, r.error) for r in out.records]
 
 
-def test_select_uses_cache_and_is_fast(tmp_path) -> None:
-    code = ("import time, json; t=time.perf_counter(); from farm import catalog; "
+def test_select_uses_cache_instead_of_importing_jaxs_catalog(tmp_path) -> None:
+    """The second selection reads the cached entries and never imports JAX's catalog module
+    (what costs the time; the speed itself is `farm bench`'s catalog figure, not a test's)."""
+    code = ("import sys, json; from farm import catalog; "
             "hs=catalog.select(catalog.Filters(catalog='upstream')); "
-            "print(json.dumps([len(hs), len({h.group for h in hs}), time.perf_counter()-t, "
+            "print(json.dumps([len(hs), len({h.group for h in hs}), "
+            "'jax._src.internal_test_util.test_harnesses' in sys.modules, "
             "sorted(h.fingerprint for h in hs)[:50]]))")
     env = {"FARM_CACHE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     runs = [json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                                       cwd=ROOT, env=env).stdout.strip().splitlines()[-1]) for _ in range(2)]
-    (cold_n, cold_g, cold_s, cold_fp), (warm_n, warm_g, warm_s, warm_fp) = runs
+    (cold_n, cold_g, cold_imported, cold_fp), (warm_n, warm_g, warm_imported, warm_fp) = runs
     assert list(tmp_path.glob("upstream-*.json"))
     assert (cold_n, cold_g, cold_fp) == (warm_n, warm_g, warm_fp)  # same harnesses, same fingerprints
-    assert warm_s < 2.0 and warm_s < cold_s
+    assert cold_imported and not warm_imported
