@@ -104,3 +104,28 @@ def test_a_nested_export_that_moves_a_sharding_is_a_fail_showing_both() -> None:
     moved = {**kept, "in": {"inner": "[P('x', 'y')]", "outer": "[P(None, None)]"}}
     rec = composition(h, Record("composition", "nested", "ok", handle=(x, x), facts={"shardings": moved}))
     assert rec.status == "fail" and "P('x', 'y')" in rec.error and "P(None, None)" in rec.error
+
+
+@pytest.mark.parametrize("together", [True, False])
+def test_grad_in_one_program_still_sees_an_artifact_whose_gradient_differs(monkeypatch, together: bool) -> None:  # noqa: ANN001
+    """``grad`` compiles the artifact's gradient and the function's own in one program where it
+    may (``_together_safe``): a vjp that differs from the function's (here the artifact of 2 sin
+    under sin's name) fails either way, and an honest one passes either way."""
+    import jax
+    from jax import export
+
+    from farm.judge import compositions as judge
+    from farm.stages import compositions as stage
+
+    monkeypatch.setattr(stage, "_together_safe", lambda exported: together)
+    h = next(h for h in catalog.load() if h.name == "sin_float32_3x4")
+    x = [np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)]
+
+    def artifact(f):  # noqa: ANN001, ANN202
+        return export.deserialize(bytearray(export.export(jax.jit(f), platforms=("cpu",))(*x).serialize(vjp_order=1)))
+
+    own = artifact(jax.numpy.sin)
+    plain = own.call(*x)
+    for vjp, want in ((own, "ok"), (artifact(lambda a: 2 * jax.numpy.sin(a)), "fail")):
+        rec = stage.run("grad", own, x, plain, h, jax.jit(jax.numpy.sin), lambda vjp=vjp: vjp)
+        assert judge.composition(h, rec).status == want, (together, rec.status, rec.error)

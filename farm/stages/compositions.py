@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from farm.results import Record
-from farm.stages.compile import checked_jit
+from farm.stages.compile import checked_jit, side_by_side_safe
 from farm.stages.record import Timer, failure
 
 #: Every composition, in the order they run.
@@ -60,6 +60,30 @@ def _specs(exported: Any, side: str, mesh: Any) -> str:
         return str([getattr(s, "spec", s) for s in getattr(exported, f"{side}_shardings_jax")(mesh)])
     except ValueError as e:  # an output resharded onto another mesh: what JAX says about it
         return f"ValueError: {e}"
+
+
+def _zeros(plain: Any) -> Any:
+    """Zeros shaped as the call's outputs, as host arrays: ``jnp.zeros_like`` on each output ran
+    an op-by-op program per output (a compile each, as many as the compositions themselves);
+    a typed key has no host form, so it stays jax's."""
+    import jax
+    import jax.numpy as jnp
+
+    def zero(x: Any) -> Any:
+        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.extended):
+            return jnp.zeros_like(x)
+        return np.zeros(x.shape, x.dtype)
+
+    return jax.tree.map(zero, plain)
+
+
+def _together_safe(exported: Any) -> bool:
+    """Whether copies of the artifact's module may run side by side in one program
+    (``compile.side_by_side_safe``: jaxlib 0.10.2's split LAPACK batches deadlock there)."""
+    try:
+        return side_by_side_safe(exported.mlir_module())
+    except Exception:  # noqa: BLE001  no text to read: each on its own
+        return False
 
 
 def _floating(xs: list[Any]) -> bool:
@@ -114,24 +138,32 @@ def run(name: str, exported: Any, dyn: list[Any], plain: Any, h: Any, jitted: An
                     return lambda *a: sum(jnp.sum(o.astype(jnp.float32)) for o in jax.tree.leaves(f(*a)))
 
                 argnums = tuple(range(len(dyn)))
-                try:  # what the composition is held against first: where JAX cannot differentiate the
-                    # harness's own function (a while loop with dynamic bounds, a rule it lacks), nothing to compose
-                    want = leaves(checked_jit(jit(jax.grad(total(jitted), argnums=argnums)), *dyn))
-                except Exception as e:  # noqa: BLE001
-                    why = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"[:300]
-                    return Record("composition", name, "skipped", error=f"not differentiable here: {why}",
-                                  facts={"reason": "the harness's own function is not differentiable"})
-                got = leaves(checked_jit(jit(jax.grad(total(with_vjp().call), argnums=argnums)), *dyn))
+                try:  # both gradients in one program (one compile); where it raises, each on its own below,
+                    # so the record says which side raised; never two copies of a LAPACK call jaxlib splits
+                    if not _together_safe(exported):
+                        raise RuntimeError("each on its own")
+                    w, g = checked_jit(jit(lambda *a: (jax.grad(total(jitted), argnums=argnums)(*a),
+                                                       jax.grad(total(with_vjp().call), argnums=argnums)(*a))), *dyn)
+                    want, got = leaves(w), leaves(g)
+                except Exception:  # noqa: BLE001
+                    try:  # what the composition is held against first: where JAX cannot differentiate the
+                        # harness's own function (a while loop with dynamic bounds, a rule it lacks), nothing to compose
+                        want = leaves(checked_jit(jit(jax.grad(total(jitted), argnums=argnums)), *dyn))
+                    except Exception as e:  # noqa: BLE001
+                        why = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"[:300]
+                        return Record("composition", name, "skipped", error=f"not differentiable here: {why}",
+                                      facts={"reason": "the harness's own function is not differentiable"})
+                    got = leaves(checked_jit(jit(jax.grad(total(with_vjp().call), argnums=argnums)), *dyn))
             elif name == "scan":
                 steps = leaves(checked_jit(jit(lambda *a: lax.scan(lambda c, _: (c, exported.call(*a)), 0, None,
                                                                    length=2)[1]), *dyn))
                 got, want = [s[i] for i in range(2) for s in steps], want + want
             elif name == "cond":
-                zeros = jax.tree.map(jnp.zeros_like, plain)
+                zeros = _zeros(plain)
                 got = leaves(checked_jit(jit(lambda p, *a: lax.cond(p, lambda: exported.call(*a), lambda: zeros), lead=1),
                                          True, *dyn))
             elif name == "while":
-                zeros = jax.tree.map(jnp.zeros_like, plain)
+                zeros = _zeros(plain)
                 got = leaves(checked_jit(jit(lambda n, *a: lax.fori_loop(0, n, lambda i, c: exported.call(*a), zeros),
                                              lead=1), 2, *dyn))
             elif name == "nested":
@@ -163,20 +195,22 @@ CONTROL = ("scan", "cond", "while")
 
 def control_flow(exported: Any, dyn: list[Any], plain: Any, h: Any) -> list[Record] | None:
     """``scan``, ``cond`` and ``while`` of the call in one program, one record each (their
-    seconds: a third of it each); None where the program raises: the caller runs each on its
-    own, so the records say which."""
+    seconds: a third of it each); None where the program raises, or where copies of the module
+    may not run side by side (``_together_safe``): the caller runs each on its own, so the
+    records say which."""
     import jax
-    import jax.numpy as jnp
     from jax import lax
     from jax.sharding import NamedSharding, PartitionSpec as P
 
-    zeros = jax.tree.map(jnp.zeros_like, plain)
+    zeros = _zeros(plain)
 
     def together(p: Any, n: Any, *a: Any) -> Any:
         steps = lax.scan(lambda c, _: (c, exported.call(*a)), 0, None, length=2)[1]
         return (steps, lax.cond(p, lambda: exported.call(*a), lambda: zeros),
                 lax.fori_loop(0, n, lambda i, c: exported.call(*a), zeros))
 
+    if not _together_safe(exported):
+        return None
     timer = Timer()
     try:
         with timer():
