@@ -108,7 +108,6 @@ BESSEL_JN_NAN_VJP = Limitation("bessel_jn's default n_iter=50 overflows float32 
 #: flagged the functions below, not yet triaged one by one (docs/api.md): off for these alone.
 #: hyp2f1's never return for an infinite or huge a (docs/repros/hyp2f1_huge_parameter_hangs.py): a
 #: hang is a timeout no limitation expects, as gcd's.
-EDGES = True
 NOT_TRIAGED = frozenset({"beta", "betaln", "boxcox", "boxcox1p", "comb", "digamma", "gammainc", "gammaincc", "gammaln",
                          "hyp1f1", "hyp2f1", "i1", "i1e", "polygamma", "zeta"})
 #: On jax before 0.12 (measured on 0.10.2) exp1's and expn's edge values never return (timeouts) and
@@ -123,12 +122,12 @@ POCH_OVERFLOW = Limitation("jax.scipy.special.poch(z, m) is NaN for float32 z >=
 EDGE_LIMITS = {"poch": (("x0", POCH_OVERFLOW), ("all", POCH_OVERFLOW))}
 #: the main case and an empty array (size 1 and broadcasting are jnp's: the sweep's time budget)
 CASES = ("main", "empty")
-SPECS = [spec(n, *doms, edge=EDGES and n not in NOT_TRIAGED, edge_values=edges, cases=CASES,
+SPECS = [spec(n, *doms, edge=n not in NOT_TRIAGED, edge_values=edges, cases=CASES,
              edge_limitations=EDGE_LIMITS.get(n, ())) for n, (doms, edges) in ELEMENTWISE.items()]
 SPECS += [
-    spec("expn", "count:int32", "positive", edge=EDGES and "expn" not in NOT_TRIAGED, cases=CASES),
+    spec("expn", "count:int32", "positive", edge="expn" not in NOT_TRIAGED, cases=CASES),
     # jax's polygamma takes an integer n only (its docstring); scipy's any real n
-    spec("polygamma", "count:int32", "positive", edge=EDGES and "polygamma" not in NOT_TRIAGED, cases=CASES),
+    spec("polygamma", "count:int32", "positive", edge="polygamma" not in NOT_TRIAGED, cases=CASES),
     spec("multigammaln", "gt1", kind="custom", shapes=((MAIN,),), call=lambda f, a: f(a + 1.0, 3), edge=False),
     spec("bernoulli", kind="custom", shapes=(((1,),),), call=lambda f, x: f(8), edge=False),
     spec("bessel_jn", "real", kind="custom", shapes=(((9,),),), call=lambda f, z: f(z, v=3)
@@ -138,12 +137,12 @@ SPECS += [
          call=lambda f, n, m, t, p: f(n + 1, m, t, p, n_max=4) if f.__module__.startswith("jax")
          else f(n + 1, m, t, p), edge=False),
     spec("wofz", "real", dtypes=("complex64",), cases=("main", "one"), edge=False),
-    spec("logsumexp", kind="reduction", variants=({}, {"axis": -1}, {"axis": 0, "keepdims": True}), edge=EDGES,
+    spec("logsumexp", kind="reduction", variants=({}, {"axis": -1}, {"axis": 0, "keepdims": True}),
          empty=False),
     spec("logsumexp", "real", "positive", kind="custom", shapes=((MAIN, MAIN),), tag="b", edge=False,
          call=lambda f, a, b: f(a, b=b, axis=0)),
-    spec("softmax", kind="reduction", variants=({}, {"axis": 0}), edge=EDGES, empty=False),
-    spec("log_softmax", kind="reduction", variants=({}, {"axis": 0}), edge=EDGES, empty=False),
+    spec("softmax", kind="reduction", variants=({}, {"axis": 0}), empty=False),
+    spec("log_softmax", kind="reduction", variants=({}, {"axis": 0}), empty=False),
 ]
 
 declare(LABEL, SPECS, chlo=CHLO, chlo_on={"~=0.10.2": CHLO | CHLO_0_10_2})

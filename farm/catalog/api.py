@@ -305,13 +305,22 @@ def census_text(name: str, tag: str, dtype: str, case: str, chlo: Census) -> str
     return next((chlo[k] for k in keys if k in chlo), "")
 
 
+def _census_parts(text: str) -> list[tuple[tuple[str, ...], list[str]]]:
+    """A census value's parts (``;``), each (its platforms, its sorted chlo ops); a note in
+    parentheses is not an op."""
+    out = []
+    for part in filter(None, (p.strip() for p in text.split(";"))):
+        plats, _, ops = part.split("(")[0].partition(":")
+        out.append((tuple(p.strip() for p in plats.split(",")), sorted(ops.split())))
+    return out
+
+
 def census_ops(text: str) -> dict[str, frozenset[str]]:
     """A census value as platform -> its chlo ops (a platform without ops is left out)."""
     out: dict[str, frozenset[str]] = {}
-    for part in filter(None, (p.strip() for p in text.split(";"))):
-        plats, _, ops = part.split("(")[0].partition(":")
-        for p in plats.split(","):
-            out[p.strip()] = out.get(p.strip(), frozenset()) | frozenset(ops.split())
+    for platforms, ops in _census_parts(text):
+        for p in platforms:
+            out[p] = out.get(p, frozenset()) | frozenset(ops)
     return out
 
 
@@ -338,10 +347,7 @@ def chlo_limitations(s: Spec, dtype: str, case: str, chlo: Census,
     out: list[Limitation] = []
     for text, specs in versions.items():
         jax = " || ".join(specs)
-        for part in filter(None, (p.strip() for p in text.split(";"))):
-            plats, _, ops = part.split("(")[0].partition(":")
-            platforms = tuple(p.strip() for p in plats.split(","))
-            ops_ = sorted(ops.split())
+        for platforms, ops_ in _census_parts(text):
             alt = "|".join(ops_)
             out.append(Limitation(f"{s.name} lowers to {', '.join('chlo.' + o for o in ops_)}, which crosses the "
                                   f"plugin boundary ({CHLO_URL})", platforms=platforms, stage="census",

@@ -138,14 +138,18 @@ def run(name: str, exported: Any, dyn: list[Any], plain: Any, h: Any, jitted: An
                     return lambda *a: sum(jnp.sum(o.astype(jnp.float32)) for o in jax.tree.leaves(f(*a)))
 
                 argnums = tuple(range(len(dyn)))
-                try:  # both gradients in one program (one compile); where it raises, each on its own below,
-                    # so the record says which side raised; never two copies of a LAPACK call jaxlib splits
-                    if not _together_safe(exported):
-                        raise RuntimeError("each on its own")
-                    w, g = checked_jit(jit(lambda *a: (jax.grad(total(jitted), argnums=argnums)(*a),
-                                                       jax.grad(total(with_vjp().call), argnums=argnums)(*a))), *dyn)
-                    want, got = leaves(w), leaves(g)
-                except Exception:  # noqa: BLE001
+                both = None
+                if _together_safe(exported):  # both gradients in one program (one compile); never two
+                    # copies of a LAPACK call jaxlib splits
+                    try:
+                        w, g = checked_jit(jit(lambda *a: (jax.grad(total(jitted), argnums=argnums)(*a),
+                                                           jax.grad(total(with_vjp().call), argnums=argnums)(*a))), *dyn)
+                        both = leaves(w), leaves(g)
+                    except Exception:  # noqa: BLE001  each on its own below, so the record says which side raised
+                        pass
+                if both is not None:
+                    want, got = both
+                else:
                     try:  # what the composition is held against first: where JAX cannot differentiate the
                         # harness's own function (a while loop with dynamic bounds, a rule it lacks), nothing to compose
                         want = leaves(checked_jit(jit(jax.grad(total(jitted), argnums=argnums)), *dyn))
@@ -202,6 +206,8 @@ def control_flow(exported: Any, dyn: list[Any], plain: Any, h: Any) -> list[Reco
     from jax import lax
     from jax.sharding import NamedSharding, PartitionSpec as P
 
+    if not _together_safe(exported):
+        return None
     zeros = _zeros(plain)
 
     def together(p: Any, n: Any, *a: Any) -> Any:
@@ -209,8 +215,6 @@ def control_flow(exported: Any, dyn: list[Any], plain: Any, h: Any) -> list[Reco
         return (steps, lax.cond(p, lambda: exported.call(*a), lambda: zeros),
                 lax.fori_loop(0, n, lambda i, c: exported.call(*a), zeros))
 
-    if not _together_safe(exported):
-        return None
     timer = Timer()
     try:
         with timer():
