@@ -198,7 +198,11 @@ class Spec:
     the function) or None (the jaxpr's float64 evaluation; ``why`` says why);
     ``invariant``: (operands..., outputs...) -> error, for results a reference cannot
     judge; ``edge``: the edge-value variants (``farm.catalog.special``), with
-    ``edge_values`` (poles, branch points) added to the dtype's special values.
+    ``edge_values`` (poles, branch points) added to the dtype's special values, judged
+    against the twin where ``edge_reference="twin"`` (rounded to the output dtype, a
+    device's flushed subnormal inputs allowed: ``farm.judge.harness.at_edges``), else by the
+    jaxpr's float64 evaluation (which computes JAX's own algorithm, so it agrees where that
+    is wrong by design).
     """
 
     name: str
@@ -216,6 +220,7 @@ class Spec:
     edge: bool = True
     edge_values: tuple[float, ...] = ()
     edge_cases: tuple[str, ...] = ()  # only these edge cases (x0, x1..., all); empty: all
+    edge_reference: str = "jaxpr"  # what judges the edge variants: jaxpr | twin
     #: known gaps of the edge-value variants alone, (edge case, limitation) pairs
     edge_limitations: tuple[tuple[str, Limitation], ...] = ()
     #: known gaps of one case alone (main, empty, s1...), (case, limitation) pairs
@@ -229,6 +234,8 @@ class Spec:
             raise ValueError(f"unknown spec kind {self.kind!r}")
         if self.kind == "custom" and not self.shapes:
             raise ValueError(f"{self.name}: a custom spec names its shapes")
+        if self.edge_reference not in ("jaxpr", "twin"):
+            raise ValueError(f"{self.name}: unknown edge reference {self.edge_reference!r}")
         if self.reference is None and not self.why and self.invariant is None:
             raise ValueError(f"{self.name}: a spec without a reference says why")
         for op in self.operands:
@@ -394,7 +401,7 @@ def declare(label: str, specs: Iterable[Spec], *, limitations: Iterable[Limitati
                         limitations=s.limitations + tuple(lim for c, lim in s.case_limitations if c == case) + shared,
                         tol=s.tol, catalog=CATALOG, source=f"{labels()[label]}.{s.name}", shapes=shapes))
             if s.edge and (dtype in FLOAT or dtype in INTEGER) and s.kind != "custom":
-                out += _edges(label, s, fn, dtype, base + chlo_limitations(s, dtype, "edge", chlo or {}, chlo_on))
+                out += _edges(label, s, fn, ref, dtype, base + chlo_limitations(s, dtype, "edge", chlo or {}, chlo_on))
     return out
 
 
@@ -408,19 +415,23 @@ def _bind(call: Callable[..., Any], f: Callable[..., Any], kw: dict[str, Any]) -
     return bound
 
 
-def _edges(label: str, s: Spec, fn: Callable[..., Any], dtype: str, shared: tuple[Limitation, ...]) -> list[Harness]:
+def _edges(label: str, s: Spec, fn: Callable[..., Any], ref: Callable[..., Any] | None, dtype: str,
+           shared: tuple[Limitation, ...]) -> list[Harness]:
     """The edge-value variants of a spec for one dtype: each operand holding every special
-    value alone (the others ordinary values), and all of them together; judged by the
-    float64 evaluation of the jaxpr."""
+    value alone (the others ordinary values), and all of them together; judged against the
+    twin ``ref`` where the spec says so (``edge_reference``), else by the float64 evaluation
+    of the jaxpr."""
     out = []
     kw = dict(s.variants[0])
+    twin = s.edge_reference == "twin" and ref is not None
     dts = [_operand_dtype(op, dtype)[1] for op in s.operands]
     for case, args in special.operand_sets(dts, extra=s.edge_values):
         if s.edge_cases and case not in s.edge_cases:
             continue
         out.append(define(
             label, s.name, _bind(s.call, fn, kw), list(args), dtype=dtype, group=label,
-            params={**kw, **({"v": s.tag} if s.tag else {}), "edge": case}, reference=None,
+            params={**kw, **({"v": s.tag} if s.tag else {}), "edge": case},
+            reference=_bind(s.call, ref, kw) if twin else None, compare="edges" if twin else None,
             limitations=s.limitations + tuple(lim for c, lim in s.edge_limitations if c == case) + shared, tol=s.tol, catalog=CATALOG, source=f"{labels()[label]}.{s.name}"))
     return out
 

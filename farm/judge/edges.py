@@ -1,7 +1,12 @@
-"""The verdict on a harness run at its operands' edge values (``farm.stages.edges``): the outputs
-against the harness's jaxpr evaluated in float64 (``farm.judge.jaxpr``, the same reference and
-policy as every other compare: NaN matches NaN, an infinite reference is matched exactly, zeros'
-signs where the primitive defines them), under the harness's declared tolerance.
+"""The verdicts at edge values.
+
+- A harness run at its operands' edge values (``farm.stages.edges``, ``--edges``): the outputs
+  against the harness's jaxpr evaluated in float64 (``farm.judge.jaxpr``, the same reference and
+  policy as every other compare: NaN matches NaN, an infinite reference is matched exactly,
+  zeros' signs where the primitive defines them), under the harness's declared tolerance.
+- An api harness whose operands are edge values, judged against its NumPy/SciPy twin
+  (``compare="edges"``: ``twin_at_edges``): the jaxpr's evaluation computes JAX's own algorithm
+  and agrees where that is wrong by design; the twin does not.
 
 What has no independent answer at these values is ``skipped`` with the reason (a
 non-unique result, a primitive without a reference rule); what JAX and XLA are known and
@@ -16,7 +21,10 @@ from typing import Any
 import numpy as np
 
 from farm.catalog import Harness
+from farm.catalog.known import EdgeValue, api_edge_values
+from farm.judge.outputs import compared
 from farm.judge.tolerance import declared
+from farm.reference.handwritten import reference_outputs, upcast
 from farm.results import Record
 from farm.stages.record import failure
 
@@ -101,3 +109,113 @@ def with_finding(rec: Record, again: Record | None, finding: str, covered: int) 
         return rec.with_status("expected_fail", facts={**rec.facts, "limitation": finding, "covered": covered})
     return rec.with_status("fail", error=f"{rec.error}; without the {covered} elements of a known finding "
                            f"({finding[:80]}...) still: {again.error}"[:1000])
+
+
+# ---- an api function's edge values against its twin ---------------------------------------
+
+def at_edges(h: Harness, args: list[Any], actual: list[np.ndarray], ref: list[np.ndarray]
+             ) -> tuple[list[np.ndarray], int]:
+    """The twin's answers at edge values made comparable with what a device can give: rounded
+    to each output's dtype first (a float64 answer past float32's range is ±inf there), and
+    where the device flushes subnormal inputs (XLA:CPU does), the twin's answer on the flushed
+    inputs agrees too: per element, whichever of the two is nearer the device's. (The answers,
+    and how many elements the flushed inputs' answer gave.)"""
+    alt = reference_outputs(h, args, flush=True) or []
+    out, n = [], 0
+    for i, (a, r) in enumerate(zip(actual, ref)):
+        a = np.asarray(a)
+        r1 = _rounded(np.asarray(r), a.dtype)
+        if i >= len(alt) or np.shape(alt[i]) != np.shape(r):
+            out.append(r1)
+            continue
+        r2 = _rounded(np.asarray(alt[i]), a.dtype)
+        pick = _distance(a, r2) < _distance(a, r1)
+        n += int(np.sum(pick))
+        out.append(np.where(pick, r2, r1) if pick.any() else r1)
+    return out + [np.asarray(r) for r in ref[len(out):]], n
+
+
+def _rounded(r: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``r`` rounded to a floating ``dtype`` (others as they are)."""
+    if not (dtype.kind in "fc" or dtype.name == "bfloat16") or r.dtype.kind not in "fc":
+        return r
+    with np.errstate(all="ignore"):
+        return r.astype(dtype)
+
+
+def _distance(a: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Per element, how far ``a`` is from ``r`` in float64: 0 where both are NaN or equal
+    (infinities included), inf where one side is NaN or an infinity the other lacks."""
+    with np.errstate(all="ignore"):
+        wide = np.complex128 if a.dtype.kind == "c" or r.dtype.kind == "c" else np.float64
+        x, y = a.astype(wide), np.broadcast_to(r, a.shape).astype(wide)
+        d = np.abs(x - y)
+        d = np.where((x == y) | (np.isnan(x) & np.isnan(y)), 0.0, d)
+        return np.where(np.isnan(d), np.inf, d)
+
+
+def _covered(where: Any, operands: list[np.ndarray], shape: tuple[int, ...]) -> np.ndarray:
+    """The elements of an output of ``shape`` an edge predicate covers (none where the
+    operands do not broadcast to it: a predicate speaks of one element's operands)."""
+    try:
+        ops = [np.broadcast_to(o, shape) for o in operands]
+    except ValueError:
+        return np.zeros(shape, bool)
+    with np.errstate(all="ignore"):
+        return np.broadcast_to(np.asarray(where(*ops), dtype=bool), shape)
+
+
+def _nan_in(operands: list[np.ndarray], shape: tuple[int, ...]) -> np.ndarray:
+    """Elements with a NaN operand: IEEE 754 propagates NaN, so NaN is an answer there
+    (SciPy sometimes returns a limit instead: beta(nan, 0) is inf)."""
+    floats = [o for o in operands if o.dtype.kind in "fc"]
+    return _covered(lambda *xs: np.logical_or.reduce([np.isnan(x) for x in xs]), floats, shape) if floats \
+        else np.zeros(shape, bool)
+
+
+def twin_at_edges(h: Harness, args: list[Any], platform: str, actual: list[np.ndarray], ref: list[np.ndarray],
+                  rtol: float, atol: float, exact: bool, promised: list[dict[str, Any]] | None) -> Record:
+    """An elementwise api function at edge values against its twin (``at_edges``), under the
+    harness's tolerance. Taken out of the comparison (the device's value put in the twin's
+    place, and counted: ``excused``): NaN where an operand is NaN, and what a convention of
+    ``farm.catalog.known.api_edge_values`` covers (JAX and SciPy choose differently, both
+    defensible). A known finding's elements: failing with them and passing without them is
+    that finding (``expected_fail``); failing without them too is ``fail``; passing with them
+    says the finding was not seen (``with_finding``, as the ``--edges`` check)."""
+    ref, flushed = at_edges(h, args, actual, ref)
+    operands = [np.asarray(upcast(a)) for a in args if isinstance(a, np.ndarray) or np.isscalar(a)]
+    known = api_edge_values(h.family, h.primitive, h.dtype)
+
+    def excusing(edges: list[EdgeValue], nan: bool) -> tuple[list[np.ndarray], int]:
+        refs, n = [], 0
+        for a, r in zip(actual, ref):
+            a = np.asarray(a)
+            if np.shape(r) != a.shape:
+                refs.append(r)
+                continue
+            m = _nan_in(operands, a.shape) & np.isnan(a) if nan and a.dtype.kind in "fc" else np.zeros(a.shape, bool)
+            for e in edges:
+                m = m | _covered(e.where, operands, a.shape)
+            n += int(np.sum(m & (_distance(a, np.asarray(r)) > 0)))
+            refs.append(np.where(m, a, r) if m.any() else r)
+        return refs, n
+
+    def judged(refs: list[np.ndarray], facts: dict[str, Any]) -> Record:
+        rec = compared(actual, refs, platform=platform, against="reference", rtol=rtol, atol=atol, exact=exact,
+                       promised=promised)
+        return rec.with_status(rec.status, facts={**rec.facts, "edges": "twin", **facts})
+
+    conventions = [e for e in known if not e.finding]
+    base, excused = excusing(conventions, nan=True)
+    facts: dict[str, Any] = {**({"subnormals_flushed": flushed} if flushed else {}),
+                             **({"excused": excused, "conventions": [e.description for e in conventions]}
+                                if excused else {})}
+    rec = judged(base, facts)
+    findings = [e for e in known if e.finding
+                and any(_covered(e.where, operands, np.shape(a)).any() for a in actual)]
+    covered = sum(int(np.logical_or.reduce([_covered(e.where, operands, np.shape(a)) for e in findings]).sum())
+                  for a in actual) if findings else 0
+    if not findings or rec.status not in ("ok", "fail"):
+        return rec
+    again = judged(excusing(conventions + findings, nan=True)[0], facts) if rec.status == "fail" else None
+    return with_finding(rec, again, "; ".join(e.description for e in findings), covered)

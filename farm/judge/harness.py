@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from farm.catalog import Harness
+from farm.judge.edges import at_edges, twin_at_edges
 from farm.judge.outputs import compared
 from farm.judge.tolerance import declared, harness_tolerance, invariant_limit
 from farm.judge.xhost import judge_xhost
@@ -62,6 +63,8 @@ def native(job: Job, platform: str, actual: list[np.ndarray] | None, ref: list[n
         return invariant(h, job.args, actual, platform)
     if h.reference is None and actual is not None and job.jaxpr is not None:
         return jaxpr_verdict(job, platform, actual)
+    if h.compare == "edges" and actual is not None and ref is not None:
+        return twin_at_edges(h, job.args, platform, actual, ref, tol.rtol, tol.atol, tol.exact, job.promised)
     if h.compare != "none" or actual is None:
         return compared(actual, ref, platform=platform, against="reference", rtol=tol.rtol, atol=tol.atol,
                         exact=tol.exact, promised=job.promised)
@@ -115,6 +118,8 @@ def xhost(job: Job, ran: CrossHost, prior: Prior, platform: str, actual: list[np
         def by_jaxpr(outs: list[np.ndarray]) -> tuple[str, str | None]:
             v = jaxpr_verdict(job, platform, outs)
             return v.status, v.error
+    if h.compare == "edges" and actual is not None and ref is not None:
+        ref = at_edges(job.h, job.args, actual, ref)[0]
     return judge_xhost(ran, prior, native=actual, reference=ref, rtol=tol.rtol, atol=tol.atol, exact=tol.exact,
                        promised=job.promised, invariant=inv, by_jaxpr=by_jaxpr)
 
