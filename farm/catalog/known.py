@@ -300,28 +300,26 @@ def _huge(x: Any) -> Any:
     return np.abs(x) > 1e30
 
 
-#: "NaN where an argument is infinite or huge and the answer is a limit": one finding, its repro
-#: docs/repros/special_infinite_arguments_nan.py (measured on jax 0.12.0.1, 2026-12-02).
-_INF_ARGS = "(docs/repros/special_infinite_arguments_nan.py; no upstream report found)"
+#: "NaN where an argument is infinite, huge or a pole and the answer is a limit": their one repro
+#: (measured on jax 0.10.2, 0.12.0 and 0.12.0.1, 2026-12-02).
+_INF_ARGS = "(docs/repros/special_function_limits.py)"
 
 #: What the api catalog's scipy.special functions do at edge values against SciPy (``compare="edges"``,
 #: ``farm.judge.edges.twin_at_edges``), keyed ``"label.name"``: triaged from the first sweep judged
 #: against the twin (jax 0.12.0.1, 2026-12-02; docs/api.md "Edge values"). What a function shares with
 #: its lax primitive is that primitive's (``API_EDGE_ALIASES``).
 API_EDGE_VALUES: tuple[EdgeValue, ...] = (
-    EdgeValue("scipy.special.beta", "B(a, b) for a or b <= 0 (or subnormal, flushed to 0): outside a, b > 0, JAX "
-              "gives NaN or -inf (exp of betaln with its sign), SciPy the poles' inf or the continuation",
-              lambda a, b: (a <= 0) | (b <= 0) | (np.abs(a) <= _TINY) | (np.abs(b) <= _TINY)),
-    EdgeValue("scipy.special.betaln", "log|B(a, b)| for a or b <= 0 (or subnormal): outside a, b > 0, JAX gives "
-              "NaN, SciPy inf at the poles or the continuation",
-              lambda a, b: (a <= 0) | (b <= 0) | (np.abs(a) <= _TINY) | (np.abs(b) <= _TINY)),
-    EdgeValue("scipy.special.beta", "B(a, b) is NaN where it is 0 for an infinite a or b (lgamma(inf) - lgamma(inf)) "
-              "and for a and b both the largest finite value " + _INF_ARGS,
-              lambda a, b: ((a == _INF) & (b > 0)) | ((b == _INF) & (a > 0)) | ((a > 1e37) & (b > 1e37)),
-              finding=True),
-    EdgeValue("scipy.special.betaln", "betaln(inf, b) is NaN where it is -inf, and betaln at the largest finite a "
-              "is 1% off (-114.15 for -115.45 at a = 3.4e38, b = 1.3; right at 1e36) " + _INF_ARGS,
-              lambda a, b: ((a > 1e37) & (b > 0)) | ((b > 1e37) & (a > 0)), finding=True),
+    EdgeValue("scipy.special.beta", "B(a, b) at an infinite, non-positive (-0, a negative integer, -inf) or subnormal "
+              "argument, or both the largest finite value: NaN or the wrong sign where SciPy gives 0, ±inf or the "
+              "poles' cancelled value (B(-1, 1) = -1); jax-ml/jax#38270 (open) " + _INF_ARGS,
+              lambda a, b: (a <= 0) | (b <= 0) | (np.abs(a) <= _TINY) | (np.abs(b) <= _TINY) | np.isinf(a)
+              | np.isinf(b) | ((a > 1e37) & (b > 1e37)), finding=True, url="https://github.com/jax-ml/jax/issues/38270"),
+    EdgeValue("scipy.special.betaln", "log|B(a, b)| at an infinite argument is NaN where it is -inf "
+              "(jax-ml/jax#39106, open), NaN at non-positive or subnormal ones where SciPy gives a value or inf "
+              "(jax-ml/jax#38243, open), and 1% off at the largest finite a (-114.15 for -115.45 at a = 3.4e38, b = 1.3; "
+              "right at 1e36) " + _INF_ARGS,
+              lambda a, b: (a <= 0) | (b <= 0) | (np.abs(a) <= _TINY) | (np.abs(b) <= _TINY) | (a > 1e37) | (b > 1e37),
+              finding=True, url="https://github.com/jax-ml/jax/issues/39106"),
     EdgeValue("scipy.special.loggamma", "loggamma at x <= 0 (or subnormal, flushed to ±0): JAX's real loggamma is "
               "NaN outside x > 0, SciPy's inf at the pole 0", lambda x: (x <= 0) | (np.abs(x) <= _TINY)),
     EdgeValue("scipy.special.poch", "poch(z, m) at z <= 0 or subnormal (Γ(z)'s poles), or z + m at a pole of "
