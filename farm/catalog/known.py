@@ -365,6 +365,24 @@ API_EDGE_VALUES: tuple[EdgeValue, ...] = (
               lambda a, b, x: np.isnan(a) | np.isnan(b), finding=True),
     EdgeValue("scipy.special.hyp2f1", "2F1(a, b, c, z) is 1 for a NaN z (docs/repros/hyp2f1_nan_z.py)",
               lambda a, b, c, z: np.isnan(z), finding=True),
+    EdgeValue("scipy.stats.cauchy.logcdf", "cauchy.logcdf(x) for x -> -inf: log(1/2 + atan(x)/pi) cancels, -18.89 "
+              "under jit at x = -3.4e38 (-89.87) and at -inf (docs/repros/stats_tails.py)",
+              lambda x: x < -1e30, finding=True, dtypes=("float32",)),
+    EdgeValue("scipy.stats.cauchy.logsf", "cauchy.logsf(x) for x -> inf: -18.89 under jit at 3.4e38 (-89.87) and at "
+              "inf (docs/repros/stats_tails.py)", lambda x: x > 1e30, finding=True, dtypes=("float32",)),
+    EdgeValue("scipy.stats.cauchy.logpdf", "cauchy.logpdf(±3.4e38) is -inf where it is -178.59: x² overflows "
+              "(docs/repros/stats_tails.py)", lambda x: np.isfinite(x) & (np.abs(x) > 1e19), finding=True,
+              dtypes=("float32",)),
+    EdgeValue("scipy.stats.gumbel_r.logsf", "gumbel_r.logsf(x) for large x is -inf where it is about -x "
+              "(exp(-exp(-x)) rounds to 1; -100 at x = 100: docs/repros/stats_tails.py)",
+              lambda x: np.isfinite(x) & (x > 15), finding=True, dtypes=("float32",)),
+    EdgeValue("scipy.stats.gumbel_l.ppf", "gumbel_l.ppf at q = 0 and 1 (and a subnormal q, flushed to 0) is NaN where "
+              "it is -inf and inf (docs/repros/stats_tails.py)", lambda q: (np.abs(q) <= _TINY) | (q == 1),
+              finding=True),
+    EdgeValue("scipy.stats.gumbel_r.ppf", "gumbel_r.ppf at q = 0 and 1 (and a subnormal q) is NaN where it is -inf "
+              "and inf (docs/repros/stats_tails.py)", lambda q: (np.abs(q) <= _TINY) | (q == 1), finding=True),
+    EdgeValue("scipy.stats.laplace.logpdf", "laplace.logpdf(±3.4e38): SciPy takes the log of the underflowed pdf "
+              "(-inf); JAX's -log 2 - |x| (-3.4e38) is the right float32 answer", lambda x: np.abs(x) > 1e38),
     EdgeValue("scipy.special.expi", "Ei(x) is NaN at x = inf and the largest finite x where it is inf "
               "(docs/repros/expi_spence_extremes.py)", lambda x: x > 1e38, finding=True),
     EdgeValue("scipy.special.spence", "spence(x) is NaN at the largest finite x where it is -3937.5 "
