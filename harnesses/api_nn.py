@@ -4,7 +4,6 @@ docstring definition (docs.jax.dev, jax.nn)."""
 import numpy as np
 import scipy.special as sp
 
-from farm.catalog import Limitation
 from farm.catalog.api import MAIN, declare, spec, without
 
 LABEL = "nn"
@@ -68,15 +67,11 @@ CHLO = {
     'standardize': 'cpu,cuda,rocm,tpu: square',
 }
 
-#: Found by this catalog (docs/repros/squareplus_overflow.py): squareplus evaluates (x + sqrt(x**2 + b)) / 2
-#: as written; x**2 overflows for |x| > sqrt(max), so the largest finite inputs give inf (+max: ~max;
-#: -max: ~0), where the float64 evaluation of the same jaxpr does not overflow.
-SQUAREPLUS_OVERFLOW = Limitation("jax.nn.squareplus's x**2 overflows for |x| > sqrt(max): inf where the function is "
-                                 "~x or ~0", platforms=("cpu",), dtypes=("float32", "bfloat16"), stage="compare",
-                                 error="elements differ from the float64 reference")
-EDGE_LIMITS = {"squareplus": (("x0", SQUAREPLUS_OVERFLOW),)}
-SPECS = [spec(n, DOMAIN.get(n, "real"), dtypes=HALF, reference=r, edge_values=EDGES.get(n, ()),
-              edge_limitations=EDGE_LIMITS.get(n, ())) for n, r in REFS.items()]
+#: The edge variants of the elementwise functions are judged against the float64 formulas above
+#: (``edge_reference="twin"``); squareplus's overflow found there is ``farm.catalog.known.API_EDGE_VALUES``
+#: data (docs/repros/squareplus_overflow.py).
+SPECS = [spec(n, DOMAIN.get(n, "real"), dtypes=HALF, reference=r, edge_values=EDGES.get(n, ()), edge_reference="twin")
+         for n, r in REFS.items()]
 SPECS += [
     spec("gelu", tag="erf", variants=({"approximate": False},), reference=_gelu, cases=("main",)),
     # jax.nn's softmax and log_softmax take axis=-1 by default (their docstrings), scipy's axis=None;

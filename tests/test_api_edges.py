@@ -121,3 +121,18 @@ def test_a_finding_is_expected_only_where_its_own_elements_fail() -> None:
         return o
     rec = _judge(h, wrong_small_n)[0]
     assert rec.status == "fail" and "without the" in rec.error
+
+
+def test_other_operands_may_hold_values_of_their_own_domain() -> None:
+    """``edge_others="domain"``: while one operand is at its edges, the others hold values drawn
+    from their own domains (a probability in [0, 1]) instead of generic ones, under another
+    fingerprint name."""
+    from farm.catalog import special
+
+    half = ("p", lambda n: np.full(n, 0.5, np.float32))
+    plain = dict(special.operand_sets(["float32", "float32"]))
+    own = dict(special.operand_sets(["float32", "float32"], others=[None, half]))
+    x0 = own["x0"][1].make(None)
+    assert (x0 == 0.5).all() and not (plain["x0"][1].make(None) == 0.5).all()
+    assert own["x0"][1].name != plain["x0"][1].name  # another input, another fingerprint
+    assert np.array_equal(own["x1"][0].make(None), plain["x1"][0].make(None))  # no domain given: as before

@@ -221,6 +221,9 @@ class Spec:
     edge_values: tuple[float, ...] = ()
     edge_cases: tuple[str, ...] = ()  # only these edge cases (x0, x1..., all); empty: all
     edge_reference: str = "jaxpr"  # what judges the edge variants: jaxpr | twin
+    #: what the other operands hold while one is at its edges: ordinary (``special.ordinary``'s
+    #: generic values) | domain (drawn from each operand's own domain: a probability in [0, 1])
+    edge_others: str = "ordinary"
     #: known gaps of the edge-value variants alone, (edge case, limitation) pairs
     edge_limitations: tuple[tuple[str, Limitation], ...] = ()
     #: known gaps of one case alone (main, empty, s1...), (case, limitation) pairs
@@ -234,6 +237,8 @@ class Spec:
             raise ValueError(f"unknown spec kind {self.kind!r}")
         if self.kind == "custom" and not self.shapes:
             raise ValueError(f"{self.name}: a custom spec names its shapes")
+        if self.edge_others not in ("ordinary", "domain"):
+            raise ValueError(f"{self.name}: unknown edge_others {self.edge_others!r}")
         if self.edge_reference not in ("jaxpr", "twin"):
             raise ValueError(f"{self.name}: unknown edge reference {self.edge_reference!r}")
         if self.reference is None and not self.why and self.invariant is None:
@@ -425,7 +430,9 @@ def _edges(label: str, s: Spec, fn: Callable[..., Any], ref: Callable[..., Any] 
     kw = dict(s.variants[0])
     twin = s.edge_reference == "twin" and ref is not None
     dts = [_operand_dtype(op, dtype)[1] for op in s.operands]
-    for case, args in special.operand_sets(dts, extra=s.edge_values):
+    others = [(f"api:{op}", lambda n, op=op: operand(*_operand_dtype(op, dtype)[:1], (n,), _operand_dtype(op, dtype)[1])
+               .make(np.random.default_rng(n))) for op in s.operands] if s.edge_others == "domain" else ()
+    for case, args in special.operand_sets(dts, extra=s.edge_values, others=others):
         if s.edge_cases and case not in s.edge_cases:
             continue
         out.append(define(

@@ -365,6 +365,9 @@ API_EDGE_VALUES: tuple[EdgeValue, ...] = (
               lambda a, b, x: np.isnan(a) | np.isnan(b), finding=True),
     EdgeValue("scipy.special.hyp2f1", "2F1(a, b, c, z) is 1 for a NaN z (docs/repros/hyp2f1_nan_z.py)",
               lambda a, b, c, z: np.isnan(z), finding=True),
+    EdgeValue("nn.squareplus", "jax.nn.squareplus evaluates (x + sqrt(x**2 + b)) / 2 as written: x**2 overflows for "
+              "|x| > sqrt(max), inf where the function is ~x or ~0 (docs/repros/squareplus_overflow.py)",
+              lambda x: np.isfinite(x) & (np.abs(x) > 1.8e19), finding=True, dtypes=("float32", "bfloat16")),
     EdgeValue("scipy.stats.cauchy.logcdf", "cauchy.logcdf(x) for x -> -inf: log(1/2 + atan(x)/pi) cancels, -18.89 "
               "under jit at x = -3.4e38 (-89.87) and at -inf (docs/repros/stats_tails.py)",
               lambda x: x < -1e30, finding=True, dtypes=("float32",)),

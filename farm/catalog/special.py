@@ -9,6 +9,8 @@ these have no hand-written reference: the float64 jaxpr reference judges them.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import ml_dtypes
 import numpy as np
 
@@ -72,13 +74,16 @@ def ordinary(dtype: str, n: int) -> np.ndarray:
     return np.linspace(0.25, 2.5, n).astype(np_dtype(dtype))
 
 
-def operand_sets(dtypes: list[str] | tuple[str, ...], extra: tuple[float, ...] = ()
+def operand_sets(dtypes: list[str] | tuple[str, ...], extra: tuple[float, ...] = (),
+                 others: Sequence[tuple[str, Callable[[int], np.ndarray]] | None] = ()
                  ) -> list[tuple[str, tuple[CustomArg, ...]]]:
     """Edge-value operands for a function of ``len(dtypes)`` operands: (case, arguments) with
     each operand holding every special value of its dtype (plus ``extra``: the function's
     own domain edges, poles and branch points) while the others hold ordinary values
     (case ``"x0"``, ``"x1"``...), and, for two or more operands, all of them together (case
-    ``"all"``: every pair for two operands, the same values in each for more)."""
+    ``"all"``: every pair for two operands, the same values in each for more). ``others``:
+    per operand, (its name in the fingerprint, n -> n values) for what it holds while another
+    is at its edges, where ``ordinary``'s generic values lie outside its domain (a probability)."""
     vals = [_with(values(d), extra, d) for d in dtypes]
     out: list[tuple[str, tuple[CustomArg, ...]]] = []
     if len(dtypes) == 1:
@@ -86,9 +91,13 @@ def operand_sets(dtypes: list[str] | tuple[str, ...], extra: tuple[float, ...] =
         return [("x0", (CustomArg(f"special:{dtypes[0]}:{extra}", lambda rng: v.copy(), v.shape, dtypes[0]),))]
     for i, d in enumerate(dtypes):
         n = vals[i].size
-        arrays = [vals[i] if j == i else ordinary(dj, n) for j, dj in enumerate(dtypes)]
-        out.append((f"x{i}", tuple(CustomArg(f"special_alone:{i}:{dj}:{extra}", lambda rng, a=a: a.copy(), a.shape, dj)
-                                   for dj, a in zip(dtypes, arrays))))
+        own = [others[j] if j < len(others) else None for j in range(len(dtypes))]
+        arrays = [vals[i] if j == i else (ordinary(dj, n) if own[j] is None else own[j][1](n))
+                  for j, dj in enumerate(dtypes)]
+        out.append((f"x{i}", tuple(CustomArg(f"special_alone:{i}:{dj}:{extra}" + (f":{own[j][0]}" if j != i and own[j]
+                                                                                 else ""), lambda rng, a=a: a.copy(),
+                                             a.shape, dj)
+                                   for j, (dj, a) in enumerate(zip(dtypes, arrays)))))
     if len(dtypes) == 2:
         a, b = vals
         xs, ys = np.repeat(a, b.size), np.tile(b, a.size)
