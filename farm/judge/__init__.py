@@ -7,6 +7,8 @@ metrics and facts; whether that is a pass is decided by one of these modules:
 
 - ``tolerance``: the one tolerance lookup (a harness's, a stored artifact's, the invariant
   bound, the float64 reference's policy);
+- ``kernel``: the one comparison kernel (which elements disagree under a band), which every
+  numeric comparison below asks;
 - ``outputs``: two output lists under a tolerance (compare, crossexec, round trip, replay);
 - ``jaxpr``: a device's outputs against the harness's jaxpr evaluated in float64
   (``farm.reference``), invariants for non-unique results;
