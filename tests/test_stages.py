@@ -15,7 +15,7 @@ from farm import catalog
 from farm.pipeline import run_harness
 from farm.results import Options
 from farm.judge.outputs import compare_outputs
-from farm.stages.compare import errors
+from farm.judge.outputs import errors
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -448,6 +448,10 @@ def test_two_roundings_of_an_accumulation_agree_within_twice_the_references_band
     assert _within_band([near], [s], pol)
     assert not _within_band([s * 1.001], [s], pol)  # a wrong value, 1e-3 of the norm
     assert not _within_band([near], [s], {"norm": "elementwise", "rtol": 1, "atol": 1})  # only a max-norm policy
+    # non-finite elements as in every comparison: NaN matches NaN, and no longer hides the rest
+    assert _within_band([np.where(s > 2, np.nan, near)], [np.where(s > 2, np.nan, s)], pol)
+    assert not _within_band([np.where(s > 2, np.nan, near)], [s], pol)
+    assert not _within_band([np.where(s > 2, np.nan, s * 1.001)], [np.where(s > 2, np.nan, s)], pol)
 
 
 def test_a_refusal_without_a_message_keeps_the_leading_variant_and_says_so() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from farm.catalog.cases import Case
-from farm.judge import failures
+from farm.judge import died, timed_out
 from farm.pipeline.child import TIMED_OUT, Child, Ended
 from farm.pipeline.isolation import Isolation
 from farm.results import Options, Outcome
@@ -41,8 +41,8 @@ def _serve(conn: Any, options: dict[str, Any]) -> None:  # the child
 def _lost(ended: Ended, name: str, fingerprint: str) -> Outcome:
     """The outcome of a case whose child did not answer: ``timeout`` or ``crashed``."""
     if ended.how == TIMED_OUT:
-        return failures.timed_out(fingerprint, name, f"no result after {ended.limit_s:.0f}s; probe killed")
-    return failures.died(fingerprint, name, f"probe process died (exit {ended.exitcode})")
+        return timed_out(fingerprint, name, f"no result after {ended.limit_s:.0f}s; probe killed")
+    return died(fingerprint, name, f"probe process died (exit {ended.exitcode})")
 
 
 class Probe:

@@ -29,6 +29,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from farm.judge.kernel import Allowed, disagree
 from farm.reference.evaluator import RULES, Ctx, Tap
 from farm.reference.plan import CALLS
 
@@ -132,13 +133,13 @@ def _order_dependent(mag: np.ndarray, axes: tuple[int, ...], top: float, tiny: f
 
 
 def within(got: np.ndarray, ref: np.ndarray, b: Band) -> np.ndarray:
-    """The elements of ``got`` that the band accepts: finite on both sides and within it, or,
-    where a product's value depends on its order, what an overflow or underflow on the way
-    makes of it (±inf, ±0, NaN)."""
+    """The elements of ``got`` that the band accepts (``farm.judge.kernel``: within it, or
+    the reference's own value), or, where a product's value depends on its order, what an
+    overflow or underflow on the way makes of it (±inf, ±0, NaN)."""
     g = np.asarray(got).astype(np.complex128 if np.iscomplexobj(got) else np.float64)
     r = np.asarray(ref).astype(g.dtype)
-    with np.errstate(all="ignore"):
-        ok = np.isfinite(g) & np.isfinite(r) & (np.abs(g - r) <= b.band)
-        if b.order_dependent is not None:
+    ok = ~disagree(g, r, Allowed(atol=b.band))
+    if b.order_dependent is not None:
+        with np.errstate(all="ignore"):
             ok |= b.order_dependent & (np.isnan(g) | np.isinf(g) | (g == 0))
     return ok

@@ -107,7 +107,7 @@ def jaxpr_verdict(job: Job, platform: str, actual: list[np.ndarray]) -> Record:
                     facts={**v.facts, "against": against})
 
 
-def xhost(job: Job, ran: CrossHost, prior: Prior, platform: str, actual: list[np.ndarray] | None,
+def another_host(job: Job, ran: CrossHost, prior: Prior, platform: str, actual: list[np.ndarray] | None,
           ref: list[np.ndarray] | None, tol: Tolerance) -> Record:
     """Another host's artifact that ran here; non-unique results are judged by the invariant,
     a harness without a reference array by its jaxpr (the same verdict as compare's)."""

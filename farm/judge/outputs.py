@@ -2,8 +2,9 @@
 of two output lists (compare, crossexec against the native run, the round trip, xhost's
 three ways, a stored artifact's outputs).
 
-The metrics are ``farm.stages.compare``'s; the output's dtype and shape must match what
-tracing promised (catches a lowering that drops or changes a dtype).
+``errors_with_mask``: the error metrics of one output and the mask of its elements that
+disagree (``farm.judge.kernel``, under ``rtol`` and ``atol``, or exactly); the output's dtype
+and shape must match what tracing promised (catches a lowering that drops or changes a dtype).
 """
 from __future__ import annotations
 
@@ -11,8 +12,62 @@ from typing import Any
 
 import numpy as np
 
-from farm.stages.compare import Compared, disagreement, errors_with_mask
+from farm.judge.kernel import EXACT, Allowed, disagree
+from farm.stages.compare import Compared, disagreement
 from farm.stages.record import failure
+
+
+def _ulp(ref: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    name = np.dtype(dtype).name
+    if name == "bfloat16":
+        return np.spacing(np.abs(ref).astype(np.float32)).astype(np.float64) * 65536.0
+    if np.dtype(dtype).kind == "c":
+        dtype = np.float32 if np.dtype(dtype).itemsize == 8 else np.float64
+    if np.dtype(dtype).kind != "f":
+        return np.ones_like(ref, dtype=np.float64)
+    return np.spacing(np.abs(ref).astype(dtype)).astype(np.float64)
+
+
+def errors(actual: np.ndarray, expected: np.ndarray, rtol: float, atol: float,
+           exact: bool = False) -> dict[str, float]:
+    """Error metrics of ``actual`` against ``expected`` (pure)."""
+    return errors_with_mask(actual, expected, rtol, atol, exact)[0]
+
+
+def errors_with_mask(actual: np.ndarray, expected: np.ndarray, rtol: float, atol: float,
+                     exact: bool = False) -> tuple[dict[str, float], np.ndarray]:
+    """(max abs / rel / ULP error and the mismatch count, the mask of the elements that
+    disagree): integers, bools and an ``exact`` comparison equal or not, the rest within
+    ``atol + rtol * |expected|`` (``farm.judge.kernel``)."""
+    a = np.asarray(actual)
+    e = np.asarray(expected)
+    if a.size == 0:
+        return {"max_abs_err": 0.0, "max_rel_err": 0.0, "max_ulp_err": 0.0, "mismatches": 0.0}, np.zeros(a.shape, bool)
+    kind = a.dtype.kind
+    bad = disagree(a, e, EXACT if exact else Allowed(rtol, atol))
+    if exact or kind in "biu":
+        if kind in "biu":
+            diff = np.abs(a.astype(np.float64) - e.astype(a.dtype, copy=False).astype(np.float64))
+        else:
+            diff = np.abs(a.astype(np.complex128 if kind == "c" else np.float64) - e)
+        diff = np.where(np.isnan(diff), np.inf, diff)
+        return {"max_abs_err": float(diff.max()), "max_rel_err": float(0.0 if not bad.any() else np.inf),
+                "max_ulp_err": 0.0 if not bad.any() else float("inf"), "mismatches": float(bad.sum())}, bad
+    wide = np.complex128 if kind == "c" or e.dtype.kind == "c" else np.float64
+    a64 = a.astype(wide)
+    e64 = e.astype(wide)
+    same = (np.isnan(a64) & np.isnan(e64)) | (np.isinf(a64) & (a64 == e64))
+    with np.errstate(invalid="ignore"):
+        diff = np.abs(a64 - e64)
+    diff = np.where(same, 0.0, diff)
+    diff = np.where(np.isnan(diff), np.inf, diff)
+    scale = np.abs(e64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(diff == 0, 0.0, diff / np.where(scale == 0, np.inf, scale))
+        rel = np.where((scale == 0) & (diff > 0), np.inf, rel)
+        ulp = diff / _ulp(np.where(np.isfinite(e64.real if kind == "c" else e64), np.abs(e64), 1.0), a.dtype)
+    return {"max_abs_err": float(diff.max()), "max_rel_err": float(np.nanmax(rel)),
+            "max_ulp_err": float(np.nanmax(ulp)), "mismatches": float(bad.sum())}, bad
 
 
 def compare_outputs(actual: list[np.ndarray], expected: list[np.ndarray], rtol: float, atol: float,

@@ -19,7 +19,7 @@ JUDGED = ("exact", "tolerance", "invariant", "none")
 STORED = "stored"
 
 
-def stored(actual: list[np.ndarray], expected: list[np.ndarray], *, primitive: str, platform: str,
+def replayed(actual: list[np.ndarray], expected: list[np.ndarray], *, primitive: str, platform: str,
            tol: tuple[float, float]) -> Compared:
     """A replayed artifact's outputs against the outputs stored with it: exact first; a
     changed signature fails; then within ``tol``; then, for a decomposition, by the operand

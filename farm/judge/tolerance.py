@@ -54,6 +54,7 @@ import ml_dtypes  # noqa: F401
 import numpy as np
 
 from farm.catalog import DEFAULT_TOL, Harness, ulps
+from farm.judge.kernel import Allowed, disagree
 from farm.reference.invariants import eps, invariant_bound
 
 #: Primitives whose device results accumulate rounding in an order the reference does not follow.
@@ -196,31 +197,28 @@ def bad_elements(ref: np.ndarray, got: np.ndarray, dtype: Any, kind: str = "elem
                  floor: tuple[float, float] | None = None, signed_zeros: bool = True,
                  prims: frozenset[str] | set[str] | None = None) -> np.ndarray:
     """A boolean mask of the elements of ``got`` that disagree with ``ref`` (all, if the
-    shapes differ). ``floor``: a harness's declared (rtol, atol) for this platform (TF32
-    on cuda...), used where it is looser than the policy."""
+    shapes differ), by the one kernel (``farm.judge.kernel``) under the policy's band: the
+    reference rounded to ``dtype`` first, atol scaled by the reference's max-norm where the
+    device accumulates, never under the dtype's smallest normal. ``floor``: a harness's
+    declared (rtol, atol) for this platform (TF32 on cuda...), used where it is looser than
+    the policy."""
     dt = np.dtype(dtype)
     got = np.asarray(got)
     ref = np.asarray(ref)
     if got.shape != ref.shape:
         return np.ones(max(got.size, ref.size, 1), dtype=bool)
     if dt.kind in "biu":
-        return np.asarray(got.astype(dt) != ref.astype(dt))
+        return disagree(got, ref, dtype=dt)
     with np.errstate(all="ignore"):
         r = ref.astype(dt).astype(np.complex128 if dt.kind == "c" else np.float64)
         g = got.astype(np.complex128 if dt.kind == "c" else np.float64)
         rtol, atol = tolerance(dt, kind, prims)
         if floor is not None:
             rtol, atol = max(rtol, floor[0]), max(atol, floor[1])
-        finite = np.isfinite(r)
-        scale = float(np.max(np.abs(r[finite]), initial=1.0)) if kind != "elementwise" else 1.0
-        # only a finite reference has a neighbourhood (rtol * inf would accept anything); an
-        # infinite one is matched by ``same`` or not at all
-        close = finite & (np.abs(g - r) <= np.maximum(atol * scale, _tiny(dt)) + rtol * np.abs(r))
-        same = (g == r) | (np.isnan(g) & np.isnan(r))
-        bad = ~(close | same)
-        if signed_zeros and kind == "elementwise" and dt.kind == "f":  # a zero must have the reference's sign
-            bad |= (g == 0) & (r == 0) & (np.signbit(g) != np.signbit(r))
-    return np.asarray(bad)
+        scale = float(np.max(np.abs(r[np.isfinite(r)]), initial=1.0)) if kind != "elementwise" else 1.0
+    # a zero must have the reference's sign where the computation defines it
+    zeros = signed_zeros and kind == "elementwise" and dt.kind == "f"
+    return disagree(g, r, Allowed(rtol, np.maximum(atol * scale, _tiny(dt)), signed_zeros=zeros))
 
 
 def declared(h: Harness, platform: str) -> tuple[float, float] | None:

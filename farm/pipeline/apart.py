@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from farm.judge import failures
+from farm.judge import lost_record
 from farm.results import Options, Record
 
 #: Seconds the separate process may take (importing jax and the catalog is most of it).
@@ -41,12 +41,12 @@ def run(h: Any, platform: str, dyn: list[Any], opts: Options) -> tuple[Record, R
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S, env=env)
         except subprocess.TimeoutExpired:
-            hung = failures.lost_record("crossexec", platform, hung=True,
+            hung = lost_record("crossexec", platform, hung=True,
                                         why=f"the separate process gave no result in {TIMEOUT_S:.0f}s")
             return Record.from_dict({**hung, "seconds": TIMEOUT_S, "facts": {"apart": True}}), None, None
         out = Path(d) / "out.json"
         if p.returncode != 0 or not out.exists():
-            died = failures.lost_record("crossexec", platform, hung=False, why=_why(p))
+            died = lost_record("crossexec", platform, hung=False, why=_why(p))
             return Record.from_dict({**died, "error_type": "Crashed",
                                      "facts": {"apart": True, "returncode": p.returncode}}), None, None
         done = json.loads(out.read_text())

@@ -14,12 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from farm.catalog import Harness
-from farm.judge.harness import invariant_check
-from farm.judge.limitations import judge_record, judge_run
-from farm.judge.outputs import compared
-from farm.judge.stored import STORED, stored
-from farm.judge.tolerance import harness_tolerance, stored_tolerance
-from farm.judge.xhost import judge_xhost
+from farm.judge import (
+    STORED, compared, harness_tolerance, invariant_check, judge_record, judge_run, judge_xhost, replayed,
+    stored_tolerance,
+)
 from farm.platforms import native_platform
 from farm.results import Options, Outcome, Record
 from farm.stages import compat, deserialize, execute, trace, xhost
@@ -97,8 +95,8 @@ def _stages(job: ArtifactJob, opts: Options, h: Harness | None, platform: str, n
         comp = deserialize.compile_exported(loaded, platform, n_devices)
         ex = deserialize.with_reason(execute.run(comp, loaded.inputs, warmup=opts.warmup, repeats=opts.repeats))
     if ex.ok:
-        cmp = stored(ex.handle.arrays, loaded.expected, primitive=job.primitive, platform=platform,
-                     tol=stored_tolerance(loaded.expected, h, platform, job.dtype))
+        cmp = replayed(ex.handle.arrays, loaded.expected, primitive=job.primitive, platform=platform,
+                       tol=stored_tolerance(loaded.expected, h, platform, job.dtype))
     else:
         cmp = compared(None, loaded.expected, platform=platform, against=STORED, rtol=0.0, atol=0.0, exact=True)
     return [ser, comp.with_status(comp.status, handle=None), ex, cmp]

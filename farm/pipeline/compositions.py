@@ -13,7 +13,7 @@ import functools
 from typing import Any
 
 from farm.catalog import Harness, registry
-from farm.judge import compositions as judge
+from farm.judge import verdict
 from farm.pipeline.check import Base, Produced, Run
 from farm.results import Record, check_spec
 from farm.stages import compositions
@@ -61,7 +61,7 @@ class CompositionsCheck(Base):
             back = export.deserialize(bytearray(run.serialized.handle.blob))
             plain = compositions.own_call(back, dyn, h)
         except Exception as e:  # its own call (a sharded one's: inside jit with its shardings) raised: said, and nothing to compose
-            own = judge.composition(h, compositions.raised("call", e, 0.0))
+            own = verdict(compositions.raised("call", e, 0.0), h=h)
             return [own, *(Record("composition", c, "skipped", error="the artifact's own call raised",
                                   facts={"reason": "own call raised"}) for c in compositions.COMPOSITIONS)], []
 
@@ -74,12 +74,12 @@ class CompositionsCheck(Base):
         for c in compositions.COMPOSITIONS:
             try:
                 rec = together.get(c) or compositions.run(c, back, dyn, plain, h, run.traced.handle.jitted, with_vjp)
-                out.append(judge.composition(h, rec))
+                out.append(verdict(rec, h=h))
             except Exception as e:  # the farm's own bug: an error record, never a pass
                 out.append(failure(Record, "composition", c, e, 0.0))
         if h.feature is not None and h.feature.kind == "prng_key" and len(dyn) == 1:  # typed keys of each impl
             try:
-                out += [judge.composition(h, rec) for rec in compositions.typed_keys(dyn[0])]
+                out += [verdict(rec, h=h) for rec in compositions.typed_keys(dyn[0])]
             except Exception as e:  # the farm's own bug: an error record, never a pass
                 out.append(failure(Record, "composition", "keys", e, 0.0))
         return out, []

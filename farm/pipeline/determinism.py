@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from farm.catalog import Harness
-from farm.judge import determinism as judge
+from farm.judge import verdict
 from farm.pipeline.check import Base, Produced, Run
 from farm.pipeline.child import Child
 from farm.pipeline.isolation import Isolation
@@ -52,7 +52,7 @@ class DeterminismCheck(Base):
                 rec = determinism.run(kept, again, fresh, why)
         except Exception as e:  # the farm's own bug: an error record, never a pass
             return [determinism.failed(e, timer.seconds)], []
-        return [judge.determinism(rec.with_status(rec.status, seconds=timer.seconds))], []
+        return [verdict(rec.with_status(rec.status, seconds=timer.seconds))], []
 
 
 CHECK = DeterminismCheck()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from farm.catalog import Harness, registry
 from farm.catalog.known import EdgeValue, edge_values
-from farm.judge import edges as judge
+from farm.judge import verdict, with_finding
 from farm.pipeline.check import Base, Produced, Run
 from farm.results import Record, check_spec
 from farm.stages import edges
@@ -62,7 +62,7 @@ class EdgesCheck(Base):
         was not seen: a predicate is wider than where the bug shows on every dtype, and each
         finding's standalone repro (``tests/test_edges.py`` runs them) is what says it is fixed."""
         args, excused = edges.restored(args, run.dyn, [e.where for e in known if not e.finding])
-        rec = judge.edge_values(run.h, jaxpr, edges.run(exe, label, args))
+        rec = verdict(edges.run(exe, label, args), h=run.h, jaxpr=jaxpr)
         if excused:
             rec = rec.with_status(rec.status, facts={**rec.facts, "excused": excused, "conventions": [
                 e.description for e in known if not e.finding]})
@@ -71,8 +71,8 @@ class EdgesCheck(Base):
             return rec
         # every finding that covers elements of this variant, taken out together
         without, covered = edges.restored(args, run.dyn, [e.where for e in findings])
-        again = judge.edge_values(run.h, jaxpr, edges.run(exe, label, without)) if rec.status == "fail" else None
-        return judge.with_finding(rec, again, "; ".join(e.description for e in findings), covered)
+        again = verdict(edges.run(exe, label, without), h=run.h, jaxpr=jaxpr) if rec.status == "fail" else None
+        return with_finding(rec, again, "; ".join(e.description for e in findings), covered)
 
 
 CHECK = EdgesCheck()

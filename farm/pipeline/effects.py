@@ -9,7 +9,7 @@ from typing import Any
 
 from farm.catalog import Harness
 from farm.catalog.effects import configurations, label
-from farm.judge import effects as judge
+from farm.judge import verdict
 from farm.pipeline.check import Base, Produced, Run, per_config
 from farm.results import LOWERING_PLATFORMS, Record, check_spec
 from farm.stages import effects
@@ -23,7 +23,7 @@ def run_effects(h: Harness, dyn: list[Any], platforms: tuple[str, ...] = LOWERIN
     return per_config("effects_export", (None, *configurations(platforms)),
                       lambda ps: "native" if ps is None else label(ps),
                       lambda ps: effects.run_native(h, dyn) if ps is None else effects.run(h, dyn, ps),
-                      lambda rec: judge.effects(h, rec))
+                      lambda rec: verdict(rec, h=h))
 
 
 class EffectsCheck(Base):

@@ -7,7 +7,7 @@ from typing import Any
 
 from farm.catalog import Harness
 from farm.catalog.effects import label
-from farm.judge import features as judge
+from farm.judge import verdict
 from farm.pipeline.check import Base, Produced, Run, per_config
 from farm.results import LOWERING_PLATFORMS, Record, check_spec
 from farm.stages import features
@@ -25,7 +25,7 @@ def run_features(h: Harness, dyn: list[Any], platforms: tuple[str, ...] = LOWERI
     if h.feature is None:
         return []
     return per_config("export_feature", configurations(platforms), label, lambda ps: features.run(h, dyn, ps),
-                      lambda rec: judge.feature(h, rec))
+                      lambda rec: verdict(rec, h=h))
 
 
 class FeaturesCheck(Base):

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from farm.catalog import Harness
-from farm.judge import gradients as judge
+from farm import judge
 from farm.pipeline.check import Base, Produced, Run
 from farm.results import Record, check_spec
 from farm.stages import gradients
@@ -79,13 +79,14 @@ def _run(h: Harness, jitted: Any, dyn: list[Any], jaxpr: Any, exported: Any, ord
             if same in judged:  # the same module's results: the same verdict, judged once
                 recs.append(judge.same_module(judged[same], r))
                 continue
-            verdict = judge.pullback(r, want, point, jaxpr, k, h.seed, how)
+            verdict = judge.verdict(r, expected=want, point=point, jaxpr=jaxpr, order=k, seed=h.seed, against=how)
             if judge.disagrees_with_jax(verdict) and how != COMPILED:
                 # float64 is not the dtype: an intermediate that overflows, a tie broken by rounding...
                 # the compiled jax.vjp, in the same dtypes on the same backend, has the last word
                 try:
                     compiled = compiled if compiled is not None else gradients.expected(jitted, point, k)
-                    verdict = judge.pullback(r, compiled, point, jaxpr, k, h.seed, COMPILED)
+                    verdict = judge.verdict(r, expected=compiled, point=point, jaxpr=jaxpr, order=k, seed=h.seed,
+                                            against=COMPILED)
                 except Exception:  # noqa: BLE001  jax.vjp does not compile: the float64 verdict stands
                     pass
             judged[r.platform] = verdict

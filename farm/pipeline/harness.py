@@ -16,7 +16,7 @@ from farm.catalog import Harness, known
 from farm.cache import key as digest
 from farm.cache import recorder
 from farm.pipeline.artifact import ArtifactJob, run_artifact
-from farm.judge.limitations import judge_record, judge_run
+from farm.judge import judge_record, judge_run
 from farm.pipeline import meshes, registry
 from farm.pipeline.check import Run, concerns
 from farm.pipeline.lowering import jax_version, without_handle

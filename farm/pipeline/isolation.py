@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from farm.judge import failures
+from farm.judge import crashed, timed_out
 from farm.results import Outcome
 
 
@@ -36,8 +36,8 @@ class Isolation:
         return tries_alone < self.retries_alone
 
     def timed_out(self, job: Any, limit: float) -> Outcome:
-        return failures.timed_out(job.fingerprint, job.name, f"no result after {limit:.0f}s; worker killed")
+        return timed_out(job.fingerprint, job.name, f"no result after {limit:.0f}s; worker killed")
 
     def crashed(self, job: Any, cause: str, run_on: tuple[str, ...], vjp: int = 0) -> Outcome:
         """The final outcome of a job whose process died every time, judged by its limitations."""
-        return failures.crashed(job, cause, run_on, vjp)
+        return crashed(job, cause, run_on, vjp)

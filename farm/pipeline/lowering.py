@@ -12,7 +12,7 @@ from typing import Any
 
 from farm.cache import key as digest
 from farm.catalog import Harness
-from farm.judge import stages as judge_stage
+from farm.judge import verdict
 from farm.pipeline import meshes
 from farm.pipeline.check import Base, Produced, Run
 from farm.results import Artifact, Record, check_spec
@@ -49,7 +49,7 @@ def without_handle(rec: Record) -> Record:
 def _sharding(h: Harness, module: Any, platform: str, tr: trace.Traced) -> Record:
     """The structural check of a sharded module against the harness's mesh."""
     hlo = meshes.hlo_specs(h, tr.handle.dyn)
-    return judge_stage.sharding(sharding.run(module, platform, h.mesh, h.collective_axes, h.in_specs, hlo,
+    return verdict(sharding.run(module, platform, h.mesh, h.collective_axes, h.in_specs, hlo,
                         partitioner=h.partitioner or "default",
                         constraints=tuple(zip(h.constraints, meshes.hlo_constraints(h)))))
 
@@ -67,7 +67,7 @@ def _lower(tr: trace.Traced, platforms: tuple[str, ...], keep_modules: bool, h: 
         lowered[p] = lo
         recs.append(without_handle(lo))
         if lo.ok:
-            recs.append(judge_stage.census(census.run(lo.handle.module, p)))
+            recs.append(verdict(census.run(lo.handle.module, p)))
             if h.mesh:
                 recs.append(_sharding(h, lo.handle.module, p, tr))
             if keep_modules:
@@ -84,7 +84,7 @@ def _export(tr: trace.Traced, platforms: tuple[str, ...], h: Harness
     if not platforms:
         return None, None, [], []
     ex, *refused = export.run_all(tr, platforms)
-    se = judge_stage.serialize(export.serialize(ex))
+    se = verdict(export.serialize(ex))
     recs = [without_handle(r) for r in (ex, *refused, se)]
     exported = ex.handle.exported if ex.ok and ex.handle is not None else None
     if se.handle is None:  # no artifact (a "differs" round trip still has one: checked below too)
@@ -94,7 +94,7 @@ def _export(tr: trace.Traced, platforms: tuple[str, ...], h: Harness
         "jax_version": jax_version(), "format": "jax.export.serialize"})
     # walk the artifact's own bytecode: printing it to text and parsing that back cost ~18 ms
     module = census.parse_artifact(bytes(ex.handle.exported.mlir_module_serialized))
-    recs.append(judge_stage.census(census.run(module, "export"), exported=True))
+    recs.append(verdict(census.run(module, "export"), exported=True))
     if h.mesh:
         recs.append(_sharding(h, module, "export", tr))
     return se, exported, recs, [art]

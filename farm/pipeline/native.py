@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from farm.judge import harness as judge
-from farm.judge.harness import Job, Tolerance
+from farm import judge
+from farm.judge import Job, Tolerance
 from farm.formats import iofile
 from farm.pipeline import apart
 from farm.pipeline.check import Base, Produced, Run
@@ -101,7 +101,7 @@ def check(job: Job, kind: str, lo: lower.Lowered, actual: list[np.ndarray] | Non
     if verdict is not None:
         recs.append(verdict)
     if prior is not None:
-        recs.append(judge.xhost(job, xhost.run(prior, native, job.dyn), prior, native, actual, ref, tol))
+        recs.append(judge.another_host(job, xhost.run(prior, native, job.dyn), prior, native, actual, ref, tol))
     if actual is None or kind != "cpu":
         return recs
     if job.opts.roundtrip and serialized is not None:

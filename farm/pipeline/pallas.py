@@ -16,7 +16,7 @@ from typing import Any
 
 from farm.catalog import Harness
 from farm.catalog.pallas import targets
-from farm.judge import pallas as judge
+from farm.judge import verdict
 from farm.pipeline.check import Base, Produced, Run
 from farm.results import Artifact, Options, Record, check_spec
 from farm.stages import pallas
@@ -73,11 +73,11 @@ def run_pallas_kept(h: Harness, dyn: list[Any], opts: Options) -> tuple[list[Rec
         if rec.ok and isinstance(rec.handle, tuple) and rec.artifact and rec.artifact not in {a.sha256 for a in arts}:
             blob, meta = rec.handle  # one artifact for the generations that got the same bytes
             arts.append(Artifact(rec.artifact, "export", blob, meta))
-        judged = judge.pallas(rec)
+        judged = verdict(rec)
         out.append(judged.with_status(judged.status, handle=None))
     if h.pallas.reference is not None:
         try:
-            out.append(judge.own_reference(h, pallas.run_reference(h, dyn)))
+            out.append(verdict(pallas.run_reference(h, dyn), h=h))
         except Exception as e:  # the farm's own bug: an error record, never a pass
             out.append(failure(Record, "pallas_reference", "cpu", e, 0.0))
     return out, arts
@@ -94,7 +94,7 @@ def run_pallas_prior(h: Harness, kept: Mapping[str, Mapping[str, Any]]) -> list[
                                                label)
         except Exception as e:  # the farm's own bug: an error record, never a pass
             rec = failure(Record, "pallas_xver", label, e, 0.0)
-        out.append(judge.cross_version(rec))
+        out.append(verdict(rec))
     return out
 
 

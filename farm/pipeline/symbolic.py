@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from farm.catalog import Harness
-from farm.judge import symbolic as judge
+from farm.judge import verdict
 from farm.pipeline.check import Base, Produced, Run
 from farm.results import LOWERING_PLATFORMS, Record, check_spec
 from farm.stages import compat, symbolic
@@ -42,7 +42,7 @@ def _run(h: Harness, platforms: tuple[str, ...]) -> list[Record]:
             v, done = symbolic.widened(v, platforms)
         exported = symbolic.export_all(v, platforms, done)
         multi = exported[0]
-        ser = judge.serialize(symbolic.serialize(multi))
+        ser = verdict(symbolic.serialize(multi))
         recs: list[Record] = [*exported, ser]
         statics: dict[str, list[Any]] = {}  # the static lowering's outputs at each size, for every platform's call
         if ser.status == "ok" and "cpu" in platforms and multi.status == "ok":
@@ -70,7 +70,7 @@ def _parts(back: Any, live: Any, v: symbolic.Variant, platforms: tuple[str, ...]
     together = symbolic.call_together(back, live, platforms, v) \
         if differs and not _DEVICE_LIBRARY.search(text) else None
     if together is not None:  # one program for every platform's part
-        return [judge.calls(together[p], v, statics) for p in platforms]
+        return [verdict(together[p], v=v, statics=statics) for p in platforms]
     first = symbolic.call(back, "cpu", v, artifact="deserialized")
     recs: list[Record] = []
     for p in platforms:
@@ -80,7 +80,7 @@ def _parts(back: Any, live: Any, v: symbolic.Variant, platforms: tuple[str, ...]
             raw = symbolic.shared_call(first, p, live, v)
         else:
             raw = symbolic.call(relabelled(live, p), p, v)
-        recs.append(judge.calls(raw, v, statics))
+        recs.append(verdict(raw, v=v, statics=statics))
     return recs
 
 
@@ -91,7 +91,7 @@ def _own_modules(v: symbolic.Variant, platforms: tuple[str, ...], own: dict[str,
     deserialized artifact where there is one."""
     recs: list[Record] = []
     if ser.status == "ok" and "cpu" in platforms:
-        recs.append(judge.calls(symbolic.call(ser.handle, "cpu", v, artifact="deserialized"), v, statics))
+        recs.append(verdict(symbolic.call(ser.handle, "cpu", v, artifact="deserialized"), v=v, statics=statics))
     called: dict[str, symbolic.SymbolicCall] = {}
     for p in platforms:
         if p == "cpu" and ser.status == "ok":
@@ -104,7 +104,7 @@ def _own_modules(v: symbolic.Variant, platforms: tuple[str, ...], own: dict[str,
         digest = symbolic.module_digest(one.handle)  # the same text as a platform already called: its outputs
         raw = symbolic.same_call(called[digest], p) if digest in called else symbolic.call(one.handle, p, v)
         called.setdefault(digest, raw)
-        recs.append(judge.calls(raw, v, statics))
+        recs.append(verdict(raw, v=v, statics=statics))
     return recs
 
 

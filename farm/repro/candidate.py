@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from farm.judge import failures
+from farm.judge import lost_record
 from farm.pipeline.child import TIMED_OUT, Child, Ended
 from farm.pipeline.isolation import Isolation
 
@@ -69,7 +69,7 @@ def evaluate(program: Any, c: Candidate) -> dict[str, Any]:
     jaxpr reference's verdict on its outputs (``farm.reference.judge``)."""
     import jax
 
-    from farm.judge.jaxpr import judge_jaxpr as judge
+    from farm.judge import judge_jaxpr as judge
 
     f, names = program.function(c.keep, c.outs)
     args = [c.inputs[n] for n in names]
@@ -185,7 +185,7 @@ def _lost_record(ended: Ended) -> dict[str, Any]:
     hung = ended.how == TIMED_OUT
     why = f"no result after {ended.limit_s:.0f}s; worker killed" if hung else \
         f"worker process died (exit code {ended.exitcode})"
-    return {**failures.lost_record("execute", "cpu", hung=hung, why=why), "error_type": None if hung else "Crashed"}
+    return {**lost_record("execute", "cpu", hung=hung, why=why), "error_type": None if hung else "Crashed"}
 
 
 class Worker:

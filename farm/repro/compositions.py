@@ -207,7 +207,7 @@ def write_composition(case: Case, out: Path) -> Written:
     if rec.status in ("error", "expected_fail") and rec.error_type not in (None, "Mismatch"):
         chk = Check("error", error_type=rec.error_type)
     else:  # the judge's own tolerance (farm.judge.compositions)
-        from farm.judge.tolerance import gradient_tolerance, harness_tolerance
+        from farm.judge import gradient_tolerance, harness_tolerance
 
         rtol, atol = harness_tolerance(h, "cpu") if name != "grad" else (gradient_tolerance([h.dtype]),) * 2
         chk = Check("values", "jax.grad of the harness's function" if name == "grad" else

@@ -85,7 +85,7 @@ def _reference_sides(catalog: str, modules: tuple[str, ...], name: str, f: Forei
             chk = Check("values", "the harness's float64 reference", float(facts.get("rtol", 0.0)),
                         float(facts.get("atol", 0.0)), exact=bool(facts.get("exact")))
         else:
-            from farm.judge.jaxpr import judge_jaxpr as judge
+            from farm.judge import judge_jaxpr as judge
 
             verdict = judge(program.closed, dyn, list(f.outputs))
             chk, wants = policy_check(verdict.facts), reference(program.closed, dyn)

@@ -196,7 +196,7 @@ def write_gradients(case: Case, out: Path, name: str = "repro.py") -> Written:
     """The reproducer of a ``vjp``/``vjp2`` failure (``case.failure``), run standalone."""
     import jax
 
-    from farm.judge import gradients as judge
+    from farm import judge
     from farm.pipeline.gradients import draw
     from farm.repro.flat import flatten
     from farm.stages import gradients, trace

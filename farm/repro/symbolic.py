@@ -130,8 +130,7 @@ def _sides(case: Case, v: Any, rows: list[np.ndarray], size: str, code: str | No
     of non-unique outputs) and, where the farm compared them, the script's own static jit."""
     import jax
 
-    from farm.judge.jaxpr import judge_jaxpr
-    from farm.judge.tolerance import declared, harness_tolerance
+    from farm.judge import declared, harness_tolerance, judge_jaxpr
 
     h, rec = case.harness, case.failure
     closed = jax.make_jaxpr(v.fun)(*rows)

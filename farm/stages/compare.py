@@ -1,8 +1,8 @@
-"""compare: the record of outputs held against a reference, and the error metrics it carries.
+"""compare: the record of outputs held against a reference.
 
-``errors()`` is a pure function: max abs / rel / ULP error and the mismatch count under
-a tolerance; ``disagreement()`` how differing elements differ. Integers and bools are
-compared exactly. Whether that is a pass is the judge's (``farm.judge.outputs``).
+``disagreement()`` says how differing elements differ (pure). Which elements differ, the
+error metrics and whether that is a pass are the judge's (``farm.judge.outputs``, on the
+one comparison kernel ``farm.judge.kernel``).
 """
 from __future__ import annotations
 
@@ -18,64 +18,6 @@ from farm.results import Record
 @dataclass(frozen=True, slots=True)
 class Compared(Record):
     """metrics: max_abs_err, max_rel_err, max_ulp_err, mismatches; facts: what against."""
-
-
-def _ulp(ref: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    name = np.dtype(dtype).name
-    if name == "bfloat16":
-        return np.spacing(np.abs(ref).astype(np.float32)).astype(np.float64) * 65536.0
-    if np.dtype(dtype).kind == "c":
-        dtype = np.float32 if np.dtype(dtype).itemsize == 8 else np.float64
-    if np.dtype(dtype).kind != "f":
-        return np.ones_like(ref, dtype=np.float64)
-    return np.spacing(np.abs(ref).astype(dtype)).astype(np.float64)
-
-
-def errors(actual: np.ndarray, expected: np.ndarray, rtol: float, atol: float,
-           exact: bool = False) -> dict[str, float]:
-    """Error metrics of ``actual`` against ``expected`` (pure)."""
-    return errors_with_mask(actual, expected, rtol, atol, exact)[0]
-
-
-def errors_with_mask(actual: np.ndarray, expected: np.ndarray, rtol: float, atol: float,
-            exact: bool = False) -> tuple[dict[str, float], np.ndarray]:
-    """(error metrics, the mask of the elements that disagree)."""
-    a = np.asarray(actual)
-    e = np.asarray(expected)
-    if a.size == 0:
-        return {"max_abs_err": 0.0, "max_rel_err": 0.0, "max_ulp_err": 0.0, "mismatches": 0.0}, np.zeros(a.shape, bool)
-    kind = a.dtype.kind
-    if exact or kind in "biu":
-        ai = a.astype(np.complex128 if kind == "c" else np.float64) if kind not in "biu" else a.astype(object)
-        ei = e.astype(a.dtype, copy=False) if kind in "biu" else e
-        if kind in "biu":
-            bad = np.asarray(a != ei)
-            diff = np.abs(a.astype(np.float64) - ei.astype(np.float64))
-        else:
-            bad = ~((a == e) | (np.isnan(ai) & np.isnan(e.astype(ai.dtype))))
-            diff = np.abs(ai - e)
-        diff = np.where(np.isnan(diff), np.inf, diff)
-        return {"max_abs_err": float(diff.max()), "max_rel_err": float(0.0 if not bad.any() else np.inf),
-                "max_ulp_err": 0.0 if not bad.any() else float("inf"), "mismatches": float(bad.sum())}, bad
-    wide = np.complex128 if kind == "c" or e.dtype.kind == "c" else np.float64
-    a64 = a.astype(wide)
-    e64 = e.astype(wide)
-    both_nan = np.isnan(a64) & np.isnan(e64)
-    same_inf = np.isinf(a64) & (a64 == e64)
-    with np.errstate(invalid="ignore"):
-        diff = np.abs(a64 - e64)
-    diff = np.where(both_nan | same_inf, 0.0, diff)
-    diff = np.where(np.isnan(diff), np.inf, diff)
-    scale = np.abs(e64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel = np.where(diff == 0, 0.0, diff / np.where(scale == 0, np.inf, scale))
-        rel = np.where((scale == 0) & (diff > 0), np.inf, rel)
-        ulp = diff / _ulp(np.where(np.isfinite(e64.real if kind == "c" else e64), np.abs(e64), 1.0), a.dtype)
-    # a NaN or an infinity matches only itself (an infinite scale would accept anything)
-    unmatched = ~(np.isfinite(a64) & np.isfinite(e64)) & ~(both_nan | same_inf)
-    bad = (diff > atol + rtol * scale) | unmatched
-    return {"max_abs_err": float(diff.max()), "max_rel_err": float(np.nanmax(rel)),
-            "max_ulp_err": float(np.nanmax(ulp)), "mismatches": float(bad.sum())}, bad
 
 
 def disagreement(got: np.ndarray, ref: np.ndarray, bad: np.ndarray, dtype: Any) -> dict[str, int]:

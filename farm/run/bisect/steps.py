@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from farm.errors import FarmError
-from farm.judge import failures
+from farm.judge import lost_record
 from farm.results import NOT_REUSABLE
 from farm.run.versions.venvs import ROOT, cache_root
 
@@ -167,7 +167,7 @@ class Stepper:
                           "error_type": "UnknownHarness", "error": f"this jax's catalog has no harness {n}"}
                          for n in d.get("missing", [])]
                 return {"records": recs, "import_error": None, "jax": d.get("jax"), "jaxlib": d.get("jaxlib")}
-        return {"records": [{"harness": n, **failures.lost_record("trace", "cpu", hung=hung, why=why)}
+        return {"records": [{"harness": n, **lost_record("trace", "cpu", hung=hung, why=why)}
                             for n in self.spec["names"]], "import_error": None, "jax": None}
 
 
