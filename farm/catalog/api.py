@@ -200,7 +200,7 @@ class Spec:
     judge; ``edge``: the edge-value variants (``farm.catalog.special``), with
     ``edge_values`` (poles, branch points) added to the dtype's special values, judged
     against the twin where ``edge_reference="twin"`` (rounded to the output dtype, a
-    device's flushed subnormal inputs allowed: ``farm.judge.harness.at_edges``), else by the
+    device's flushed subnormal inputs allowed: ``farm.judge.edges.at_edges``), else by the
     jaxpr's float64 evaluation (which computes JAX's own algorithm, so it agrees where that
     is wrong by design).
     """
@@ -420,6 +420,12 @@ def _bind(call: Callable[..., Any], f: Callable[..., Any], kw: dict[str, Any]) -
     return bound
 
 
+def _domain_values(domain: str, dtype: str) -> Callable[[int], np.ndarray]:
+    """n -> n values of ``domain`` in ``dtype`` (drawn from a generator seeded by n: the same
+    on every run), what an operand holds while another is at its edges (``edge_others``)."""
+    return lambda n: operand(domain, (n,), dtype).make(np.random.default_rng(n))
+
+
 def _edges(label: str, s: Spec, fn: Callable[..., Any], ref: Callable[..., Any] | None, dtype: str,
            shared: tuple[Limitation, ...]) -> list[Harness]:
     """The edge-value variants of a spec for one dtype: each operand holding every special
@@ -430,8 +436,8 @@ def _edges(label: str, s: Spec, fn: Callable[..., Any], ref: Callable[..., Any] 
     kw = dict(s.variants[0])
     twin = s.edge_reference == "twin" and ref is not None
     dts = [_operand_dtype(op, dtype)[1] for op in s.operands]
-    others = [(f"api:{op}", lambda n, op=op: operand(*_operand_dtype(op, dtype)[:1], (n,), _operand_dtype(op, dtype)[1])
-               .make(np.random.default_rng(n))) for op in s.operands] if s.edge_others == "domain" else ()
+    others = [(f"api:{op}", _domain_values(*_operand_dtype(op, dtype))) for op in s.operands] \
+        if s.edge_others == "domain" else ()
     for case, args in special.operand_sets(dts, extra=s.edge_values, others=others):
         if s.edge_cases and case not in s.edge_cases:
             continue

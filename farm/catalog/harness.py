@@ -215,7 +215,7 @@ class Harness:
     family: str
     catalog: str = "farm"
     reference: Callable[..., Any] | None = field(default=None, repr=False)
-    compare: str = "allclose"  # allclose | exact | edges (allclose at edge values: farm.judge.harness.at_edges) | none
+    compare: str = "allclose"  # allclose | exact | edges (allclose at edge values: farm.judge.edges.twin_at_edges) | none
     invariant: Callable[..., Any] | None = field(default=None, repr=False)
     limitations: tuple[Limitation, ...] = ()
     tol: tuple[float, float] | None = None

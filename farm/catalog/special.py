@@ -89,9 +89,9 @@ def operand_sets(dtypes: list[str] | tuple[str, ...], extra: tuple[float, ...] =
     if len(dtypes) == 1:
         v = vals[0]
         return [("x0", (CustomArg(f"special:{dtypes[0]}:{extra}", lambda rng: v.copy(), v.shape, dtypes[0]),))]
+    own = [others[j] if j < len(others) else None for j in range(len(dtypes))]
     for i, d in enumerate(dtypes):
         n = vals[i].size
-        own = [others[j] if j < len(others) else None for j in range(len(dtypes))]
         arrays = [vals[i] if j == i else (ordinary(dj, n) if own[j] is None else own[j][1](n))
                   for j, dj in enumerate(dtypes)]
         out.append((f"x{i}", tuple(CustomArg(f"special_alone:{i}:{dj}:{extra}" + (f":{own[j][0]}" if j != i and own[j]

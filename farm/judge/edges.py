@@ -211,10 +211,10 @@ def twin_at_edges(h: Harness, args: list[Any], platform: str, actual: list[np.nd
                              **({"excused": excused, "conventions": [e.description for e in conventions]}
                                 if excused else {})}
     rec = judged(base, facts)
-    findings = [e for e in known if e.finding
-                and any(_covered(e.where, operands, np.shape(a)).any() for a in actual)]
-    covered = sum(int(np.logical_or.reduce([_covered(e.where, operands, np.shape(a)) for e in findings]).sum())
-                  for a in actual) if findings else 0
+    masks = [(e, [_covered(e.where, operands, np.shape(a)) for a in actual]) for e in known if e.finding]
+    masks = [(e, ms) for e, ms in masks if any(m.any() for m in ms)]  # the findings that cover elements here
+    findings = [e for e, _ in masks]
+    covered = sum(int(np.logical_or.reduce(per).sum()) for per in zip(*(ms for _, ms in masks))) if masks else 0
     if not findings or rec.status not in ("ok", "fail"):
         return rec
     again = judged(excusing(conventions + findings, nan=True)[0], facts) if rec.status == "fail" else None

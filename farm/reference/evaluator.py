@@ -65,8 +65,9 @@ def flushing_subnormals() -> Iterator[None]:
         _FLUSH.reset(token)
 
 
-def _flush(x: np.ndarray, dtype: Any) -> np.ndarray:
-    """``x`` (held for ``dtype``) with values below ``dtype``'s smallest normal made ±0."""
+def flushed(x: np.ndarray, dtype: Any) -> np.ndarray:
+    """``x`` (held for ``dtype``) with values below ``dtype``'s smallest normal made ±0: what a
+    device that flushes subnormal inputs (XLA:CPU does) reads."""
     if key_impl(dtype) is not None:
         return x
     dt = np.dtype(dtype)
@@ -231,7 +232,7 @@ def eval_jaxpr(jaxpr: Any, consts: list[Any], args: list[Any]) -> list[np.ndarra
         ins = [_read(env, v) for v in eqn.invars]
         flush = _FLUSH.get()
         if flush:
-            ins = [_flush(x, v.aval.dtype) for x, v in zip(ins, eqn.invars)]
+            ins = [flushed(x, v.aval.dtype) for x, v in zip(ins, eqn.invars)]
         with np.errstate(all="ignore"):
             out = rule(ctx, *ins, **eqn.params)
         outs = list(out) if eqn.primitive.multiple_results else [out]
@@ -242,7 +243,7 @@ def eval_jaxpr(jaxpr: Any, consts: list[Any], args: list[Any]) -> list[np.ndarra
             with np.errstate(all="ignore"):
                 x = x.astype(ref_dtype(v.aval.dtype), copy=False)
                 if flush:
-                    x = _flush(x, v.aval.dtype)
+                    x = flushed(x, v.aval.dtype)
             if x.shape != physical_shape(v.aval):
                 raise AssertionError(f"rule for {name} gave shape {x.shape}, jaxpr promised {physical_shape(v.aval)}")
             if type(v).__name__ != "DropVar":

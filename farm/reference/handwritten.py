@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from farm.catalog import Harness
+from farm.reference.evaluator import flushed
 
 
 def upcast(x: Any) -> Any:
@@ -24,28 +25,13 @@ def upcast(x: Any) -> Any:
     return x
 
 
-def flushed(x: Any) -> Any:
-    """``x`` with its subnormal floating values made zeros of the same sign, as a device that
-    flushes subnormal inputs (XLA:CPU does, for every float dtype) reads it."""
-    if not isinstance(x, np.ndarray) or not (x.dtype.kind in "fc" or x.dtype.name == "bfloat16"):
-        return x
-    import ml_dtypes  # noqa: PLC0415  (already loaded by jax)
-
-    real = np.float32 if x.dtype == np.complex64 else (np.float64 if x.dtype.kind == "c" else x.dtype)
-    tiny = float(ml_dtypes.finfo(real).tiny)
-
-    def f(v: np.ndarray) -> np.ndarray:
-        return np.where(np.abs(v) < tiny, np.copysign(0.0, v), v).astype(v.dtype)
-    return (f(x.real) + 1j * f(x.imag)).astype(x.dtype) if np.iscomplexobj(x) else f(x)
-
-
 def reference_outputs(h: Harness, args: list[Any], flush: bool = False) -> list[np.ndarray] | None:
     """The reference's outputs as a flat list of arrays, or None if there is none; ``flush``:
-    on the arguments with their subnormals flushed (``flushed``)."""
+    on the arguments with their subnormals flushed (``farm.reference.evaluator.flushed``)."""
     if h.reference is None:
         return None
     with np.errstate(all="ignore"):
-        out = h.reference(*[upcast(flushed(a) if flush else a) for a in args])
+        out = h.reference(*[upcast(flushed(a, a.dtype) if flush and isinstance(a, np.ndarray) else a) for a in args])
     if isinstance(out, (tuple, list)):
         return [np.asarray(o) for o in out]
     return [np.asarray(out)]
