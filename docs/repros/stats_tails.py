@@ -5,11 +5,12 @@
   the compiled fusion rounds atan(x)/pi otherwise); logsf likewise at +x;
 - cauchy.logpdf(3.4e38) is -log(pi) - log1p(x^2) = -178.59: JAX -inf (x^2 overflows);
 - gumbel_r.logsf(100) is log(1 - exp(-exp(-100))) = -100: JAX -inf (exp(-exp(-x)) rounds to 1);
-- gumbel_l.ppf and gumbel_r.ppf at q = 0 and q = 1 are -inf and inf: JAX NaN.
+- gumbel_l.ppf and gumbel_r.ppf at q = 0 and q = 1 are -inf and inf: JAX NaN (reported upstream:
+  jax-ml/jax#38318, open, with a fix proposed in #38436).
 
 The expected values are closed forms in float64 (scipy.stats agrees). Found by the api
 catalog's edge-value variants judged against scipy.stats (docs/api.md). No upstream report
-found. Needs only jax and numpy. Exits 1 while any is wrong, 0 once fixed.
+found for the cauchy and gumbel_r.logsf tails (issues corpus searched). Needs only jax and numpy. Exits 1 while any is wrong, 0 once fixed.
 """
 import sys
 

@@ -380,10 +380,13 @@ API_EDGE_VALUES: tuple[EdgeValue, ...] = (
               "(exp(-exp(-x)) rounds to 1; -100 at x = 100: docs/repros/stats_tails.py)",
               lambda x: np.isfinite(x) & (x > 15), finding=True, dtypes=("float32",)),
     EdgeValue("scipy.stats.gumbel_l.ppf", "gumbel_l.ppf at q = 0 and 1 (and a subnormal q, flushed to 0) is NaN where "
-              "it is -inf and inf (docs/repros/stats_tails.py)", lambda q: (np.abs(q) <= _TINY) | (q == 1),
-              finding=True),
+              "it is -inf and inf (jax-ml/jax#38318, open; docs/repros/stats_tails.py)",
+              lambda q: (np.abs(q) <= _TINY) | (q == 1), finding=True,
+              url="https://github.com/jax-ml/jax/issues/38318"),
     EdgeValue("scipy.stats.gumbel_r.ppf", "gumbel_r.ppf at q = 0 and 1 (and a subnormal q) is NaN where it is -inf "
-              "and inf (docs/repros/stats_tails.py)", lambda q: (np.abs(q) <= _TINY) | (q == 1), finding=True),
+              "and inf (jax-ml/jax#38318, open; docs/repros/stats_tails.py)",
+              lambda q: (np.abs(q) <= _TINY) | (q == 1), finding=True,
+              url="https://github.com/jax-ml/jax/issues/38318"),
     EdgeValue("scipy.stats.laplace.logpdf", "laplace.logpdf(±3.4e38): SciPy takes the log of the underflowed pdf "
               "(-inf); JAX's -log 2 - |x| (-3.4e38) is the right float32 answer", lambda x: np.abs(x) > 1e38),
     EdgeValue("scipy.special.expi", "Ei(x) is NaN at x = inf and the largest finite x where it is inf "
