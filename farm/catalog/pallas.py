@@ -13,7 +13,7 @@ a new chip adds a target.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -79,6 +79,13 @@ class Kernel:
     #: calling it), exported for the Mosaic GPU targets where this jax's ``pl.pallas_call`` has no
     #: Mosaic GPU lowering (jax 0.12: ``farm.stages.pallas.NO_MOSAIC_GPU_SWITCH``); None: skipped there
     mosaic_gpu: Callable[[], Callable[..., Any]] | None = field(default=None, compare=False)
+    #: what the custom call's configuration must hold once lowered ({"<backend>:<path>": value}, e.g.
+    #: "mosaic_tpu:custom_call_config.internal_scratch_in_bytes": 65536; ``farm.stages.pallas.configuration``
+    #: names the paths): a parameter that lowers without an error but never reaches the backend is wrong
+    config: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    #: exported under ``pl.pallas_export_experimental(dynamic_shapes=True)``: its symbolic shapes reach
+    #: the kernel itself (Mosaic TPU's dynamic-shape export) instead of being refused
+    dynamic_shapes: bool = False
 
     def __post_init__(self) -> None:
         for b in self.backends:
@@ -87,7 +94,9 @@ class Kernel:
 
     def describe(self) -> str:
         return repr((self.backends, self.source, self.symbolic, self.interpretable, self.reference is not None)
-                    + ((True,) if self.mosaic_gpu is not None else ()))
+                    + ((True,) if self.mosaic_gpu is not None else ())
+                    + ((sorted(self.config.items(), key=str),) if self.config else ())
+                    + (("dynamic_shapes",) if self.dynamic_shapes else ()))
 
 
 def interpreting(fun: Callable[..., Any], interpret: bool) -> Callable[..., Any]:

@@ -32,7 +32,8 @@ FARM_FAMILIES: tuple[str, ...] = (
 CATALOGS = ("farm", "upstream", "shape_poly", "pallas", "api", "all")
 #: Modules of the ``pallas`` catalog: the kernels shipped in the jax wheel, the farm's own, and every lax
 #: primitive inside a kernel (family ``pallas_prims``).
-PALLAS_MODULES: tuple[str, ...] = ("harnesses.pallas_ops", "harnesses.pallas", "harnesses.pallas_prims")
+PALLAS_MODULES: tuple[str, ...] = ("harnesses.pallas_ops", "harnesses.pallas", "harnesses.pallas_prims",
+                                   "harnesses.pallas_features")
 #: Modules of the ``api`` catalog: one per api module of jax (``farm.catalog.api``, docs/api.md).
 API_MODULES: tuple[str, ...] = tuple(f"harnesses.api_{m}" for m in (
     "numpy", "linalg", "fft", "special", "stats", "signal", "nn", "random"))

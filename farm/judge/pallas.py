@@ -12,17 +12,56 @@ float64 reference); JAX's refusals are the harness's limitations, applied with t
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from farm.catalog import Harness
 from farm.judge.outputs import compared
 from farm.judge.tolerance import own_reference_tolerance
 from farm.results import Record
 
 
-def pallas(rec: Record) -> Record:
+_MISSING = object()
+
+
+def _at(config: Mapping[str, Any], path: str) -> Any:
+    """The value at a dotted ``path`` of a custom call's configuration (``_MISSING``: none)."""
+    here: Any = config
+    for part in path.split("."):
+        if not isinstance(here, Mapping) or part not in here:
+            return _MISSING
+        here = here[part]
+    return here
+
+
+def declared_config(declared: Mapping[str, Any], backend: str, config: Mapping[str, Any] | None) -> list[str]:
+    """What a kernel's ``Kernel.config`` says its ``backend``'s custom call must hold and the
+    lowered one does not ({"<backend>:<path>": value}; a value of None: the path is absent)."""
+    wrong = []
+    for key, want in declared.items():
+        where, _, path = key.partition(":")
+        if where != backend:
+            continue
+        got = _at(config or {}, path)
+        if want is None and got is _MISSING:
+            continue
+        if isinstance(want, Mapping) and isinstance(got, Mapping) and all(got.get(k, _MISSING) == v
+                                                                          for k, v in want.items()):
+            continue  # a mapping holds what was asked for (a cost estimate gains remote_bytes_transferred: 0)
+        if got is _MISSING:
+            wrong.append(f"the kernel asked for {path} = {want!r}; its custom call's configuration has no {path}")
+        elif got != want:
+            wrong.append(f"the kernel asked for {path} = {want!r}; its custom call's configuration has {got!r}")
+    return wrong
+
+
+def pallas(rec: Record, h: Harness | None = None) -> Record:
     """``rec`` as ``fail`` where the export holds the wrong custom call, where that call's
     configuration is not what its backend reads (a Mosaic TPU ``backend_config`` that is not JSON
     with a base64 body, a Mosaic GPU or Triton payload that does not parse as MLIR bytecode, no
-    payload at all), or where the round trip changed it; a record that did not run stands as it is."""
+    payload at all) or lacks what the kernel asked for (``h.pallas.config``: a parameter that
+    lowered without an error but never reached the backend), or where the round trip changed it;
+    a record that did not run stands as it is."""
     if rec.status != "ok":
         return rec
     wrong: list[str] = []
@@ -41,6 +80,15 @@ def pallas(rec: Record) -> Record:
             wrong.append(f"{expected}: no kernel payload in its configuration")
         elif p.get("unreadable"):
             wrong.append(f"{expected}: its kernel payload does not parse: {p['unreadable']}")
+        backend = rec.facts.get("backend", "")
+        asked = {k: v for k, v in (h.pallas.config if h is not None and h.pallas is not None else {}).items()
+                 if k.partition(":")[0] == backend}
+        if asked and not p.get("config_error"):
+            if "config" not in p:
+                wrong.append(f"{expected}: what the kernel asked of its configuration cannot be checked: "
+                             f"the farm could not read it ({p.get('config_unread')})")
+            else:
+                wrong += [f"{expected}: {w}" for w in declared_config(asked, backend, p["config"])]
     trip = rec.facts.get("round_trip") or {}
     wrong += [f"serialize round trip: {k.removeprefix('same_')} changed" for k, same in trip.items() if not same]
     if not wrong:

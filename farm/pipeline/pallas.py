@@ -73,7 +73,7 @@ def run_pallas_kept(h: Harness, dyn: list[Any], opts: Options) -> tuple[list[Rec
         if rec.ok and isinstance(rec.handle, tuple) and rec.artifact and rec.artifact not in {a.sha256 for a in arts}:
             blob, meta = rec.handle  # one artifact for the generations that got the same bytes
             arts.append(Artifact(rec.artifact, "export", blob, meta))
-        judged = verdict(rec)
+        judged = verdict(rec, h=h)
         out.append(judged.with_status(judged.status, handle=None))
     if h.pallas.reference is not None:
         try:

@@ -48,7 +48,8 @@ class PallasExported(Record):
     target's custom call), ``custom_calls`` (those in the exported module), ``payloads``
     ([{"target", "bytes", "sha256", "ops": {op: count} or None, "unreadable": why the payload does not
     parse, "config_error": why the configuration around it is not what the backend reads}]: the sha256 shows
-    whether two TPU generations got the same kernel), ``disabled_checks``,
+    whether two TPU generations got the same kernel; "config": what the call tells its backend
+    besides the kernel, ``configuration``), ``disabled_checks``,
     ``symbolic`` (the symbolic shapes exported at), ``round_trip`` ({"same_module",
     "same_platforms", "same_avals", "same_disabled_checks"}), ``failed_at`` (export, census,
     serialize), ``written_with`` ("plgpu.kernel": a Mosaic GPU target of a jax without a Mosaic GPU
@@ -75,7 +76,7 @@ def run(h: Harness, dyn: list[Any], target: Target) -> PallasExported:
     step = "export"
     try:
         with timer():
-            with _reach(target):
+            with _reach(target), _dynamic_shapes(h.pallas):
                 exp = export.export(jax.jit(build(False)), platforms=(target.platform,),
                                     disabled_checks=[export.DisabledSafetyCheck.custom_call(c) for c in checks]
                                     )(*_specs(h.pallas, dyn))
@@ -185,6 +186,18 @@ def _reach(target: Target) -> Iterator[None]:
                 yield
 
 
+def _dynamic_shapes(kernel: Kernel) -> Any:
+    """``pl.pallas_export_experimental(dynamic_shapes=True)`` for a kernel that asks for it
+    (``Kernel.dynamic_shapes``), around the whole export: the lowering reads it too."""
+    if not kernel.dynamic_shapes:
+        return contextlib.nullcontext()
+    from jax.experimental import pallas as pl
+
+    if not hasattr(pl, "pallas_export_experimental"):
+        raise NotInThisJax("this jax has no pl.pallas_export_experimental (dynamic-shape export of a kernel)")
+    return pl.pallas_export_experimental(dynamic_shapes=True)
+
+
 class NotInThisJax(Exception):
     """What this jax cannot do at all (a ``skipped`` record with the reason, never an error)."""
 
@@ -273,9 +286,14 @@ def payloads(module_text: str) -> list[dict[str, Any]]:
                                      "sha256": hashlib.sha256(blob).hexdigest() if blob is not None else None}
             if bad_config is not None:
                 entry["config_error"] = bad_config
+            else:
+                try:
+                    entry["config"] = configuration(op, target)
+                except Exception as e:  # the farm could not read it: said (a kernel that declares a config fails)
+                    entry["config_unread"] = f"{type(e).__name__}: {str(e)[:300]}"
             if blob is not None:
                 try:
-                    entry["ops"] = ops_inside(blob, target)
+                    entry["ops"] = ops_inside(blob, target, entry.get("config"))
                 except Exception as e:  # unreadable with this jaxlib: said, not hidden
                     lines = [line.strip() for line in str(e).strip().splitlines()]
                     entry["unreadable"] = f"{type(e).__name__}: {' '.join(lines[:2])[:300]}"
@@ -306,8 +324,74 @@ def _payload(op: Any, target: str) -> bytes | None:
     return None
 
 
-def ops_inside(blob: bytes, target: str) -> dict[str, int]:
-    """Op counts of a payload's module (Mosaic TPU's is deserialized from its versioned form first)."""
+def _value(attr: Any) -> Any:
+    """An MLIR attribute of a custom call's configuration as plain data (its text where it is
+    none of bool, integer, float, string, array)."""
+    from jax._src.interpreters import mlir
+
+    ir = mlir.ir
+
+    def of(kind: Any) -> bool:  # older bindings: Kind.isinstance(attr); newer ones give typed attributes
+        check = getattr(kind, "isinstance", None)
+        return bool(check(attr)) if check is not None else isinstance(attr, kind)
+
+    for kind in (ir.BoolAttr, ir.IntegerAttr, ir.FloatAttr):
+        if of(kind):
+            return kind(attr).value
+    if of(ir.StringAttr):
+        text = ir.StringAttr(attr)
+        try:
+            return text.value
+        except RuntimeError:  # bytes that are not UTF-8 (Mosaic GPU's serialized entries): their size
+            return f"<{len(text.value_bytes)} bytes>"
+    if of(ir.ArrayAttr):
+        return [_value(a) for a in ir.ArrayAttr(attr)]
+    return str(attr)
+
+
+def configuration(op: Any, target: str) -> dict[str, Any]:
+    """What a custom call tells its backend besides the kernel itself, as plain data (the paths a
+    ``Kernel.config`` names): Mosaic TPU's JSON ``backend_config`` without the body
+    (``custom_call_config.*``, ``scoped_memory_configs``, ``flag_configs``), the Triton and Mosaic
+    GPU ``mhlo.backend_config`` entries without the payload (``serialized_metadata`` read as
+    ``metadata``), and the op's own ``kernel_name``, ``kernel_metadata``, ``has_side_effect`` and
+    ``output_operand_aliases`` (how many). ``body.*``: what the kernel's module says of itself
+    (``ops_inside`` adds it)."""
+    from jax._src.interpreters import mlir
+
+    ir = mlir.ir
+    attrs = op.attributes
+    out: dict[str, Any] = {}
+    if target == "tpu_custom_call" and "backend_config" in attrs:
+        config = json.loads(ir.StringAttr(attrs["backend_config"]).value)
+        config["custom_call_config"] = {k: v for k, v in config.get("custom_call_config", {}).items() if k != "body"}
+        out.update(config)
+    if "mhlo.backend_config" in attrs:
+        d = ir.DictAttr(attrs["mhlo.backend_config"])
+        for i in range(len(d)):
+            named = d[i]
+            if named.name in ("module", "ir"):
+                continue
+            value = _value(named.attr)
+            if named.name == "serialized_metadata":
+                out["metadata"] = json.loads(value) if value else {}
+            else:
+                out[named.name] = value
+    for name in ("kernel_name", "has_side_effect"):
+        if name in attrs:
+            out[name] = _value(attrs[name])
+    if "mhlo.frontend_attributes" in attrs:
+        front = ir.DictAttr(attrs["mhlo.frontend_attributes"])
+        if "kernel_metadata" in front:
+            out["kernel_metadata"] = json.loads(ir.StringAttr(front["kernel_metadata"]).value or "{}")
+    if "output_operand_aliases" in attrs:
+        out["output_operand_aliases"] = len(ir.ArrayAttr(attrs["output_operand_aliases"]))
+    return out
+
+
+def ops_inside(blob: bytes, target: str, config: dict[str, Any] | None = None) -> dict[str, int]:
+    """Op counts of a payload's module (Mosaic TPU's is deserialized from its versioned form first);
+    into ``config``, what the module's kernel function says of itself (``body.dimension_semantics``)."""
     from jax._src.interpreters import mlir
 
     ir = mlir.ir
@@ -334,6 +418,9 @@ def ops_inside(blob: bytes, target: str) -> dict[str, int]:
         def visit(op: Any) -> Any:
             name = op.name.removeprefix(_MGPU_PREFIX)
             counts[name] = counts.get(name, 0) + 1
+            if config is not None and name == "func.func" and "dimension_semantics" in op.attributes:
+                config.setdefault("body", {})["dimension_semantics"] = [
+                    str(a) for a in ir.ArrayAttr(op.attributes["dimension_semantics"])]
             return ir.WalkResult.ADVANCE
 
         module.operation.walk(visit)
