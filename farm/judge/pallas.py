@@ -71,6 +71,9 @@ def pallas(rec: Record, h: Harness | None = None) -> Record:
         wrong.append(f"the module holds custom calls {calls}, not {expected}")
     if rec.facts.get("platform") == "rocm" and "mosaic_gpu_v2" in calls:  # JAX: Mosaic GPU does not support ROCm
         wrong.append("a rocm artifact holds the CUDA-only mosaic_gpu_v2 custom call")
+    backend = rec.facts.get("backend", "")
+    asked = {k: v for k, v in (h.pallas.config if h is not None and h.pallas is not None else {}).items()
+             if k.partition(":")[0] == backend}  # what the kernel asked of this backend's configuration
     for p in rec.facts.get("payloads") or []:  # the backend's configuration must be what it reads
         if p.get("target") != expected:
             continue
@@ -80,9 +83,6 @@ def pallas(rec: Record, h: Harness | None = None) -> Record:
             wrong.append(f"{expected}: no kernel payload in its configuration")
         elif p.get("unreadable"):
             wrong.append(f"{expected}: its kernel payload does not parse: {p['unreadable']}")
-        backend = rec.facts.get("backend", "")
-        asked = {k: v for k, v in (h.pallas.config if h is not None and h.pallas is not None else {}).items()
-                 if k.partition(":")[0] == backend}
         if asked and not p.get("config_error"):
             if "config" not in p:
                 wrong.append(f"{expected}: what the kernel asked of its configuration cannot be checked: "
