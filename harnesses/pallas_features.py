@@ -61,19 +61,91 @@ MGPU_FORI_LAYOUT = Limitation(
     stage="pallas_export", error="WGStridedFragLayout.*WGSplatFragLayout", jax="<0.12")
 
 
+#: jax 0.12 has no Mosaic GPU lowering of a plain ``pallas_call``: a kernel's Mosaic GPU targets export its
+#: ``plgpu.kernel`` twin (``Kernel.mosaic_gpu``; ``twin=`` below), which jax 0.12 lowers for rocm with Triton.
+ROCM_MOSAIC_MESH = Limitation("jax 0.12 lowers a plgpu.kernel for rocm with Triton, which refuses its mesh",
+                              platforms=("rocm:mosaic_gpu",), stage="pallas_export",
+                              error="mesh is not supported in the Triton backend", jax=">=0.12")
+
+
+#: jax 0.9.2 to 0.11's Mosaic GPU lowering of pallas_call drops a kernel's cost estimate (``del cost_estimate
+#: # Unused.`` in ``pallas/mosaic_gpu/lowering.py``): it never reaches the custom call. jax 0.12's plgpu.kernel
+#: carries it (``cost_estimate_json``).
+MGPU_DROPS_COST = Limitation("jax before 0.12 drops a pallas_call's cost_estimate in its Mosaic GPU lowering (its "
+                             "lowering deletes it as unused): the custom call never holds it",
+                             platforms=("cuda:mosaic_gpu",), stage="pallas_export",
+                             error="asked for cost_estimate = .* has no cost_estimate", jax="<0.12")
+
+
 def _spec(*block: int):  # noqa: ANN202
     """The (i, j) block of a 2-D grid."""
     return pl.BlockSpec(block or BLOCK, lambda i, j, *rest: (i, j))
 
 
 def _harness(feature: str, build, args, reference, *, backends=ALL, params=None, dtype="float32",  # noqa: ANN001
-             tol=None, config=None, symbolic=(), dynamic_shapes=False, limitations=(), needs=None) -> None:
+             tol=None, config=None, symbolic=(), dynamic_shapes=False, limitations=(), needs=None,
+             twin=None) -> None:
+    """``twin``: the same computation written with ``plgpu.kernel`` (a function of the arrays), exported
+    for the Mosaic GPU targets of a jax whose ``pallas_call`` has no Mosaic GPU lowering (0.12); None:
+    those targets are ``skipped`` there, with the reason."""
     if "mosaic_gpu" in backends:
-        limitations = [ROCM_MOSAIC, *limitations]
+        limitations = [ROCM_MOSAIC, *limitations, *([ROCM_MOSAIC_MESH] if twin is not None else [])]
     define(FAMILY, feature, build(True), args, dtype=dtype, group=GROUP, params=params, catalog=CATALOG,
            reference=reference, tol=tol, limitations=limitations, needs=needs,
            pallas=Kernel(build, tuple(backends), symbolic=tuple(symbolic), config=dict(config or {}),
-                         dynamic_shapes=dynamic_shapes))
+                         dynamic_shapes=dynamic_shapes, mosaic_gpu=None if twin is None else (lambda: twin)))
+
+
+# ---- Mosaic GPU twins (jax 0.12: plgpu.kernel) ----
+#
+# Mosaic GPU's own way to write each feature: ``plgpu.kernel`` over the whole arrays in GMEM, a grid of
+# CTAs named with ``grid_names`` (read with ``lax.axis_index``), ``plgpu.emit_pipeline`` stepping one CTA
+# through the blocks (its step's first argument: the block's indices, the ``program_id`` of a pipeline
+# step). Each twin computes what the ``pallas_call`` kernel does; only its lowering is judged here (GPU
+# interpret mode has no rule for the pipeline's predicated copies: "predicate not supported").
+
+def _plgpu():  # noqa: ANN202
+    from jax.experimental.pallas import mosaic_gpu as plgpu
+    return plgpu
+
+
+def _pipelined(step, grid, in_specs, out_specs, out_type, **kernel):  # noqa: ANN001, ANN202, ANN003
+    """A ``plgpu.kernel`` whose one CTA runs ``step(indices, *block_refs)`` over ``grid``."""
+    plgpu = _plgpu()
+
+    def body(*refs):  # noqa: ANN002, ANN202
+        plgpu.emit_pipeline(step, grid=grid, in_specs=in_specs, out_specs=out_specs)(*refs)
+    return plgpu.kernel(body, out_type=out_type, **kernel)
+
+
+def _twin_elementwise(fn, **kernel):  # noqa: ANN001, ANN202, ANN003
+    """``fn`` of (8, 128) blocks over a 2-D grid of them, in one CTA."""
+    def f(*xs):  # noqa: ANN002, ANN202
+        def step(_, *refs):  # noqa: ANN001, ANN002, ANN202
+            *in_refs, o_ref = refs
+            o_ref[...] = fn(*(r[...] for r in in_refs))
+        grid = (xs[0].shape[0] // 8, xs[0].shape[1] // 128)
+        return _pipelined(step, grid, [_spec() for _ in xs], [_spec()],
+                          jax.ShapeDtypeStruct(xs[0].shape, xs[0].dtype), **kernel)(*xs)
+    return f
+
+
+def _twin_grid_names(names, each):  # noqa: ANN001, ANN202
+    """A CTA per (8, 128) block, on a grid named ``names``: ``each(i, j, block)`` its result (the grid's
+    sizes: ``lax.axis_size`` of the names)."""
+    def f(x):  # noqa: ANN001, ANN202
+        grid = (x.shape[0] // 8, x.shape[1] // 128)
+
+        def body(x_gmem, o_gmem):  # noqa: ANN001, ANN202
+            i, j = (jax.lax.axis_index(n) for n in names)
+
+            def step(_, x_block, o_block):  # noqa: ANN001, ANN202
+                o_block[...] = each(i, j, x_block[...])
+            at = pl.BlockSpec(BLOCK, lambda k: (i, j))
+            _plgpu().emit_pipeline(step, grid=(1,), in_specs=[at], out_specs=[at])(x_gmem, o_gmem)
+        return _plgpu().kernel(body, out_type=jax.ShapeDtypeStruct(x.shape, x.dtype), grid=grid,
+                               grid_names=names)(x)
+    return f
 
 
 # ---- program_id / num_programs: a 3-D grid ----
@@ -104,7 +176,12 @@ def _program_id_ref(x):  # noqa: ANN001, ANN202
     return out
 
 
-_harness("program_id", _program_id, [RandArg((16, 384), "int32")], _program_id_ref, dtype="int32")
+#: The twin: a CTA per block on a named (i, j) grid; the pallas_call's third grid axis, which revisits
+#: one output block, is a loop in the CTA (GPU CTAs run at once: none revisits another's block).
+_program_id_twin = _twin_grid_names(("i", "j"), lambda i, j, b: b + sum(
+    i * 1000 + j * 100 + k * 10 + jax.lax.axis_size("i") + 4 * 3 for k in range(4)))
+_harness("program_id", _program_id, [RandArg((16, 384), "int32")], _program_id_ref, dtype="int32",
+         twin=_program_id_twin)
 
 
 # ---- named grid axes ----
@@ -144,8 +221,9 @@ VMAP_NAMED_GRID_TRITON = Limitation(
     "docs/repros/pallas_triton_vmap_named_grid.py)", platforms=("cuda:triton", "rocm:triton"), stage="pallas_export",
     error="^IndexError: list index out of range$", jax=">=0.12")
 
+_named_grid_twin = _twin_grid_names(("rows", "cols"), lambda i, j, b: b + 10.0 * i + j)
 _harness("named_grid", _named_grid, [RandArg((16, 256), "float32")], _named_grid_ref,
-         limitations=[NAMED_GRID_INTERPRET])
+         limitations=[NAMED_GRID_INTERPRET], twin=_named_grid_twin)
 
 
 # ---- jax.vmap of a pallas_call ----
@@ -166,15 +244,26 @@ def _vmapped(inner, interpret):  # noqa: ANN001, ANN202
 
 
 _VMAP_ARGS = [RandArg((3, 16, 256), "float32"), RandArg((3, 16, 256), "float32")]
+SYMBOLIC_GRID_GPU = Limitation("symbolic grid bounds are refused for GPU lowering", platforms=("cuda", "rocm:triton"),
+                               stage="pallas_export", error="dynamic grid bounds not supported", jax="<0.12")
+SYMBOLIC_GRID_TRITON = Limitation("symbolic grid bounds are refused for GPU lowering",
+                                  platforms=("cuda:triton", "rocm:triton"), stage="pallas_export",
+                                  error="dynamic grid bounds not supported", jax=">=0.12")
+#: jax 0.12's vmap rule of plgpu.kernel puts the batch into the kernel's mesh grid, where a symbolic size
+#: meets a bare assert (``tracing_grid_env``: every grid size an int), not a refusal that says so.
+MGPU_VMAP_SYMBOLIC = Limitation(
+    "jax 0.12's vmap of a plgpu.kernel cannot take a symbolic batch: its mesh grid meets a bare assert "
+    "(every grid size an int) instead of a refusal", platforms=("cuda:mosaic_gpu", "rocm:mosaic_gpu"),
+    stage="pallas_export", error="^AssertionError: AssertionError$", jax=">=0.12")
 for kernel, symbolic in [("plain", ()), ("plain", ("b, 16, 256", "b, 16, 256"))]:
     _harness("vmap", functools.partial(_vmapped, _add), _VMAP_ARGS, lambda x, y: 2 * x + y,
              params={"kernel": kernel, "batch": "symbolic" if symbolic else "static"}, symbolic=symbolic,
-             limitations=[MGPU_VMAP, *([Limitation("symbolic grid bounds are refused for GPU lowering",
-                                                   platforms=("cuda", "rocm:triton"), stage="pallas_export",
-                                                   error="dynamic grid bounds not supported")] if symbolic else [])])
+             limitations=[MGPU_VMAP, *([SYMBOLIC_GRID_GPU, SYMBOLIC_GRID_TRITON, MGPU_VMAP_SYMBOLIC] if symbolic else [])],
+             twin=jax.vmap(_twin_elementwise(lambda x, y: x * 2.0 + y)))
 _harness("vmap", lambda interpret: jax.vmap(_named_grid(interpret)), [RandArg((2, 16, 256), "float32")],
          lambda x: np.stack([_named_grid_ref(b) for b in x]), params={"kernel": "named_grid", "batch": "static"},
-         limitations=[VMAP_NAMED_GRID_INTERPRET_0_10, NAMED_GRID_INTERPRET, VMAP_NAMED_GRID_TRITON, MGPU_VMAP])
+         limitations=[VMAP_NAMED_GRID_INTERPRET_0_10, NAMED_GRID_INTERPRET, VMAP_NAMED_GRID_TRITON, MGPU_VMAP],
+         twin=jax.vmap(_named_grid_twin))
 
 
 # ---- input_output_aliases ----
@@ -210,17 +299,21 @@ def _exp(interpret, **extra):  # noqa: ANN001, ANN202
 
 
 _SMALL = [RandArg((16, 256), "float32")]
+_COST = {"flops": 4096, "transcendentals": 4096, "bytes_accessed": 32768}
 _harness("cost_estimate",
-         functools.partial(_exp, cost_estimate=lambda: pl.CostEstimate(flops=4096, transcendentals=4096,
-                                                                        bytes_accessed=32768)),
+         functools.partial(_exp, cost_estimate=lambda: pl.CostEstimate(**_COST)),
          _SMALL, np.exp, tol=(1e-6, 1e-6),
-         config={"mosaic_tpu:custom_call_config.cost_estimate": {"flops": 4096, "transcendentals": 4096,
-                                                          "bytes_accessed": 32768}})
+         config={"mosaic_tpu:custom_call_config.cost_estimate": _COST, "mosaic_gpu:cost_estimate": _COST},
+         limitations=[MGPU_DROPS_COST],
+         twin=_twin_elementwise(jnp.exp, cost_estimate=pl.CostEstimate(**_COST)))
+#: plgpu.kernel names its kernel (``kernel_name=``, a Mesh field; Mosaic GPU's entry function is
+#: ``<name>_mosaic_gpu``) and takes no metadata.
 _harness("metadata", functools.partial(_exp, metadata=lambda: {"farm_feature": "metadata"},
                                        name=lambda: "farm_metadata_kernel"),
          _SMALL, np.exp, tol=(1e-6, 1e-6),
          config={"mosaic_tpu:kernel_name": "farm_metadata_kernel", "mosaic_tpu:kernel_metadata": {"farm_feature": "metadata"},
-                 "triton:name": "farm_metadata_kernel"})
+                 "triton:name": "farm_metadata_kernel", "mosaic_gpu:body.entry": "farm_metadata_kernel_mosaic_gpu"},
+         twin=_twin_elementwise(jnp.exp, kernel_name="farm_metadata_kernel"))
 
 
 # ---- fori_loop and pl.when inside a kernel ----
@@ -238,8 +331,17 @@ def _fori_loop(interpret):  # noqa: ANN001, ANN202
     return f
 
 
+def _fori_loop_twin(x):  # noqa: ANN001, ANN202
+    def step(_, x_block, o_block):  # noqa: ANN001, ANN202
+        def body(r, acc):  # noqa: ANN001, ANN202
+            return acc + x_block[pl.ds(r * 8, 8), :]
+        o_block[...] = jax.lax.fori_loop(0, x_block.shape[0] // 8, body, jnp.zeros(o_block.shape, o_block.dtype))
+    return _pipelined(step, (x.shape[1] // 128,), [pl.BlockSpec((x.shape[0], 128), lambda j: (0, j))],
+                      [pl.BlockSpec(BLOCK, lambda j: (0, j))], jax.ShapeDtypeStruct((8, x.shape[1]), x.dtype))(x)
+
+
 _harness("fori_loop", _fori_loop, [RandArg((64, 256), "float32")], lambda x: x.reshape(-1, 8, x.shape[1]).sum(0),
-         tol=(1e-5, 1e-5), limitations=[MGPU_FORI_LAYOUT])
+         tol=(1e-5, 1e-5), limitations=[MGPU_FORI_LAYOUT], twin=_fori_loop_twin)
 
 
 def _when(interpret):  # noqa: ANN001, ANN202
@@ -261,8 +363,23 @@ def _when(interpret):  # noqa: ANN001, ANN202
     return f
 
 
+def _when_twin(x):  # noqa: ANN001, ANN202
+    def step(at, x_block, o_block):  # noqa: ANN001, ANN202
+        even = at[0] % 2 == 0
+
+        @pl.when(even)
+        def _():  # noqa: ANN202
+            o_block[...] = x_block[...] - 1.0
+
+        @pl.when(jnp.logical_not(even))
+        def _():  # noqa: ANN202
+            o_block[...] = jnp.zeros(o_block.shape, o_block.dtype)
+    return _pipelined(step, (x.shape[0] // 8, x.shape[1] // 128), [_spec()], [_spec()],
+                      jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+
+
 _harness("when", _when, [RandArg((32, 128), "float32")],
-         lambda x: np.where((np.arange(x.shape[0])[:, None] // 8) % 2 == 0, x - 1.0, 0.0))
+         lambda x: np.where((np.arange(x.shape[0])[:, None] // 8) % 2 == 0, x - 1.0, 0.0), twin=_when_twin)
 
 
 # ---- Mosaic TPU: async copies into sliced refs, DMA semaphores ----
@@ -418,10 +535,14 @@ TPU_PARAMS_LEFT_OUT = {
     "opt_level": "SparseCore (SC_*_SUBCORE) kernels only",
     "fuse_transposed_lhs_in_matmul": "a hint to the lowering of a transposed-lhs dot inside the kernel (none here)",
 }
+#: The fields an older jax's CompilerParams lacks: the jax versions that have them (jax 0.9.2 has
+#: ``kernel_type`` instead, a field later versions dropped).
+TPU_PARAMS_SINCE = {"needs_layout_passes": ">=0.10"}
 #: JAX's own refusal of a SparseCore field for a TensorCore kernel.
 TC_REFUSES_SC_TILING = Limitation("use_tc_tiling_on_sc is a SparseCore parameter: refused for TensorCore kernels",
                                   platforms=("tpu",), stage="pallas_export",
-                                  error="use_tc_tiling_on_sc= is not supported for TC kernels")
+                                  error="use_tc_tiling_on_sc= is (not supported for TC kernels|only supported "
+                                  "for SC_\\*_SUBCORE kernels)")
 
 
 def _tpu_param(field, value, interpret):  # noqa: ANN001, ANN202
@@ -442,6 +563,7 @@ for _field, (_value, _config) in TPU_PARAMS.items():
     _harness("tpu_params", functools.partial(_tpu_param, _field, _value),
              [RandArg((16, 256), "float32"), RandArg((16, 256), "float32")], lambda x, y: x + y, backends=TPU,
              params={"field": _field}, config={f"mosaic_tpu:{k}": v for k, v in _config.items()},
+             needs={f"pltpu.CompilerParams({_field}=)": TPU_PARAMS_SINCE[_field]} if _field in TPU_PARAMS_SINCE else None,
              limitations=[TC_REFUSES_SC_TILING] if _field == "use_tc_tiling_on_sc" else ())
 
 

@@ -52,8 +52,9 @@ TRITON = ("cuda:triton", "rocm:triton")
 
 
 def _unimplemented(backend: str, platforms: tuple[str, ...], primitive: str) -> Limitation:
-    words = {"tpu": f"Unimplemented primitive in Pallas TPU lowering for tc: {primitive}\\b",
-             "triton": f"Unimplemented primitive in Pallas Triton lowering: {primitive}\\b"}[backend]
+    # jax 0.9.2 says "for CoreType.TC" and "Pallas GPU lowering"; 0.10.2 on "for tc" and "Pallas Triton lowering"
+    words = {"tpu": f"Unimplemented primitive in Pallas TPU lowering for (tc|CoreType\\.TC): {primitive}\\b",
+             "triton": f"Unimplemented primitive in Pallas (Triton|GPU) lowering: {primitive}\\b"}[backend]
     name = {"tpu": "Mosaic TPU", "triton": "Triton"}[backend]
     return Limitation(f"{name} has no lowering rule for {primitive}", platforms=platforms, stage="pallas_export",
                       error=words)
@@ -84,6 +85,15 @@ TPU_FLOAT_IOTA = Limitation("finding: Mosaic TPU lowers a float iota to a tpu.io
 TPU_HALF_IS_FINITE = Limitation("finding: Mosaic TPU lowers a 16-bit is_finite to a tpu.weird its verifier rejects "
                                 "(docs/repros/pallas_tpu_half_is_finite.py)", platforms=TPU, stage="pallas_export",
                                 error="'tpu.weird' op Input type must be F32")
+#: jax 0.9.2 only (gone in 0.10.2): its Mosaic TPU rules for atan2 and erf take an ``accuracy`` argument
+#: the lowering does not pass them, and it has no cast between float32 and uint8.
+TPU_ACCURACY_ARG_0_9 = Limitation("jax 0.9.2's Mosaic TPU lowering rules for atan2 and erf take an accuracy argument "
+                                  "the lowering does not pass (a TypeError; they lower from 0.10.2)", platforms=TPU,
+                                  stage="pallas_export", error="missing 1 required positional argument: 'accuracy'",
+                                  jax="<0.10")
+TPU_UINT8_CAST_0_9 = Limitation("jax 0.9.2's Mosaic TPU has no cast between float32 and uint8 (it has from 0.10.2)",
+                                platforms=TPU, stage="pallas_export",
+                                error="Unsupported cast: (float32 -> uint8|uint8 -> float32)", jax="<0.10")
 TPU_BF16_ACC = Limitation("finding: Mosaic TPU lowers a bfloat16-accumulating dot_general to a tpu.matmul its "
                           "verifier rejects (docs/repros/pallas_tpu_bf16_matmul_acc.py)", platforms=TPU,
                           stage="pallas_export", error="'tpu.matmul' op Expected matmul acc to be 32-bit")
@@ -121,6 +131,10 @@ MGPU_FLOAT_REM = Limitation("finding: Mosaic GPU's rem of floats raises a TypeEr
 MGPU_SELECT_LAYOUTS = Limitation("Mosaic GPU cannot select bfloat16 values by a predicate from float32 (incompatible "
                                  "layouts)", platforms=MGPU, stage="pallas_export",
                                  error="Incompatible FragmentedArray layouts", jax="<0.12")
+MGPU_COPY_256_0_9 = Limitation("jax 0.9.2's Mosaic GPU copies at most 256 elements along each dimension of a block",
+                               platforms=MGPU, stage="pallas_export",
+                               error="Async copies only support copying <=256 elements along each dimension",
+                               jax="<0.10")
 #: jax 0.12 (``plgpu.kernel``: ``Kernel.mosaic_gpu``): the same kernels, Mosaic GPU's refusals there.
 ROCM_MOSAIC_MESH = Limitation("jax 0.12 lowers a plgpu.kernel for rocm with Triton, which refuses its mesh",
                               platforms=("rocm:mosaic_gpu",), stage="pallas_export",
@@ -142,14 +156,20 @@ MGPU_MISSING = {"acos", "acosh", "asin", "asinh", "atan", "atanh", "cbrt", "ceil
                 "population_count", "pow", "sinh", "sqrt", "tan", "transpose", "argmax"}
 #: ... and jax 0.12 (sqrt gained one; reduce_and and reduce_or are refused by name, not by their bool operands).
 MGPU_MISSING_0_12 = MGPU_MISSING - {"sqrt"} | {"reduce_and", "reduce_or"}
+#: ... and jax 0.9.2 (clz and the shifts gained theirs in 0.10).
+MGPU_MISSING_0_9 = MGPU_MISSING | {"clz", "shift_left", "shift_right_logical", "shift_right_arithmetic"}
+#: Where each set was measured: the jax versions it holds for.
+MGPU_MISSING_BY_JAX = (("<0.10", MGPU_MISSING_0_9), (">=0.10,<0.12", MGPU_MISSING), (">=0.12", MGPU_MISSING_0_12))
 COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge"}
 
 
-def _mgpu_missing(q: str) -> Limitation:
-    both = q in MGPU_MISSING and q in MGPU_MISSING_0_12
-    return Limitation(f"Mosaic GPU has no lowering rule for {q}", platforms=MGPU, stage="pallas_export",
-                      error=f"Unimplemented primitive in Pallas Mosaic GPU lowering: {q} ",
-                      jax="" if both else ("<0.12" if q in MGPU_MISSING else ">=0.12"))
+def _mgpu_missing(q: str) -> list[Limitation]:
+    """Mosaic GPU's missing rule for ``q``: one limitation for every jax it is missing on, or one per
+    range of versions where it is."""
+    where = [spec for spec, missing in MGPU_MISSING_BY_JAX if q in missing]
+    return [Limitation(f"Mosaic GPU has no lowering rule for {q}", platforms=MGPU, stage="pallas_export",
+                       error=f"Unimplemented primitive in Pallas Mosaic GPU lowering: {q} ", jax=spec)
+            for spec in ([""] if len(where) == len(MGPU_MISSING_BY_JAX) else where)]
 EIGHT_BIT_ARITHMETIC = {"add", "sub", "mul", "max", "min", "shift_left", "shift_right_logical", "shift_right_arithmetic"}
 
 #: Mosaic TPU and Triton have no rule for these (measured, jax 0.12).
@@ -183,12 +203,15 @@ KNOWN: list[tuple[Callable[[str, tuple[str, ...], str, bool, dict[str, Any]], bo
     (lambda p, d, lay, acc, kw: p == "iota" and d[-1] == "float32", TPU_FLOAT_IOTA),
     (lambda p, d, lay, acc, kw: p == "is_finite" and _half(d), TPU_HALF_IS_FINITE),
     (lambda p, d, lay, acc, kw: p == "dot_general" and kw.get("acc") == "bfloat16", TPU_BF16_ACC),
+    (lambda p, d, lay, acc, kw: p in ("atan2", "erf"), TPU_ACCURACY_ARG_0_9),
+    (lambda p, d, lay, acc, kw: p == "convert_element_type" and "uint8" in (d[0], kw.get("to")), TPU_UINT8_CAST_0_9),
     # Mosaic GPU: jax 0.10.2 refuses a block's byte count before anything else; jax 0.12 a missing
     # rule first, then the layouts (``jax=`` on each limitation says which version it was measured on)
     (lambda p, d, lay, acc, kw: True, ROCM_MOSAIC),
     (lambda p, d, lay, acc, kw: True, ROCM_MOSAIC_MESH),
     (lambda p, d, lay, acc, kw: lay in POW2_BAD_LAYOUTS or kw.get("from") == "column", MGPU_WARPGROUP),
-    *[(lambda p, d, lay, acc, kw, q=q: p == q, _mgpu_missing(q)) for q in sorted(MGPU_MISSING | MGPU_MISSING_0_12)],
+    *[(lambda p, d, lay, acc, kw, q=q: p == q, lim) for q in sorted(MGPU_MISSING_0_9 | MGPU_MISSING_0_12)
+      for lim in _mgpu_missing(q)],
     (lambda p, d, lay, acc, kw: p in ("erf", "atan2"), MGPU_MATH_LAYOUT),
     (lambda p, d, lay, acc, kw: lay in POW2_BAD_LAYOUTS or kw.get("from") == "column"
      or p in ("reduce_sum", "reduce_max", "reduce_min"), MGPU_LAYOUT),
@@ -202,6 +225,7 @@ KNOWN: list[tuple[Callable[[str, tuple[str, ...], str, bool, dict[str, Any]], bo
     (lambda p, d, lay, acc, kw: p == "iota", MGPU_IOTA),
     (lambda p, d, lay, acc, kw: p == "rem" and d[-1] in F, MGPU_FLOAT_REM),
     (lambda p, d, lay, acc, kw: p == "select_n" and d[-1] == "bfloat16", MGPU_SELECT_LAYOUTS),
+    (lambda p, d, lay, acc, kw: p == "reshape" and kw.get("to") == "1024", MGPU_COPY_256_0_9),
 ]
 
 

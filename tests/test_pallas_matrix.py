@@ -99,6 +99,8 @@ def test_the_diff_of_two_runs_names_each_changed_cell_and_the_columns_and_rows_o
 
 NAMES = ("prims.exp_float32_16x256_layout=tile", "prims.exp_float32_16x130_layout=lane",
          "prims.cbrt_float32_16x256_layout=tile")
+#: A kernel of the feature family (its interpret-mode lowering is a limitation: a finding).
+FEATURE = "features.named_grid_float32_16x256"
 
 
 @pytest.fixture(scope="module")
@@ -112,6 +114,8 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     url = f"sqlite:///{tmp_path_factory.mktemp('prims') / 'p.db'}"
     hs = catalog.select(catalog.Filters(catalog="pallas", family=("pallas_prims",), name=NAMES))
     assert len(hs) == 3
+    hs += catalog.select(catalog.Filters(catalog="pallas", family=("pallas_features",), name=(FEATURE,)))
+    assert len(hs) == 4
     store = open_store(url)
     for name, targets in (("older", ("tpu:v5e",)), ("newer", ("tpu:v5e", "cuda:triton"))):
         opts = Options(repeats=1, platforms=("cpu", "cuda", "tpu"), crossexec=False, pallas_targets=targets)
@@ -160,5 +164,14 @@ def test_the_page_serves_the_matrix_and_the_diff_as_json(db: str) -> None:
         page = client.get("/pallas/prims?run=newer")
         assert page.status_code == 200 and b'id="pallas-prims"' in page.data and b"no lowering rule for cbrt" in page.data
         assert client.get("/pallas/prims.json?run=newer&by=layout").status_code == 400
+        # another family's rows: the feature x target matrix; the primitives' page leaves them out
+        f = client.get("/pallas/prims.json?run=newer&family=pallas_features&by=primitive").get_json()
+        assert f["family"] == "pallas_features" and [r["label"] for r in f["rows"]] == ["named_grid"]
+        assert f["rows"][0]["cells"]["tpu:v5e"]["text"] == "ok"
+        assert f["rows"][0]["cells"][pm.INTERPRET]["counts"] == {"expected_fail": 1}
+        assert "named_grid" not in {r["label"] for r in m["rows"]}
+        page = client.get("/pallas/prims?run=newer&family=pallas_features")
+        assert page.status_code == 200 and b"family-pallas_features" in page.data and b"named_grid" in page.data
+        assert client.get("/pallas/prims.json?run=newer&family=elementwise_unary").status_code == 400
     finally:
         app.config["STORE"].dispose()

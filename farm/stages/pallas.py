@@ -354,7 +354,7 @@ def configuration(op: Any, target: str) -> dict[str, Any]:
     ``Kernel.config`` names): Mosaic TPU's JSON ``backend_config`` without the body
     (``custom_call_config.*``, ``scoped_memory_configs``, ``flag_configs``), the Triton and Mosaic
     GPU ``mhlo.backend_config`` entries without the payload (``serialized_metadata`` read as
-    ``metadata``), and the op's own ``kernel_name``, ``kernel_metadata``, ``has_side_effect`` and
+    ``metadata``, a ``<name>_json`` string as ``<name>``), and the op's own ``kernel_name``, ``kernel_metadata``, ``has_side_effect`` and
     ``output_operand_aliases`` (how many). ``body.*``: what the kernel's module says of itself
     (``ops_inside`` adds it)."""
     from jax._src.interpreters import mlir
@@ -375,6 +375,8 @@ def configuration(op: Any, target: str) -> dict[str, Any]:
             value = _value(named.attr)
             if named.name == "serialized_metadata":
                 out["metadata"] = json.loads(value) if value else {}
+            elif named.name.endswith("_json") and isinstance(value, str):  # Mosaic GPU's cost_estimate_json
+                out[named.name.removesuffix("_json")] = json.loads(value) if value else {}
             else:
                 out[named.name] = value
     for name in ("kernel_name", "has_side_effect"):
@@ -391,7 +393,9 @@ def configuration(op: Any, target: str) -> dict[str, Any]:
 
 def ops_inside(blob: bytes, target: str, config: dict[str, Any] | None = None) -> dict[str, int]:
     """Op counts of a payload's module (Mosaic TPU's is deserialized from its versioned form first);
-    into ``config``, what the module's kernel function says of itself (``body.dimension_semantics``)."""
+    into ``config``, what the module's kernel function says of itself (``body.dimension_semantics``;
+    ``body.entry``: the name of Mosaic GPU's entry function, the host's C interface, which carries the
+    kernel's name)."""
     from jax._src.interpreters import mlir
 
     ir = mlir.ir
@@ -421,6 +425,8 @@ def ops_inside(blob: bytes, target: str, config: dict[str, Any] | None = None) -
             if config is not None and name == "func.func" and "dimension_semantics" in op.attributes:
                 config.setdefault("body", {})["dimension_semantics"] = [
                     str(a) for a in ir.ArrayAttr(op.attributes["dimension_semantics"])]
+            if config is not None and name == "func.func" and "llvm.emit_c_interface" in op.attributes:
+                config.setdefault("body", {})["entry"] = ir.StringAttr(op.attributes["sym_name"]).value
             return ir.WalkResult.ADVANCE
 
         module.operation.walk(visit)
