@@ -66,11 +66,14 @@ def _parts(back: Any, live: Any, v: symbolic.Variant, platforms: tuple[str, ...]
     tolerance, and only the calls that break a constraint are made again."""
     text = module_text(back)
     differs = branched(text)
+    apart = _aborting(v.harness, platforms) if differs else set()
+    inside = tuple(p for p in platforms if p not in apart)
     # a part calling a GPU library (cuSOLVER, hipSOLVER) cannot compile on the CPU: no use trying
-    together = symbolic.call_together(back, live, platforms, v) \
+    together = symbolic.call_together(back, live, inside, v) \
         if differs and not _DEVICE_LIBRARY.search(text) else None
-    if together is not None:  # one program for every platform's part
-        return [verdict(together[p], v=v, statics=statics) for p in platforms]
+    if together is not None:  # one program for every platform's part (those known to abort apart)
+        made = {**together, **{p: symbolic.call_apart(live, p, v) for p in apart}}
+        return [verdict(made[p], v=v, statics=statics) for p in platforms]
     first = symbolic.call(back, "cpu", v, artifact="deserialized")
     recs: list[Record] = []
     for p in platforms:
@@ -78,10 +81,24 @@ def _parts(back: Any, live: Any, v: symbolic.Variant, platforms: tuple[str, ...]
             raw = first
         elif not differs and first.status == "ok":
             raw = symbolic.shared_call(first, p, live, v)
+        elif p in apart:
+            raw = symbolic.call_apart(live, p, v)
         else:
             raw = symbolic.call(relabelled(live, p), p, v)
         recs.append(verdict(raw, v=v, statics=statics))
     return recs
+
+
+def _aborting(h: Harness, platforms: tuple[str, ...]) -> set[str]:
+    """The platforms whose module is known to abort the process compiling it here (a crossexec
+    limitation that ``crashes``, as jax 0.12's cuda/rocm ``chlo.scan`` modules do): their
+    symbolic calls run in a process of their own, so the harness keeps its other records."""
+    out = set()
+    for p in platforms:
+        lim = h.limitation(p, "crossexec")
+        if p != "cpu" and lim is not None and lim.crashes:
+            out.add(p)
+    return out
 
 
 def _own_modules(v: symbolic.Variant, platforms: tuple[str, ...], own: dict[str, Record], ser: Record,
@@ -102,7 +119,12 @@ def _own_modules(v: symbolic.Variant, platforms: tuple[str, ...], own: dict[str,
                 recs.append(one)
             continue
         digest = symbolic.module_digest(one.handle)  # the same text as a platform already called: its outputs
-        raw = symbolic.same_call(called[digest], p) if digest in called else symbolic.call(one.handle, p, v)
+        if digest in called:
+            raw = symbolic.same_call(called[digest], p)
+        elif p in _aborting(v.harness, (p,)):
+            raw = symbolic.call_apart(one.handle, p, v)
+        else:
+            raw = symbolic.call(one.handle, p, v)
         called.setdefault(digest, raw)
         recs.append(verdict(raw, v=v, statics=statics))
     return recs

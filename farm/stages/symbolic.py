@@ -178,6 +178,30 @@ def call(exported: Any, platform: str, v: Variant, points: tuple[Any, ...] | Non
         return not_runnable(rec, str(e))  # a platform's custom call with no CPU handler
 
 
+def call_apart(exported: Any, platform: str, v: Variant, *, artifact: str = "exported") -> SymbolicCall:
+    """``platform``'s part of ``exported`` (a multi-platform artifact, or the platform's own)
+    called as ``call`` calls it, in a process of its own (``farm.stages.symbolic_apart``): for a platform whose
+    module is known to abort the process compiling it. A death is this call's ``crashed`` record
+    (the child's check failure its error); the sizes that break a constraint are not called."""
+    from farm.stages import symbolic_apart
+
+    here = relabelled(exported, platform)  # ``platform``'s part, which the CPU then runs
+    timer = Timer()
+    facts = {**_facts(v, v.points, artifact), "apart": True}
+    try:
+        with timer():
+            outs, raised = symbolic_apart.call(here, [(label(pt), v.rows(pt)) for pt in v.points])
+    except RuntimeError as e:
+        return SymbolicCall("symbolic_call", platform, "crashed", timer.seconds, error_type="Crashed", error=str(e),
+                            facts=facts)
+    if label(v.points[0]) in raised:  # at the harness's own sizes: the artifact does not run at all
+        return SymbolicCall("symbolic_call", platform, "error", timer.seconds, error=raised[label(v.points[0])],
+                            facts=facts)
+    if raised:
+        facts["raised"] = raised
+    return SymbolicCall("symbolic_call", platform, "ok", timer.seconds, facts=facts, handle=outs)
+
+
 def _facts(v: Variant, points: tuple[Any, ...], artifact: str) -> dict[str, Any]:
     """What every call record says: its sizes, specs, artifact and compiler options."""
     return {"sizes": [label(p) for p in points], "specs": list(v.specs), "artifact": artifact,
