@@ -8,6 +8,7 @@ import scipy.stats as ss
 from farm.catalog import Limitation
 from farm.catalog.api import MAIN, declare, labels, public, spec, without
 from farm.catalog.known import holds_on
+from farm.platforms import LOWERING_PLATFORMS
 
 #: distribution -> (the domain of x, of q (ppf/isf), the shape parameters' domains, a call
 #: fixing parameters that must be integers)
@@ -61,6 +62,17 @@ XLOG1PY_INT_GRAD = Limitation("jax.scipy.stats.gumbel_l/gumbel_r.ppf cannot be d
                               "docs/findings.md)", platforms=("export",), stage="vjp", status="error",
                               error=r"TypeError: Called multiply with a float0 array")
 LIMITS = {("gumbel_l", "ppf"): (XLOG1PY_INT_GRAD,), ("gumbel_r", "ppf"): (XLOG1PY_INT_GRAD,)}
+#: Found by this catalog's symbolic calls of its edge variants (docs/findings.md,
+#: docs/repros/xla_cpu_exp_minus_contracted.py): XLA:CPU's exp fused with a subtraction loses its
+#: overflow (x - exp(x) at +inf is +inf, not NaN), and whether a module gets that fusion depends on
+#: its shapes: the symbolic export of gumbel_r.logpdf(-inf) is +inf where the static lowering gives NaN.
+EXP_MINUS_FUSED = Limitation("finding: XLA:CPU's exp fused with a subtraction loses its overflow (x - exp(x) at +inf "
+                             "is +inf, IEEE NaN), and the symbolic module gets that fusion where the static one does "
+                             "not (docs/repros/xla_cpu_exp_minus_contracted.py)", platforms=LOWERING_PLATFORMS,
+                             stage="symbolic_call", error="vs the static: [12] elements differ; max abs err inf",
+                             jax=">=0.12")
+EDGE_LIMITS = {("gumbel_l", "pdf"): (("x0", EXP_MINUS_FUSED),), ("gumbel_r", "pdf"): (("x0", EXP_MINUS_FUSED),),
+               ("gumbel_r", "logpdf"): (("x0", EXP_MINUS_FUSED),)}
 
 #: Edge values (judged against scipy.stats: ``edge_reference="twin"``) for the distributions without
 #: shape parameters (cauchy, expon, gumbel_l, gumbel_r, laplace, logistic, norm, uniform: x alone at
@@ -87,7 +99,8 @@ for dist, (x, params, *call) in DISTS.items():
         first = "prob" if fn in ("ppf", "isf") else x
         kw = {"call": call[0]} if call else {}
         specs.append(spec(fn, first, *params, cases=("main",), edge=dist in EDGED, edge_reference="twin",
-                          edge_others="domain", limitations=LIMITS.get((dist, fn), ()), **kw))
+                          edge_others="domain", limitations=LIMITS.get((dist, fn), ()),
+                          edge_limitations=EDGE_LIMITS.get((dist, fn), ()), **kw))
     declare(label, specs, **_census(dist))
 
 C = dict(kind="custom", edge=False)

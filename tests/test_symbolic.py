@@ -562,3 +562,21 @@ def test_a_part_known_to_abort_the_compiler_is_called_apart_and_its_death_is_tha
     assert clean["cuda"] == ["ok", True] and clean["rocm"] == ["ok", True] and clean["cpu"] == ["ok", False]
     planted = run_json(code, "symbolic_only:cumsum:cuda")
     assert planted["cuda"] == ["fail", True] and planted["cpu"][0] == "ok", planted
+
+
+def test_an_edge_value_harness_is_judged_against_the_static_lowering_at_every_size() -> None:
+    """An edge-value variant is judged by its twin at its own sizes (``compare="edges"``: the jaxpr's
+    float64 evaluation is JAX's own algorithm there, and the twin's conventions are data of that
+    stage), so its symbolic calls are held against the static lowering at each size, never the
+    reference: xlog1py with y at its edge values agrees on every platform, and a log1p rule wrong
+    only for symbolic shapes fails on every platform."""
+    code = ("import json\nfrom farm.faults import plant_from_env\nplant_from_env()\n"
+            "from farm import catalog\nfrom farm.pipeline.symbolic import run_symbolic\n"
+            "(h,) = catalog.select(catalog.Filters(catalog='api', name=('scipy.special.xlog1py_float32_21_21_edge=x1',)))\n"
+            "assert h.compare == 'edges'\n"
+            "print(json.dumps({r.platform: [r.status, sorted({k for v in r.facts.get('verdicts', {}).values() for k in v})]"
+            " for r in run_symbolic(h) if r.stage == 'symbolic_call'}))\n")
+    clean = run_json(code, None)
+    assert clean == {p: ["ok", ["static"]] for p in LOWERING_PLATFORMS}, clean
+    planted = run_json(code, "symbolic_only:log1p:all")
+    assert {p: s for p, (s, _) in planted.items()} == {p: "fail" for p in LOWERING_PLATFORMS}, planted
