@@ -158,8 +158,10 @@ SCIPY = [
          dtypes=("float32",), **C),
     spec("eigh", "spd", shapes=((SQ,),), call=_eigh, tol=FACTORS, variants=({}, {"lower": False}), **C),
     spec("eigh", "spd", shapes=((SQ,),), tag="values", call=lambda f, a: f(a, eigvals_only=True), **C),
+    # tol: its compare's band against SciPy, for its symbolic calls' float64-jaxpr judge too (a float32
+    # bisection's eigenvalue 3.5e-6 off at b = 3)
     spec("eigh_tridiagonal", "real", "real", shapes=(((5,), (4,)),), call=lambda f, d, e: f(d, e, eigvals_only=True),
-         **C),
+         tol=(2e-5, 1e-6), **C),
     spec("expm", "small", shapes=((SQ,), ((2, 3, 3),)), **C),
     spec("expm_frechet", "small", "small", shapes=((SQ, SQ),), **C),
     spec("fiedler", "real", shapes=(((5,),),), **C),

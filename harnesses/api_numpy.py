@@ -77,6 +77,14 @@ FREXP_SUBNORMAL = Limitation("XLA CPU jnp.frexp of a float32 subnormal is (0.5, 
                              "jax 0.12: neither IEEE's nor the flushed (0, 0) (docs/findings.md)", platforms=("cpu",),
                              dtypes=("float32",), stage="compare", jax="<0.12",
                              error="elements differ from the float64 reference")
+#: jnp.poly convolves by kernels made from its own argument: its symbolic variant (vmap over a
+#: symbolic b) batches the kernel, which makes the convolution's feature_group_count b, and
+#: jax.export refuses a symbolic one (the lax conv harnesses map their input alone for this reason:
+#: farm.stages.variants.FIRST_ONLY).
+POLY_BATCHED_KERNEL = Limitation("jnp.poly's convolutions take kernels made from its argument: mapped over a symbolic "
+                                 "batch, their feature_group_count is symbolic, which jax.export refuses",
+                                 platforms=LOWERING_PLATFORMS, stage="symbolic_export", status="error",
+                                 error="Convolutions with non-static strides, dilation, feature_group_count")
 EDGE_LIMITS = {"cbrt": (("x0", CBRT_SUBNORMAL),), "sinc": (("x0", SINC_OVERFLOW),), "arctan2": (("all", ATAN2_SUBNORMAL),),
                "atan2": (("all", ATAN2_SUBNORMAL),)}
 
@@ -469,7 +477,7 @@ SPECS += [
     # jnp.polydiv keeps the remainder at len(u) (trim_leading_zeros=False: its docstring): pad NumPy's
     spec("polydiv", "real", "nonzero", shapes=(((5,), (2,)),), reference=lambda u, v: (lambda q, r: (
          q, np.concatenate([np.zeros(u.size - r.size), r])))(*np.polydiv(u, v)), **C),
-    spec("poly", "real", shapes=(((4,),),), **C),
+    spec("poly", "real", shapes=(((4,),),), limitations=(POLY_BATCHED_KERNEL,), **C),
     spec("polyfit", "real", "real", shapes=(((9,), (9,)),), call=lambda f, x, y: f(x, y, 2), **C),
     spec("roots", "real", shapes=(((4,),),), call=lambda f, p: f(p, strip_zeros=False)
          if f.__module__.startswith("jax") else f(p), reference=None,

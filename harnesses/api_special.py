@@ -122,7 +122,9 @@ SPECS = [spec(n, *doms, edge=n not in OFF_BEFORE_0_12, edge_values=edges, edge_r
 SPECS += [
     spec("expn", "count:int32", "positive", edge="expn" not in OFF_BEFORE_0_12, edge_reference="twin", cases=CASES),
     # jax's polygamma takes an integer n only (its docstring); scipy's any real n
-    spec("polygamma", "count:int32", "positive", edge=True, edge_reference="twin", cases=CASES),
+    # the band its compare holds it to against SciPy, declared so that its symbolic calls, judged by
+    # the float64 jaxpr, use it too: its float32 series is 2.8e-6 off its own float64 evaluation
+    spec("polygamma", "count:int32", "positive", edge=True, edge_reference="twin", cases=CASES, tol=(2e-5, 1e-6)),
     spec("multigammaln", "gt1", kind="custom", shapes=((MAIN,),), call=lambda f, a: f(a + 1.0, 3), edge=False),
     spec("bernoulli", kind="custom", shapes=(((1,),),), call=lambda f, x: f(8), edge=False),
     spec("bessel_jn", "real", kind="custom", shapes=(((9,),),), call=lambda f, z: f(z, v=3)

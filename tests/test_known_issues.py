@@ -219,3 +219,22 @@ def test_jax_s_catalog_carries_the_scan_crash_and_svd_s_new_leak(monkeypatch) ->
     monkeypatch.setattr(known, "running_jax", lambda: "0.10.2")
     assert known.explaining("svd", "census", "fail", *both) is None  # not known there: a finding
     assert known.explaining("svd", "census", "fail", "CensusViolation", "crosses the plugin boundary: chlo.conj")
+
+
+def test_a_known_issue_of_some_platforms_explains_only_their_records() -> None:
+    """JAX's tpu eigh and svd lowerings refuse symbolic matrix dimensions (the api catalog's linalg
+    functions under --shapes symbolic): the tpu's record, or the four-platform export that names
+    tpu as the one that sank it, is explained; the same words on another platform, or another
+    failure of the tpu, are not."""
+    from farm.catalog import known
+
+    words = ("ValueError", "Shape polymorphism for native lowering for eigh is implemented only for the batch "
+             "dimensions: (b, d4, d4)")
+    assert known.explaining("eigvalsh", "symbolic_export", "error", *words, ("tpu",)) is known.TPU_EIGH_SYMBOLIC
+    assert known.explaining("eigvalsh", "symbolic_export", "error", *words, ("export", "tpu")) is known.TPU_EIGH_SYMBOLIC
+    assert known.explaining("eigvalsh", "symbolic_export", "error", *words, ("cpu",)) is None
+    assert known.explaining("eigvalsh", "symbolic_export", "error", *words) is None  # no platform named: not explained
+    assert known.explaining("sin", "symbolic_export", "error", *words, ("tpu",)) is None
+    svd = ("TracerBoolConversionError", "Abstract tracer value encountered where concrete value is expected: x")
+    assert known.explaining("pinv", "symbolic_export", "error", *svd, ("tpu",)) is known.TPU_SVD_SYMBOLIC
+    assert known.explaining("pinv", "symbolic_export", "fail", *svd, ("tpu",)) is None  # a wrong number is not it

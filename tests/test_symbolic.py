@@ -580,3 +580,33 @@ def test_an_edge_value_harness_is_judged_against_the_static_lowering_at_every_si
     assert clean == {p: ["ok", ["static"]] for p in LOWERING_PLATFORMS}, clean
     planted = run_json(code, "symbolic_only:log1p:all")
     assert {p: s for p, (s, _) in planted.items()} == {p: "fail" for p in LOWERING_PLATFORMS}, planted
+
+
+def test_the_symbolic_round_trip_compares_avals_as_the_format_writes_them() -> None:
+    """jnp.ndim's weak int32 result comes back strong (JAX's format writes no weak type: the static
+    round trip's not-carried detail too): recorded, not a failure; a changed dtype or shape is."""
+    import dataclasses
+
+    import jax
+    import jax.numpy as jnp
+    from jax import export
+
+    b, = export.symbolic_shape("b")
+    exp = export.export(jax.jit(jax.vmap(jnp.ndim)))(jax.ShapeDtypeStruct((b, 7, 3), np.float32))
+    assert exp.out_avals[0].weak_type
+    rec = symbolic.SymbolicExported("symbolic_export", "export", "ok", handle=exp)
+    ok = symbolic.serialize(rec)
+    assert ok.status == "ok" and "changed" not in ok.facts and ok.facts["not_carried"] == {"weak_type": ["~int32[b]"]}
+
+    other = export.export(jax.jit(jax.vmap(lambda x: x.sum(axis=(0, 1)))))(jax.ShapeDtypeStruct((b, 7, 3), np.float32))
+    real_deserialize = export.deserialize
+
+    def swapped(blob: bytearray) -> object:  # a round trip that changes the signature (another module's avals)
+        return dataclasses.replace(real_deserialize(blob), out_avals=other.out_avals)
+
+    export.deserialize = swapped
+    try:
+        changed = symbolic.serialize(rec)
+    finally:
+        export.deserialize = real_deserialize
+    assert changed.facts["changed"] == ["in_avals or out_avals"]

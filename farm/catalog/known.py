@@ -126,13 +126,18 @@ class KnownIssue:
     status: str = "fail"
     #: the jax versions it is known on (a PEP 440 specifier; "": every version measured)
     jax: str = ""
+    #: the platforms whose records it explains (a record's own, or those its facts name: the platform
+    #: that sank a four-platform export); empty: every platform
+    platforms: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         re.compile(self.error)
         check_spec(self.jax)  # a bad specifier fails where the issue is written
 
-    def explains(self, primitive: str, stage: str, status: str, error_type: str | None, error: str | None) -> bool:
+    def explains(self, primitive: str, stage: str, status: str, error_type: str | None, error: str | None,
+                 platforms: tuple[str, ...] = ()) -> bool:
         return (primitive in self.primitives and stage == self.stage and status == self.status
+                and (not self.platforms or bool(set(self.platforms) & set(platforms)))
                 and re.fullmatch(self.error, f"{error_type or ''}: {error or ''}") is not None
                 and holds_on(self.jax))
 
@@ -157,22 +162,42 @@ SATURATED_DERIVATIVES = KnownIssue(
     "#40385, #40342; fix proposed in #40825)", "https://github.com/jax-ml/jax/issues/40385",
     frozenset({"tanh", "logistic"}), stage="vjp", error=r"GradientMismatch: per element: .*")
 
+#: JAX's TPU lowerings of eigh and of svd (QDWH, then eigh) take symbolic batch dimensions only
+#: (``--shapes symbolic``; the farm catalog's eigh and svd carry the same as their own
+#: limitations): every function built on them whose variant has symbolic matrix dimensions, in
+#: every catalog (the api catalog's jnp.linalg and scipy.linalg: eigh, eigvalsh, svd, svdvals, the
+#: 2-norm and nuclear norms, cond, lstsq, pinv). The four-platform export it sinks names tpu.
+SHAPE_POLY_URL = "https://docs.jax.dev/en/latest/export/shape_poly.html"
+TPU_EIGH_SYMBOLIC = KnownIssue(
+    "JAX's tpu eigh lowering takes symbolic batch dimensions only ('Shape polymorphism for native lowering for eigh "
+    "is implemented only for the batch dimensions')", SHAPE_POLY_URL,
+    frozenset({"eigh", "eigvalsh", "svd", "svdvals", "matrix_norm", "norm"}), stage="symbolic_export", status="error",
+    error=r"\w+: Shape polymorphism for native lowering for eigh is implemented only for the batch dimensions: .*",
+    platforms=("tpu",))
+TPU_SVD_SYMBOLIC = KnownIssue(
+    "JAX's tpu svd lowering (QDWH) needs concrete matrix dimensions ('Abstract tracer value encountered where "
+    "concrete value is expected')", SHAPE_POLY_URL, frozenset({"svd", "cond", "lstsq", "pinv"}),
+    stage="symbolic_export", status="error",
+    error=r"\w+: Abstract tracer value encountered where concrete value is expected.*", platforms=("tpu",))
+
 #: Every known issue.
 KNOWN_ISSUES: tuple[KnownIssue, ...] = (tuple(_chlo(p, ops, ",".join(sorted({CHLO_SINCE.get(o, "") for o in ops} - {""})))
                                               for p, ops in sorted(CHLO_LEAKS.items()))
                                         # a new op beside the primitive's old ones: the census names them together
                                         + tuple(_chlo(p, ops | CHLO_LEAKS.get(p, frozenset()), jax)
                                                 for p, (ops, jax) in sorted(CHLO_NEW.items()))
-                                        + (SATURATED_DERIVATIVES,))
+                                        + (SATURATED_DERIVATIVES, TPU_EIGH_SYMBOLIC, TPU_SVD_SYMBOLIC))
 
 
 #: Every chlo op known to cross the boundary for some primitive.
 CHLO_OPS: frozenset[str] = frozenset().union(*CHLO_LEAKS.values(), *(ops for ops, _ in CHLO_NEW.values()))
 
 
-def explaining(primitive: str, stage: str, status: str, error_type: str | None, error: str | None) -> KnownIssue | None:
-    """The known issue that explains this failure of a harness of ``primitive``, if any."""
-    return next((k for k in KNOWN_ISSUES if k.explains(primitive, stage, status, error_type, error)), None)
+def explaining(primitive: str, stage: str, status: str, error_type: str | None, error: str | None,
+               platforms: tuple[str, ...] = ()) -> KnownIssue | None:
+    """The known issue that explains this failure of a harness of ``primitive`` (a record of
+    ``platforms``: its own and those its facts name), if any."""
+    return next((k for k in KNOWN_ISSUES if k.explains(primitive, stage, status, error_type, error, platforms)), None)
 
 
 #: (upstream group regex, harness name regex, upstream description regex, why it no longer holds)

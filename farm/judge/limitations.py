@@ -38,7 +38,7 @@ def judge_record(h: Harness, rec: Record) -> Record:
         if via is not None and (lim is None or via.expects(rec.status, rec.error_type, rec.error)):
             lim, was_carried = via, True
     if lim is None:  # an upstream issue known in every catalog explains only its own failure
-        issue = known.explaining(h.key.primitive, rec.stage, rec.status, rec.error_type, rec.error)
+        issue = known.explaining(h.key.primitive, rec.stage, rec.status, rec.error_type, rec.error, platforms)
         return rec if issue is None else rec.with_status(
             "expected_fail", facts={**rec.facts, "limitation": issue.description, "known_issue": issue.url})
     if was_carried and rec.status == "ok":  # a carried limitation explains a failure, never flags a pass

@@ -94,8 +94,19 @@ def _reference(v: Variant, n: str, rows: list[np.ndarray], outs: list[np.ndarray
     return verdict
 
 
+def by_static(h: Any) -> bool:
+    """Whether ``h``'s symbolic calls are held against the static lowering at each size instead of
+    the float64 jaxpr: an edge-value harness, judged by its twin at its own sizes (``compare="edges"``:
+    the jaxpr's float64 evaluation is JAX's own algorithm at those values, and the twin's conventions
+    and findings are data of that stage), and a sampler (family ``random``: judged by its distribution,
+    its bits at a key are its algorithm's; the float64 evaluation of a sampling loop, multinomial's,
+    outlasts the harness's time limit). Either way the symbolic module must compute what the static
+    lowering does."""
+    return h.compare == "edges" or h.family == "random"
+
+
 #: The reference's "no answer", for a harness the float64 reference does not judge (edge values).
-_STATIC_ONLY = Verdict("skipped", "none", "an edge-value harness: judged against the static lowering at each size")
+_STATIC_ONLY = Verdict("skipped", "none", "judged against the static lowering at each size (by_static)")
 
 
 def _calls(rec: SymbolicCall, v: Variant, statics: dict[str, list[Any]]) -> SymbolicCall:
@@ -107,10 +118,7 @@ def _calls(rec: SymbolicCall, v: Variant, statics: dict[str, list[Any]]) -> Symb
     for n, outs in rec.handle.items():
         rows = v.rows(points[n])
         verdicts = {}
-        # an edge-value harness is judged by its twin at its own sizes (``compare="edges"``: the jaxpr's
-        # float64 evaluation is JAX's own algorithm at those values, and the twin's conventions and
-        # findings are data of that stage): its symbolic calls must compute what the static lowering does
-        ref = _STATIC_ONLY if h.compare == "edges" else _reference(v, n, rows, outs, declared(h, platform))
+        ref = _STATIC_ONLY if by_static(h) else _reference(v, n, rows, outs, declared(h, platform))
         if ref.status != "skipped":
             verdicts["reference"] = (ref.status, ref.error)
         if ref.facts.get("unspecified_elements"):  # cholesky_p's upper triangle: the static lowering's is no answer

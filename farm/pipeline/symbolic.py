@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from farm.catalog import Harness
-from farm.judge import verdict
+from farm.judge import lost_record, verdict
 from farm.pipeline.check import Base, Produced, Run
 from farm.results import LOWERING_PLATFORMS, Record, check_spec
 from farm.stages import compat, symbolic
@@ -72,7 +72,7 @@ def _parts(back: Any, live: Any, v: symbolic.Variant, platforms: tuple[str, ...]
     together = symbolic.call_together(back, live, inside, v) \
         if differs and not _DEVICE_LIBRARY.search(text) else None
     if together is not None:  # one program for every platform's part (those known to abort apart)
-        made = {**together, **{p: symbolic.call_apart(live, p, v) for p in apart}}
+        made = {**together, **{p: _apart(live, p, v) for p in apart}}
         return [verdict(made[p], v=v, statics=statics) for p in platforms]
     first = symbolic.call(back, "cpu", v, artifact="deserialized")
     recs: list[Record] = []
@@ -82,11 +82,22 @@ def _parts(back: Any, live: Any, v: symbolic.Variant, platforms: tuple[str, ...]
         elif not differs and first.status == "ok":
             raw = symbolic.shared_call(first, p, live, v)
         elif p in apart:
-            raw = symbolic.call_apart(live, p, v)
+            raw = _apart(live, p, v)
         else:
             raw = symbolic.call(relabelled(live, p), p, v)
         recs.append(verdict(raw, v=v, statics=statics))
     return recs
+
+
+def _apart(exported: Any, platform: str, v: symbolic.Variant) -> Record:
+    """``platform``'s call made in a process of its own; its death (or hang) that call's
+    ``crashed`` (``timeout``) record, which the limitation judges as any failure."""
+    try:
+        return symbolic.call_apart(exported, platform, v)
+    except symbolic.ApartLost as e:
+        lost = lost_record("symbolic_call", platform, hung=e.hung, why=str(e))
+        return symbolic.SymbolicCall.from_dict({**lost, "error_type": "Timeout" if e.hung else "Crashed",
+                                                "seconds": e.seconds, "facts": e.facts})
 
 
 def _aborting(h: Harness, platforms: tuple[str, ...]) -> set[str]:
@@ -122,7 +133,7 @@ def _own_modules(v: symbolic.Variant, platforms: tuple[str, ...], own: dict[str,
         if digest in called:
             raw = symbolic.same_call(called[digest], p)
         elif p in _aborting(v.harness, (p,)):
-            raw = symbolic.call_apart(one.handle, p, v)
+            raw = _apart(one.handle, p, v)
         else:
             raw = symbolic.call(one.handle, p, v)
         called.setdefault(digest, raw)

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from farm.results import LOWERING_PLATFORMS, Record
+from farm.stages import compat
 from farm.stages.compile import check_options, checked_call, checked_calls, not_runnable
 from farm.stages.parts import LOCATIONS, module_text, relabelled
 from farm.stages.record import Timer, failure
@@ -101,18 +102,29 @@ def serialize(rec: SymbolicExported) -> Record:
         with timer():
             blob = bytes(rec.handle.serialize())
             back = export.deserialize(bytearray(blob))
-        same = [str(a) for a in back.in_avals] == [str(a) for a in rec.handle.in_avals] and \
-            [str(a) for a in back.out_avals] == [str(a) for a in rec.handle.out_avals]
+        # by shape, dtype and memory space, as the static round trip compares them: the format writes no
+        # weak type (jnp.ndim's weak int32 comes back strong; farm.stages.export._AVAL_NOT_CARRIED)
+        same = [_aval_key(a) for a in back.in_avals] == [_aval_key(a) for a in rec.handle.in_avals] and \
+            [_aval_key(a) for a in back.out_avals] == [_aval_key(a) for a in rec.handle.out_avals]
         ops = DYNAMIC_OPS.findall(module_text(rec.handle))
         census = {op or "shape_assertion": ops.count(op) for op in sorted(set(ops))}
         facts = {"sha256": hashlib.sha256(blob).hexdigest(), "dynamic_ops": census,
                  "in_avals": [str(a) for a in back.in_avals], "out_avals": [str(a) for a in back.out_avals]}
         if not same:
             facts["changed"] = ["in_avals or out_avals"]
+        weak = [str(a) for a in (*rec.handle.in_avals, *rec.handle.out_avals) if getattr(a, "weak_type", False)]
+        if weak:
+            facts["not_carried"] = {"weak_type": weak}
         return Record("symbolic_serialize", rec.platform, "ok", timer.seconds,
                       metrics={"artifact_bytes": float(len(blob))}, facts=facts, handle=back)
     except Exception as e:
         return failure(Record, "symbolic_serialize", rec.platform, e, timer.seconds)
+
+
+def _aval_key(aval: Any) -> tuple[str, ...]:
+    """``compat.aval_key`` as text: symbolic dimensions of two scopes (the export's and the
+    deserialized one's) compare by what they say."""
+    return tuple(map(str, compat.aval_key(aval)))
 
 
 def widened(v: Variant, platforms: tuple[str, ...] = LOWERING_PLATFORMS) -> tuple[Variant, dict[str, SymbolicExported]]:
@@ -178,11 +190,19 @@ def call(exported: Any, platform: str, v: Variant, points: tuple[Any, ...] | Non
         return not_runnable(rec, str(e))  # a platform's custom call with no CPU handler
 
 
+class ApartLost(Exception):
+    """A call made apart (``call_apart``) whose process died or hung: what its record says."""
+
+    def __init__(self, why: str, *, hung: bool, seconds: float, facts: dict[str, Any]) -> None:
+        super().__init__(why)
+        self.hung, self.seconds, self.facts = hung, seconds, facts
+
+
 def call_apart(exported: Any, platform: str, v: Variant, *, artifact: str = "exported") -> SymbolicCall:
     """``platform``'s part of ``exported`` (a multi-platform artifact, or the platform's own)
     called as ``call`` calls it, in a process of its own (``farm.stages.symbolic_apart``): for a platform whose
-    module is known to abort the process compiling it. A death is this call's ``crashed`` record
-    (the child's check failure its error); the sizes that break a constraint are not called."""
+    module is known to abort the process compiling it. Raises ``ApartLost`` where the process dies
+    (the child's check failure its error) or hangs; the sizes that break a constraint are not called."""
     from farm.stages import symbolic_apart
 
     here = relabelled(exported, platform)  # ``platform``'s part, which the CPU then runs
@@ -191,9 +211,8 @@ def call_apart(exported: Any, platform: str, v: Variant, *, artifact: str = "exp
     try:
         with timer():
             outs, raised = symbolic_apart.call(here, [(label(pt), v.rows(pt)) for pt in v.points])
-    except RuntimeError as e:
-        return SymbolicCall("symbolic_call", platform, "crashed", timer.seconds, error_type="Crashed", error=str(e),
-                            facts=facts)
+    except (RuntimeError, TimeoutError) as e:  # the process died or hung: the judge makes that call's record
+        raise ApartLost(str(e), hung=isinstance(e, TimeoutError), seconds=timer.seconds, facts=facts) from None
     if label(v.points[0]) in raised:  # at the harness's own sizes: the artifact does not run at all
         return SymbolicCall("symbolic_call", platform, "error", timer.seconds, error=raised[label(v.points[0])],
                             facts=facts)

@@ -28,22 +28,23 @@ TIMEOUT_S = 300.0
 def call(here: Any, rows: list[tuple[str, list[np.ndarray]]]) -> tuple[dict[str, list[np.ndarray]], dict[str, str]]:
     """``here`` (an ``Exported`` the CPU runs) called at each (label, arguments) in a fresh
     process: ({label: outputs}, {label: the error a call raised}). Raises ``RuntimeError`` (with
-    the child's last words: XLA's check failure) where the process dies or hangs."""
+    the child's last words: XLA's check failure) where the process dies, ``TimeoutError`` where it hangs."""
     import jax
 
     with tempfile.TemporaryDirectory(prefix="farm-symbolic-apart-") as tmp:
         d = Path(tmp)
         (d / "exp.bin").write_bytes(bytes(here.serialize()))
-        flat = [a for _, args in rows for a in args]
-        np.savez(d / "rows.npz", *flat)
-        (d / "points.json").write_text(json.dumps([[lab, len(args)] for lab, args in rows]))
+        flat = [np.asarray(a) for _, args in rows for a in args]
+        np.savez(d / "rows.npz", *flat)  # bfloat16 and the other ml_dtypes come back as raw bytes: their names too
+        (d / "points.json").write_text(json.dumps({"points": [[lab, len(args)] for lab, args in rows],
+                                                   "dtypes": [str(a.dtype) for a in flat]}))
         env = {**os.environ, "JAX_ENABLE_X64": "1" if jax.config.jax_enable_x64 else "0",
                "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS") or "cpu"}
         try:
             p = subprocess.run([sys.executable, "-m", "farm.stages.symbolic_apart", str(d)], capture_output=True,
                                text=True, timeout=TIMEOUT_S, env=env)
         except subprocess.TimeoutExpired:
-            raise RuntimeError(f"the separate process gave no result in {TIMEOUT_S:.0f}s") from None
+            raise TimeoutError(f"the separate process gave no result in {TIMEOUT_S:.0f}s") from None
         if p.returncode != 0 or not (d / "out.json").exists():
             tail = [ln for ln in p.stderr.splitlines() if ln.strip() and not ln.lstrip().startswith("@")]
             why = next((ln for ln in tail if "Check failed" in ln), tail[-1] if tail else "no output")
@@ -52,13 +53,13 @@ def call(here: Any, rows: list[tuple[str, list[np.ndarray]]]) -> tuple[dict[str,
         outs: dict[str, list[np.ndarray]] = {}
         raised: dict[str, str] = {}
         with np.load(d / "out.npz") as z:
-            i = 0
-            for lab, n in done["counts"]:
-                if isinstance(n, str):
-                    raised[lab] = n
-                    continue
-                outs[lab] = [z[f"arr_{i + k}"] for k in range(n)]
-                i += n
+            got = _typed(z, done["dtypes"])
+        i = 0
+        for lab, n in done["counts"]:
+            if isinstance(n, str):
+                raised[lab] = n
+                continue
+            outs[lab], i = got[i:i + n], i + n
         return outs, raised
 
 
@@ -69,12 +70,13 @@ def _main(d: Path) -> None:
     from farm.stages.compile import checked_call
 
     here = export.deserialize(bytearray((d / "exp.bin").read_bytes()))
+    asked = json.loads((d / "points.json").read_text())
     with np.load(d / "rows.npz") as z:
-        flat = [z[f"arr_{i}"] for i in range(len(z.files))]
+        flat = _typed(z, asked["dtypes"])
     counts: list[list[Any]] = []
     outs: list[np.ndarray] = []
     i = 0
-    for lab, n in json.loads((d / "points.json").read_text()):
+    for lab, n in asked["points"]:
         args, i = flat[i:i + n], i + n
         try:
             got = [np.asarray(o) for o in jax.tree.leaves(checked_call(here.call, *args))]
@@ -84,7 +86,14 @@ def _main(d: Path) -> None:
         counts.append([lab, len(got)])
         outs += got
     np.savez(d / "out.npz", *outs)
-    (d / "out.json").write_text(json.dumps({"counts": counts}))
+    (d / "out.json").write_text(json.dumps({"counts": counts, "dtypes": [str(o.dtype) for o in outs]}))
+
+
+def _typed(z: Any, dtypes: list[str]) -> list[np.ndarray]:
+    """The arrays of an ``.npz`` with their dtypes (an ml_dtypes array, bfloat16's, loads as raw bytes)."""
+    import jax.numpy as jnp
+
+    return [z[f"arr_{i}"].view(np.dtype(jnp.dtype(dt))) for i, dt in enumerate(dtypes)]
 
 
 if __name__ == "__main__":

@@ -31,10 +31,12 @@ from farm.catalog.specs import holds, label, shape
 
 #: The leading dimension's sizes: 1, a prime, and a size that is not a power of two.
 SIZES = (1, 3, 7)
-#: Primitives whose variant maps only their first argument: a convolution's batched kernel
-#: makes its feature-group count symbolic, which jax.export refuses ("Convolutions with
-#: non-static ... feature_group_count"); a batch of inputs under one kernel is what is exported.
-FIRST_ONLY = frozenset({"conv_general_dilated"})
+#: Primitives (and the api catalog's functions built on one) whose variant maps only their first
+#: argument: a convolution's batched kernel makes its feature-group count symbolic, which
+#: jax.export refuses ("Convolutions with non-static ... feature_group_count"); a batch of inputs
+#: under one kernel is what is exported. (jnp.convolve/correlate, polymul, scipy.signal's
+#: convolve, correlate, convolve2d and correlate2d take the kernel second.)
+FIRST_ONLY = frozenset({"conv_general_dilated", "convolve", "correlate", "polymul", "convolve2d", "correlate2d"})
 #: How many undecidable comparisons ``widen`` turns into constraints before it gives up.
 MAX_CONSTRAINTS = 3
 _COMPARISON = re.compile(r"comparison '(.+?)' (>=|<=|>|<|==|!=) '(.+?)' is inconclusive")
@@ -123,6 +125,10 @@ def variant(h: Harness) -> Variant | str:
                 "vmap_method), so a leading variant is another program; the effects_export stage checks its exports")
     if h.devices > 1:
         return f"a {h.devices}-device harness: called on one device, its export would need device-count polymorphism"
+    if dict(h.key.params).get("edge") == "all":
+        return ("every operand's edge values in combination: their values are the point; the variants with one "
+                "operand at its edges carry the symbolic check (at XLA's optimization level 0, which the checked "
+                "calls use, an iterative function's loop over every pair outlasts the time limit: gammainc)")
     args = _draw(h, 0)
     static = {i: args[i] for i in h.static_argnums()}
     dyn = [i for i in range(len(args)) if i not in static]
