@@ -2,6 +2,7 @@
 explains only its own failure, never flags a pass, and a new one is still a ``fail``."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from jax import lax
 
@@ -163,6 +164,22 @@ def test_a_stage_run_apart_that_no_longer_dies_is_an_unexpected_pass() -> None:
     assert by[("crossexec", "tpu")].status == "unexpected_pass", by[("crossexec", "tpu")]
     assert by[("crossexec", "tpu")].facts["apart"]
     assert by[("crossexec", "cuda")].status == "ok"  # run in the worker as always
+
+
+def test_bfloat16_inputs_and_outputs_cross_to_the_separate_process_and_back_as_bfloat16() -> None:
+    """NumPy's npz keeps an ml_dtypes array as raw bytes (``|V2``): the separate process gets the
+    harness's bfloat16 inputs, and the parent its outputs, through ``farm.formats.iofile``."""
+    import jax
+
+    from farm.pipeline import apart
+
+    h = catalog.select(catalog.Filters.parse(name="sin_bfloat16_3x4"))[0]
+    dyn = h.make_args()
+    c, e, arrays = apart.run(h, "tpu", dyn, Options(repeats=1))
+    assert c.status == "ok" and e is not None and e.status == "ok", (c, e)
+    here = np.asarray(jax.jit(h.fun)(*dyn))
+    assert arrays is not None and arrays[0].dtype == here.dtype == jax.numpy.bfloat16
+    np.testing.assert_array_equal(arrays[0].astype(np.float32), here.astype(np.float32))
 
 
 def test_a_leak_a_newer_jax_brought_holds_only_from_it(monkeypatch) -> None:  # noqa: ANN001

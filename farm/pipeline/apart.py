@@ -21,11 +21,21 @@ from typing import Any
 
 import numpy as np
 
+from farm.formats import iofile
 from farm.judge import lost_record
 from farm.results import Options, Record
+from farm.stages.symbolic_apart import how_it_died
 
 #: Seconds the separate process may take (importing jax and the catalog is most of it).
 TIMEOUT_S = 300.0
+
+
+def aborts(h: Any, platform: str) -> bool:
+    """Whether ``h``'s module for ``platform`` is known to kill the process compiling it here (its
+    crossexec limitation ``crashes``): that module is only ever compiled in a process of its own
+    (the static crossexec here, its symbolic calls in ``farm.stages.symbolic_apart``)."""
+    lim = h.limitation(platform, "crossexec")
+    return lim is not None and lim.crashes
 
 
 def run(h: Any, platform: str, dyn: list[Any], opts: Options) -> tuple[Record, Record | None, list[np.ndarray] | None]:
@@ -34,7 +44,7 @@ def run(h: Any, platform: str, dyn: list[Any], opts: Options) -> tuple[Record, R
     import jax
 
     with tempfile.TemporaryDirectory(prefix="farm-apart-") as d:
-        np.savez(Path(d) / "in.npz", *[np.asarray(a) for a in dyn])
+        (Path(d) / "in.npz").write_bytes(iofile.pack(dyn, []))  # ml_dtypes (bfloat16) keep their dtypes
         env = {**os.environ, "JAX_ENABLE_X64": "1" if jax.config.jax_enable_x64 else "0",
                "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS") or "cpu"}
         cmd = [sys.executable, "-m", "farm.pipeline.apart", h.catalog, h.name, platform, str(opts.repeats), d]
@@ -54,17 +64,13 @@ def run(h: Any, platform: str, dyn: list[Any], opts: Options) -> tuple[Record, R
         e = Record.from_dict(done["execute"]) if done.get("execute") else None
         arrays = None
         if done.get("outputs"):
-            with np.load(Path(d) / "out.npz") as z:
-                arrays = [z[f"arr_{i}"] for i in range(len(z.files))]
+            _, arrays = iofile.unpack((Path(d) / "out.npz").read_bytes())
         return c, e, arrays
 
 
 def _why(p: subprocess.CompletedProcess[str]) -> str:
     """How the process died: the signal, and XLA's check failure (or the last line) it printed."""
-    how = f"killed by signal {-p.returncode}" if p.returncode < 0 else f"exit {p.returncode}"
-    lines = [ln for ln in (p.stderr or "").splitlines() if ln.strip()]
-    check = next((ln for ln in lines if "Check failed" in ln), lines[-1] if lines else "")
-    return f"the module's compile or run in a separate process died ({how}): {check.strip()[:500]}"
+    return f"the module's compile or run in a separate process died ({how_it_died(p)}"
 
 
 def _main(catalog_name: str, name: str, platform: str, repeats: str, where: str) -> int:
@@ -81,15 +87,14 @@ def _main(catalog_name: str, name: str, platform: str, repeats: str, where: str)
         (d / "out.json").write_text(json.dumps({"compile": lost.to_dict(), "execute": None}))
         return 0
     h = found[0]
-    with np.load(d / "in.npz") as z:
-        dyn = [z[f"arr_{i}"] for i in range(len(z.files))]
+    dyn, _ = iofile.unpack((d / "in.npz").read_bytes())
     lo = lower.run(trace.run(h, h.make_args()), platform)
     c, e = compile_execute(lo, dyn, Options(repeats=int(repeats), warmup=0), "crossexec")
     done: dict[str, Any] = {"compile": c.with_status(c.status, handle=None).to_dict(),
                             "execute": e.with_status(e.status, handle=None).to_dict() if e is not None else None}
     arrays = getattr(getattr(e, "handle", None), "arrays", None)
     if arrays is not None:
-        np.savez(d / "out.npz", *[np.asarray(a) for a in arrays])
+        (d / "out.npz").write_bytes(iofile.pack([], arrays))
         done["outputs"] = True
     (d / "out.json").write_text(json.dumps(done, default=str))
     return 0

@@ -130,8 +130,7 @@ def crossexec(job: Job, lo: lower.Lowered, native_lo: lower.Lowered, native: lis
     here is ``not_runnable_here``, whether the compile or the first run finds out."""
     if lo.module_sha256 == native_lo.module_sha256:
         return [judge.identical(lo.platform, native_lo.platform)]
-    lim = job.h.limitation(lo.platform, "crossexec")
-    ran_apart = lim is not None and lim.crashes  # it would take the harness's other records down with it
+    ran_apart = apart.aborts(job.h, lo.platform)  # it would take the harness's other records down with it
     if ran_apart:
         c, e, arrays = apart.run(job.h, lo.platform, job.dyn, job.opts)
     else:

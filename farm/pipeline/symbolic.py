@@ -12,6 +12,7 @@ from typing import Any
 
 from farm.catalog import Harness
 from farm.judge import lost_record, verdict
+from farm.pipeline.apart import aborts
 from farm.pipeline.check import Base, Produced, Run
 from farm.results import LOWERING_PLATFORMS, Record, check_spec
 from farm.stages import compat, symbolic
@@ -66,7 +67,9 @@ def _parts(back: Any, live: Any, v: symbolic.Variant, platforms: tuple[str, ...]
     tolerance, and only the calls that break a constraint are made again."""
     text = module_text(back)
     differs = branched(text)
-    apart = _aborting(v.harness, platforms) if differs else set()
+    # the parts known to abort the process compiling them (jax 0.12's cuda/rocm chlo.scan) are called
+    # in a process of their own, so the harness keeps its other records
+    apart = {p for p in platforms if p != "cpu" and aborts(v.harness, p)} if differs else set()
     inside = tuple(p for p in platforms if p not in apart)
     # a part calling a GPU library (cuSOLVER, hipSOLVER) cannot compile on the CPU: no use trying
     together = symbolic.call_together(back, live, inside, v) \
@@ -100,18 +103,6 @@ def _apart(exported: Any, platform: str, v: symbolic.Variant) -> Record:
                                                 "seconds": e.seconds, "facts": e.facts})
 
 
-def _aborting(h: Harness, platforms: tuple[str, ...]) -> set[str]:
-    """The platforms whose module is known to abort the process compiling it here (a crossexec
-    limitation that ``crashes``, as jax 0.12's cuda/rocm ``chlo.scan`` modules do): their
-    symbolic calls run in a process of their own, so the harness keeps its other records."""
-    out = set()
-    for p in platforms:
-        lim = h.limitation(p, "crossexec")
-        if p != "cpu" and lim is not None and lim.crashes:
-            out.add(p)
-    return out
-
-
 def _own_modules(v: symbolic.Variant, platforms: tuple[str, ...], own: dict[str, Record], ser: Record,
                  statics: dict[str, list[Any]]) -> list[Record]:
     """Where the multi-platform artifact did not make it (an export sunk by one platform, a
@@ -132,7 +123,7 @@ def _own_modules(v: symbolic.Variant, platforms: tuple[str, ...], own: dict[str,
         digest = symbolic.module_digest(one.handle)  # the same text as a platform already called: its outputs
         if digest in called:
             raw = symbolic.same_call(called[digest], p)
-        elif p in _aborting(v.harness, (p,)):
+        elif p != "cpu" and aborts(v.harness, p):
             raw = _apart(one.handle, p, v)
         else:
             raw = symbolic.call(one.handle, p, v)

@@ -6,8 +6,9 @@ by the limitation like any failure, and a call that returns is judged as every c
 XLA shows).
 
 ``python -m farm.stages.symbolic_apart DIR``: DIR holds ``exp.bin`` (the serialized module,
-relabelled for the CPU), ``rows.npz`` and ``points.json`` (each point's label and argument count);
-the child writes ``out.npz`` and ``out.json`` (each label's output count, or the error it raised).
+relabelled for the CPU), ``rows.npz`` (``farm.formats.iofile``: ml_dtypes keep their dtypes) and
+``points.json`` (each point's label and argument count); the child writes ``out.npz`` and
+``out.json`` (each label's output count, or the error it raised).
 """
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from farm.formats import iofile
 
 #: Seconds the separate process may take (importing jax and the farm is most of it).
 TIMEOUT_S = 300.0
@@ -34,10 +37,8 @@ def call(here: Any, rows: list[tuple[str, list[np.ndarray]]]) -> tuple[dict[str,
     with tempfile.TemporaryDirectory(prefix="farm-symbolic-apart-") as tmp:
         d = Path(tmp)
         (d / "exp.bin").write_bytes(bytes(here.serialize()))
-        flat = [np.asarray(a) for _, args in rows for a in args]
-        np.savez(d / "rows.npz", *flat)  # bfloat16 and the other ml_dtypes come back as raw bytes: their names too
-        (d / "points.json").write_text(json.dumps({"points": [[lab, len(args)] for lab, args in rows],
-                                                   "dtypes": [str(a.dtype) for a in flat]}))
+        (d / "rows.npz").write_bytes(iofile.pack([a for _, args in rows for a in args], []))
+        (d / "points.json").write_text(json.dumps([[lab, len(args)] for lab, args in rows]))
         env = {**os.environ, "JAX_ENABLE_X64": "1" if jax.config.jax_enable_x64 else "0",
                "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS") or "cpu"}
         try:
@@ -46,14 +47,11 @@ def call(here: Any, rows: list[tuple[str, list[np.ndarray]]]) -> tuple[dict[str,
         except subprocess.TimeoutExpired:
             raise TimeoutError(f"the separate process gave no result in {TIMEOUT_S:.0f}s") from None
         if p.returncode != 0 or not (d / "out.json").exists():
-            tail = [ln for ln in p.stderr.splitlines() if ln.strip() and not ln.lstrip().startswith("@")]
-            why = next((ln for ln in tail if "Check failed" in ln), tail[-1] if tail else "no output")
-            raise RuntimeError(f"the separate process died (exit {p.returncode}): {why.strip()[:400]}")
+            raise RuntimeError(f"the separate process died ({how_it_died(p)})")
         done = json.loads((d / "out.json").read_text())
         outs: dict[str, list[np.ndarray]] = {}
         raised: dict[str, str] = {}
-        with np.load(d / "out.npz") as z:
-            got = _typed(z, done["dtypes"])
+        _, got = iofile.unpack((d / "out.npz").read_bytes())
         i = 0
         for lab, n in done["counts"]:
             if isinstance(n, str):
@@ -63,6 +61,15 @@ def call(here: Any, rows: list[tuple[str, list[np.ndarray]]]) -> tuple[dict[str,
         return outs, raised
 
 
+def how_it_died(p: subprocess.CompletedProcess[str]) -> str:
+    """The signal (or exit code) and XLA's check failure (or the last line) a dead process printed;
+    the frames of a check failure's stack trace (``@ 0x...``) are not last words."""
+    how = f"killed by signal {-p.returncode}" if p.returncode < 0 else f"exit {p.returncode}"
+    lines = [ln for ln in (p.stderr or "").splitlines() if ln.strip() and not ln.lstrip().startswith("@")]
+    check = next((ln for ln in lines if "Check failed" in ln), lines[-1] if lines else "")
+    return f"{how}): {check.strip()[:500]}"
+
+
 def _main(d: Path) -> None:
     import jax
     from jax import export
@@ -70,13 +77,11 @@ def _main(d: Path) -> None:
     from farm.stages.compile import checked_call
 
     here = export.deserialize(bytearray((d / "exp.bin").read_bytes()))
-    asked = json.loads((d / "points.json").read_text())
-    with np.load(d / "rows.npz") as z:
-        flat = _typed(z, asked["dtypes"])
+    flat, _ = iofile.unpack((d / "rows.npz").read_bytes())
     counts: list[list[Any]] = []
     outs: list[np.ndarray] = []
     i = 0
-    for lab, n in asked["points"]:
+    for lab, n in json.loads((d / "points.json").read_text()):
         args, i = flat[i:i + n], i + n
         try:
             got = [np.asarray(o) for o in jax.tree.leaves(checked_call(here.call, *args))]
@@ -85,15 +90,8 @@ def _main(d: Path) -> None:
             continue
         counts.append([lab, len(got)])
         outs += got
-    np.savez(d / "out.npz", *outs)
-    (d / "out.json").write_text(json.dumps({"counts": counts, "dtypes": [str(o.dtype) for o in outs]}))
-
-
-def _typed(z: Any, dtypes: list[str]) -> list[np.ndarray]:
-    """The arrays of an ``.npz`` with their dtypes (an ml_dtypes array, bfloat16's, loads as raw bytes)."""
-    import jax.numpy as jnp
-
-    return [z[f"arr_{i}"].view(np.dtype(jnp.dtype(dt))) for i, dt in enumerate(dtypes)]
+    (d / "out.npz").write_bytes(iofile.pack([], outs))
+    (d / "out.json").write_text(json.dumps({"counts": counts}))
 
 
 if __name__ == "__main__":
