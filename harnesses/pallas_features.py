@@ -37,7 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import pallas as pl
 
-from farm.catalog import CustomArg, Kernel, Limitation, RandArg, define
+from farm.catalog import ROCM_MOSAIC, ROCM_MOSAIC_MESH, CustomArg, Kernel, Limitation, RandArg, define
 
 FAMILY = "pallas_features"
 CATALOG = "pallas"
@@ -49,9 +49,8 @@ BLOCK = (8, 128)
 
 
 #: What jax 0.10.2's pl.pallas_call lowered with Mosaic GPU refuses (jax 0.12 has no such lowering: its
-#: Mosaic GPU targets are skipped, with the reason). JAX refuses Mosaic GPU for ROCm.
-ROCM_MOSAIC = Limitation("Mosaic GPU does not support ROCm", platforms=("rocm:mosaic_gpu",), stage="pallas_export",
-                         error="Mosaic GPU does not yet support AMD ROCm devices", jax="<0.12")
+#: Mosaic GPU targets export a plgpu.kernel twin, or are skipped). The ROCm refusals (ROCM_MOSAIC, and
+#: ROCM_MOSAIC_MESH for a twin) are shared with pallas_prims (farm.catalog).
 MGPU_VMAP = Limitation("Mosaic GPU (jax 0.10.2's pallas_call) fails a jax.vmap of a kernel with a bare AssertionError",
                        platforms=("cuda:mosaic_gpu",), stage="pallas_export", error="^AssertionError: AssertionError$",
                        jax="<0.12")
@@ -61,11 +60,6 @@ MGPU_FORI_LAYOUT = Limitation(
     stage="pallas_export", error="WGStridedFragLayout.*WGSplatFragLayout", jax="<0.12")
 
 
-#: jax 0.12 has no Mosaic GPU lowering of a plain ``pallas_call``: a kernel's Mosaic GPU targets export its
-#: ``plgpu.kernel`` twin (``Kernel.mosaic_gpu``; ``twin=`` below), which jax 0.12 lowers for rocm with Triton.
-ROCM_MOSAIC_MESH = Limitation("jax 0.12 lowers a plgpu.kernel for rocm with Triton, which refuses its mesh",
-                              platforms=("rocm:mosaic_gpu",), stage="pallas_export",
-                              error="mesh is not supported in the Triton backend", jax=">=0.12")
 
 
 #: jax 0.9.2 to 0.11's Mosaic GPU lowering of pallas_call drops a kernel's cost estimate (``del cost_estimate

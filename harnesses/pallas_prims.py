@@ -37,7 +37,7 @@ import scipy.special as sp
 from jax import lax
 from jax.experimental import pallas as pl
 
-from farm.catalog import Kernel, Limitation, RandArg, define, ulps
+from farm.catalog import ROCM_MOSAIC, ROCM_MOSAIC_MESH, Kernel, Limitation, RandArg, define, ulps
 
 FAMILY = "pallas_prims"
 CATALOG = "pallas"
@@ -101,9 +101,6 @@ TPU_BF16_ACC = Limitation("finding: Mosaic TPU lowers a bfloat16-accumulating do
 #: Mosaic GPU, told it is an H100: ``pl.pallas_call`` with ``jax_pallas_use_mosaic_gpu`` (measured on jax
 #: 0.10.2: ``jax="<0.12"``), the ``plgpu.kernel`` twin on jax 0.12 (``jax=">=0.12"``); none: both.
 MGPU = ("cuda:mosaic_gpu",)
-#: The farm's own kernels' ROCm refusal (``harnesses/pallas.py``): JAX refuses Mosaic GPU for ROCm.
-ROCM_MOSAIC = Limitation("Mosaic GPU does not support ROCm", platforms=("rocm:mosaic_gpu",), stage="pallas_export",
-                         error="Mosaic GPU does not yet support AMD ROCm devices", jax="<0.12")
 MGPU_WARPGROUP = Limitation("Mosaic GPU copies a block only if its bytes are a multiple of the warpgroup's 128 threads",
                             platforms=MGPU, stage="pallas_export",
                             error="Only copies transferring a number of bytes divisible by the warpgroup size", jax="<0.12")
@@ -136,9 +133,6 @@ MGPU_COPY_256_0_9 = Limitation("jax 0.9.2's Mosaic GPU copies at most 256 elemen
                                error="Async copies only support copying <=256 elements along each dimension",
                                jax="<0.10")
 #: jax 0.12 (``plgpu.kernel``: ``Kernel.mosaic_gpu``): the same kernels, Mosaic GPU's refusals there.
-ROCM_MOSAIC_MESH = Limitation("jax 0.12 lowers a plgpu.kernel for rocm with Triton, which refuses its mesh",
-                              platforms=("rocm:mosaic_gpu",), stage="pallas_export",
-                              error="mesh is not supported in the Triton backend", jax=">=0.12")
 MGPU_LAYOUT = Limitation("Mosaic GPU finds no register layout for a block that is not (8, 128)-tiled (lane, odd, the "
                          "(8, 1) column) or for a reduction over an axis", platforms=MGPU, stage="pallas_export",
                          error="Failed to infer a possible set of layouts|Layout inference failed to find a solution",

@@ -28,7 +28,7 @@ from farm.catalog.dtypes import (
 from farm.catalog.effects import Effects
 from farm.catalog.features import ExportFeature
 from farm.catalog.pallas import Kernel, Target
-from farm.catalog.harness import CLAMP_CROSSED_GRAD, SCAN_ABORTS_CPU, SCAN_VJP2_ABORTS_CPU, SCAN_VJP_ABORTS_CPU, Harness, HarnessKey, Limitation, Point, Poly, chlo_leak
+from farm.catalog.harness import CLAMP_CROSSED_GRAD, ROCM_MOSAIC, ROCM_MOSAIC_MESH, SCAN_ABORTS_CPU, SCAN_VJP2_ABORTS_CPU, SCAN_VJP_ABORTS_CPU, Harness, HarnessKey, Limitation, Point, Poly, chlo_leak
 from farm.catalog.registry import CATALOGS, FARM_FAMILIES, Filters, by_fingerprint, check_platforms, define, load, select
 from farm.platforms import LOWERING_PLATFORMS
 from farm.results import LIMITATION_STAGES, RUN_STAGES
@@ -46,7 +46,7 @@ __all__ = [
     # argument descriptors
     "Arg", "CustomArg", "DtypeArg", "RandArg", "StaticArg",
     # harnesses and their known gaps
-    "Effects", "ExportFeature", "Kernel", "Target", "Harness", "HarnessKey", "Limitation", "Point", "Poly", "chlo_leak", "SCAN_ABORTS_CPU", "SCAN_VJP_ABORTS_CPU", "CLAMP_CROSSED_GRAD", "SCAN_VJP2_ABORTS_CPU", "LIMITATION_STAGES", "RUN_STAGES", "LOWERING_PLATFORMS",
+    "Effects", "ExportFeature", "Kernel", "Target", "Harness", "HarnessKey", "Limitation", "Point", "Poly", "chlo_leak", "SCAN_ABORTS_CPU", "SCAN_VJP_ABORTS_CPU", "ROCM_MOSAIC", "ROCM_MOSAIC_MESH", "CLAMP_CROSSED_GRAD", "SCAN_VJP2_ABORTS_CPU", "LIMITATION_STAGES", "RUN_STAGES", "LOWERING_PLATFORMS",
     # the registry
     "CATALOGS", "FARM_FAMILIES", "Filters", "by_fingerprint", "check_platforms", "define", "load", "select",
 ]

@@ -106,6 +106,14 @@ def chlo_leak(op: str, dtype: str = "") -> list[Limitation]:
 SCAN_ABORTS_CPU = Limitation("jax 0.11.2 and 0.12's cuda/rocm cumsum module (chlo.scan) aborts XLA:CPU's compiler",
                              platforms=("cuda", "rocm"), stage="crossexec", crashes=True, status="crashed",
                              error="Check failed: operand_maps.size", jax=">=0.11.2")
+#: Shared by the Pallas primitive and feature families (``harnesses/pallas_prims.py``,
+#: ``pallas_features.py``): JAX refuses Mosaic GPU for ROCm (jax 0.9.2-0.11's ``pallas_call``),
+#: and jax 0.12 lowers a ``plgpu.kernel`` twin for rocm with Triton, which refuses its mesh.
+ROCM_MOSAIC = Limitation("Mosaic GPU does not support ROCm", platforms=("rocm:mosaic_gpu",), stage="pallas_export",
+                         error="Mosaic GPU does not yet support AMD ROCm devices", jax="<0.12")
+ROCM_MOSAIC_MESH = Limitation("jax 0.12 lowers a plgpu.kernel for rocm with Triton, which refuses its mesh",
+                              platforms=("rocm:mosaic_gpu",), stage="pallas_export",
+                              error="mesh is not supported in the Triton backend", jax=">=0.12")
 #: Under ``--vjp`` the same module is a pullback the gradients stage runs in the worker itself
 #: (a reverse cumsum's derivative is a forward cumsum, and so is a forward one's second
 #: derivative, ``--vjp 2``): the worker dies, and the harness is one ``crashed`` record,
