@@ -474,8 +474,30 @@ class Artifact:
 
 
 @dataclass(frozen=True, slots=True)
+class Stamp:
+    """Where a worker ran an outcome, for the driver only (never stored with the outcome): the
+    process, its resident memory after the job (the driver recycles a worker past its budget),
+    and, on a worker's first outcome, the environment it measures in (``farm.host.describe``),
+    which the driver keeps under the worker's label."""
+
+    pid: int
+    rss: int = 0
+    environment: Mapping[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pid": self.pid, "rss": self.rss, "environment": None if self.environment is None
+                else dict(self.environment)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Stamp":
+        return cls(int(d["pid"]), int(d.get("rss") or 0), d.get("environment"))
+
+
+@dataclass(frozen=True, slots=True)
 class Outcome:
-    """Everything one harness produced: its records and artifacts."""
+    """Everything one harness produced: its records and artifacts. The one form an outcome has
+    from the worker that makes it to the store that writes it (``farm.formats.outcomes``: the
+    codec of Ray's chunks, child processes' pipes, journals and bundles)."""
 
     fingerprint: str
     name: str
@@ -490,6 +512,8 @@ class Outcome:
     #: and what the store keeps to recompute it: {"set": address, "rows": {address: body}}
     deps_key: str | None = None
     deps: Mapping[str, Any] | None = None
+    #: the worker's process and memory (``Stamp``); None once past the driver, and in the store
+    stamp: Stamp | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "records", tuple(self.records))
@@ -503,14 +527,16 @@ class Outcome:
                 "result_key": self.result_key, "downstream_key": self.downstream_key,
                 "deps_key": self.deps_key, "deps": self.deps,
                 "records": [r.to_dict() for r in self.records],
-                "artifacts": [a.to_dict() for a in self.artifacts]}
+                "artifacts": [a.to_dict() for a in self.artifacts],
+                **({"stamp": self.stamp.to_dict()} if self.stamp is not None else {})}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Outcome":
+        stamp = d.get("stamp")
         return cls(d["fingerprint"], d["name"], tuple(Record.from_dict(r) for r in d["records"]),
                    tuple(Artifact.from_dict(a) for a in d["artifacts"]), d.get("seconds", 0.0),
                    d.get("worker", ""), d.get("result_key"), d.get("downstream_key"), d.get("deps_key"),
-                   d.get("deps"))
+                   d.get("deps"), Stamp.from_dict(stamp) if stamp else None)
 
     @classmethod
     def failed(cls, fingerprint: str, name: str, status: str, message: str, *, stage: str = "execute",

@@ -233,9 +233,9 @@ def test_a_worker_without_the_plugin_says_so() -> None:
     h = catalog.select(catalog.Filters.parse(primitive="sin", dtype="float32"))[0]
     runner = JobRunner("farm", [], {"platforms": ["cpu", "neuron"], "run_on": ["cpu"]})
     out = runner.run_one(h.fingerprint)
-    (rec,) = out["records"]
-    assert rec["status"] == "error" and rec["error_type"] == "PluginMissing" and "'neuron'" in rec["error"]
-    assert runner.info()["platform"] == "cpu" and out["environment"]["platform"] == "cpu"
+    (rec,) = out.records
+    assert rec.status == "error" and rec.error_type == "PluginMissing" and "'neuron'" in rec.error
+    assert runner.info()["platform"] == "cpu" and out.stamp.environment["platform"] == "cpu"
 
 
 FAKE_PLUGIN = '''"""A stand-in PJRT plugin: registers platform "fakeplug", backed by XLA's CPU client."""

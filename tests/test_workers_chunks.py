@@ -9,23 +9,25 @@ from typing import Any, Iterator
 
 import pytest
 
+from farm.results import Outcome
 from workers.chunks import decode, harness_thread, stream
 
 
 def _jobs(*delays: float, fail_at: int | None = None) -> Any:
-    """A producer of outcomes {"i": n, "thread": ident}; job n takes ``delays[n]`` seconds."""
-    def produce() -> Iterator[dict[str, Any]]:
+    """A producer of outcomes: job n's fingerprint is n, its name the thread it ran on; job n
+    takes ``delays[n]`` seconds."""
+    def produce() -> Iterator[Outcome]:
         for i, d in enumerate(delays):
             if i == fail_at:
                 raise RuntimeError(f"job {i} broke")
             time.sleep(d)
-            yield {"i": i, "thread": threading.get_ident()}
+            yield Outcome(str(i), str(threading.get_ident()), ())
     return produce
 
 
 def _read(gen: Iterator[bytes]) -> list[tuple[float, list[int]]]:
     t0 = time.monotonic()
-    return [(time.monotonic() - t0, [o["i"] for o in decode(c)]) for c in gen]
+    return [(time.monotonic() - t0, [int(o.fingerprint) for o in decode(c)]) for c in gen]
 
 
 def test_window_zero_sends_each_outcome_alone_as_soon_as_it_is_done() -> None:
@@ -48,25 +50,25 @@ def test_a_running_job_does_not_hold_back_what_finished_before_it() -> None:
 
 def test_a_failing_producer_sends_what_finished_then_raises() -> None:
     gen = stream(_jobs(0, 0, 0, fail_at=2), harness_thread(), window_s=5.0)
-    assert [o["i"] for o in decode(next(gen))] == [0, 1]
+    assert [int(o.fingerprint) for o in decode(next(gen))] == [0, 1]
     with pytest.raises(RuntimeError, match="job 2 broke"):
         next(gen)
 
 
 def test_every_job_runs_on_the_one_harness_thread() -> None:
     thread = harness_thread()
-    seen = {o["thread"] for _ in range(3) for c in stream(_jobs(0, 0), thread, window_s=0) for o in decode(c)}
+    seen = {int(o.name) for _ in range(3) for c in stream(_jobs(0, 0), thread, window_s=0) for o in decode(c)}
     assert len(seen) == 1 and seen != {threading.get_ident()}
 
 
 def test_a_reader_that_stops_stops_the_jobs_after_the_running_one() -> None:
     ran: list[int] = []
 
-    def produce() -> Iterator[dict[str, Any]]:
+    def produce() -> Iterator[Outcome]:
         for i in range(50):
             time.sleep(0.02)
             ran.append(i)
-            yield {"i": i}
+            yield Outcome(str(i), "h", ())
 
     thread = harness_thread()
     gen = stream(produce, thread, window_s=0)

@@ -16,18 +16,20 @@ What the window costs, and why it stays sound:
   with ``window_s=0`` (one outcome per object, as precise as before) before recording a
   crash or a timeout (``farm.run.scheduler``); the rest of the batch is requeued.
 
-Chunks travel as one pickled list (bytes): Ray passes bytes through without its own
-per-object pickling of each nested dict and buffer.
+Chunks travel as bytes made by the one outcome codec (``farm.formats.outcomes.pack``): Ray
+passes bytes through without its own per-object pickling of each nested dict and buffer, and
+the driver gets typed ``Outcome``s back.
 """
 from __future__ import annotations
 
-import pickle
 import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+
+from farm.formats.outcomes import pack, unpack
+from farm.results import Outcome
 
 #: The outcomes one chunk holds at most (a batch is smaller: the scheduler's ``batch``).
 MAX_CHUNK = 64
@@ -37,13 +39,13 @@ WINDOW_S = 0.2
 _END = object()
 
 
-def encode(outcomes: list[dict[str, Any]]) -> bytes:
-    return pickle.dumps(outcomes, protocol=pickle.HIGHEST_PROTOCOL)
+def encode(outcomes: list[Outcome]) -> bytes:
+    return pack(outcomes)
 
 
-def decode(chunk: bytes) -> list[dict[str, Any]]:
+def decode(chunk: bytes) -> list[Outcome]:
     """The outcomes of one chunk, in the order their harnesses were given."""
-    return pickle.loads(chunk)
+    return unpack(chunk)
 
 
 def harness_thread() -> ThreadPoolExecutor:
@@ -52,7 +54,7 @@ def harness_thread() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=1, thread_name_prefix="harness")
 
 
-def stream(produce: Callable[[], Iterable[dict[str, Any]]], thread: ThreadPoolExecutor,
+def stream(produce: Callable[[], Iterable[Outcome]], thread: ThreadPoolExecutor,
            window_s: float = WINDOW_S, max_chunk: int = MAX_CHUNK) -> Iterator[bytes]:
     """Run ``produce`` on ``thread``; yield its outcomes as encoded chunks, in order.
 
@@ -72,7 +74,7 @@ def stream(produce: Callable[[], Iterable[dict[str, Any]]], thread: ThreadPoolEx
         q.put(_END)
 
     thread.submit(work)
-    chunk: list[dict[str, Any]] = []
+    chunk: list[Outcome] = []
     due = 0.0
     try:
         while True:

@@ -36,9 +36,8 @@ def probe(spec: dict[str, Any]) -> dict[str, Any]:
         if fp is None:
             missing.append(name)
             continue
-        out = runner.run_one(fp)
-        out.pop("environment", None)
-        out["artifacts"] = [{k: v for k, v in a.items() if k != "data"} for a in out.get("artifacts", ())]
+        out = runner.run_one(fp).replace(stamp=None).to_dict()  # the environment is the probe's own, above
+        out["artifacts"] = [{k: v for k, v in a.items() if k != "data"} for a in out["artifacts"]]
         outcomes.append(out)
     return {"jax": jax.__version__, "jaxlib": getattr(jaxlib, "__version__", None), "jax_file": jax.__file__,
             "outcomes": outcomes, "missing": missing, "seconds": time.monotonic() - t0}

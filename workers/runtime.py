@@ -5,7 +5,10 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from farm.results import Outcome
 
 #: Forced host devices so multi-device harnesses (shard_map, NamedSharding) can run on CPU.
 HOST_DEVICES = 8
@@ -133,16 +136,16 @@ class JobRunner:
                 "platform": native_platform(self.device_kind or "cpu"), "missing_plugin": self.missing_plugin,
                 "missing_device": self.missing_device, "pinned": {v: os.environ.get(v) for v in PIN_VARS}}
 
-    def _not_runnable(self, fp: str, name: str) -> dict[str, Any]:
+    def _not_runnable(self, fp: str, name: str) -> Outcome:
         from farm.platforms import native_platform
         from farm.results import Outcome, Record
 
         platform = native_platform(self.device_kind or "cpu")
         return Outcome(fp, name, tuple(Record(stage, platform, "not_runnable_here", error_type="NoDevice",
                                               error=self.missing_device or "")
-                                       for stage in ("compile", "execute"))).to_dict()
+                                       for stage in ("compile", "execute")))
 
-    def run_one(self, fp: str, prior: dict[str, Any] | None = None, reuse: dict[str, Any] | None = None) -> dict[str, Any]:
+    def run_one(self, fp: str, prior: dict[str, Any] | None = None, reuse: dict[str, Any] | None = None) -> Outcome:
         """One harness; ``prior``: another host's artifact for it (``xhost.Prior`` as JSON);
         ``reuse``: an earlier run's downstream records (``pipeline.Reuse`` as a dict)."""
         from farm.pipeline import run_harness
@@ -153,21 +156,21 @@ class JobRunner:
             from farm.results import Outcome
 
             return Outcome.failed(fp, fp, "error", f"worker has no harness {fp}", stage="trace",
-                                  error_type="UnknownHarness").to_dict()
+                                  error_type="UnknownHarness")
         if self.missing_plugin:
             from farm.results import Outcome
 
             return self._stamp(Outcome.failed(fp, h.name, "error", self.missing_plugin, stage="lower",
-                                              error_type="PluginMissing").to_dict(), 0)
+                                              error_type="PluginMissing"), 0)
         if self.missing_device:
             return self._stamp(self._not_runnable(fp, h.name), 0)
         from farm.stages.xhost import Prior
 
         return self._finish(lambda: run_harness(h, self.options, Prior.from_json(prior) if prior else None,
                                                 Reuse.from_dict(reuse) if reuse else None,
-                                                self.options_digest).to_dict(), fp, h.name)
+                                                self.options_digest), fp, h.name)
 
-    def _finish(self, run: Any, fp: str, name: str) -> dict[str, Any]:
+    def _finish(self, run: Any, fp: str, name: str) -> Outcome:
         """Run one job; the farm's own bug is one error outcome, not a dead worker. Caches
         are cleared every ``clear_every`` jobs and memory is measured."""
         from farm.pipeline import clear_caches, rss_bytes
@@ -178,7 +181,7 @@ class JobRunner:
             from farm.results import Outcome
 
             out = Outcome.failed(fp, name, "error", f"farm error: {type(e).__name__}: {e}"[:500],
-                                 stage="trace", error_type=type(e).__name__).to_dict()
+                                 stage="trace", error_type=type(e).__name__)
         self.count += 1
         if self.count % self.clear_every == 0:
             clear_caches()
@@ -186,34 +189,35 @@ class JobRunner:
         self.peak_rss = max(self.peak_rss, rss)
         return self._stamp(out, rss)
 
-    def _stamp(self, out: dict[str, Any], rss: int) -> dict[str, Any]:
-        """Where the outcome ran; the first one also carries this worker's own environment
-        (the driver keeps it under the worker's label, which every outcome row names)."""
-        out.update(rss=rss, pid=os.getpid(), worker=self.label)
+    def _stamp(self, out: Outcome, rss: int) -> Outcome:
+        """Where the outcome ran (``Stamp``); the first one also carries this worker's own
+        environment (the driver keeps it under the worker's label, which every outcome row names)."""
+        from farm.results import Stamp
+
+        environment = None
         if not self.described:
             from farm.host import describe
-
-            self.described = True
             from farm.platforms import native_platform
 
-            out["environment"] = {**describe(), "device_kind": self.device_kind,
-                                  "platform": native_platform(self.device_kind or "cpu"),
-                                  **({"ray": self.placement} if self.placement else {})}
-        return out
+            self.described = True
+            environment = {**describe(), "device_kind": self.device_kind,
+                           "platform": native_platform(self.device_kind or "cpu"),
+                           **({"ray": self.placement} if self.placement else {})}
+        return out.replace(worker=self.label, stamp=Stamp(os.getpid(), rss, environment))
 
     def run_batch(self, fps: list[str], reuse: dict[str, dict[str, Any]] | None = None,
-                  jobs: list[Any] | None = None) -> Iterator[dict[str, Any]]:
+                  jobs: list[Any] | None = None) -> Iterator[Outcome]:
         """One outcome per fingerprint, in order; ``jobs[i]``, where given, is a stored
         artifact to run instead (``farm.pipeline.ArtifactJob``, what a replay schedules)."""
         for i, fp in enumerate(fps):
             job = jobs[i] if jobs else None
             yield self.run_artifact(job) if job is not None else self.run_one(fp, reuse=(reuse or {}).get(fp))
 
-    def run_artifact(self, job: Any) -> dict[str, Any]:
+    def run_artifact(self, job: Any) -> Outcome:
         """A stored artifact through ``run_harness``, judged by its catalog harness where this
         worker's catalog still has it."""
         from farm.pipeline import run_harness
 
         h = self.harnesses.get(job.harness_fingerprint) if job.catalog else None
-        return self._finish(lambda: run_harness(job, self.options, catalog_harness=h).to_dict(),
+        return self._finish(lambda: run_harness(job, self.options, catalog_harness=h),
                             job.fingerprint, job.name)

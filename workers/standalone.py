@@ -6,6 +6,7 @@ without Ray). Each harness runs in a child process so a crash or hang is recorde
 """
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import hashlib
 import json
@@ -21,6 +22,7 @@ from farm.pipeline.child import TIMED_OUT, Child, Ended
 from farm.pipeline.isolation import Isolation
 from farm.results import Outcome
 from farm.formats import journal as journal_
+from farm.formats.outcomes import from_json, pack, unpack
 
 
 def _child(conn: Any, catalog: str, modules: list[str], options: dict[str, Any]) -> None:
@@ -33,7 +35,7 @@ def _child(conn: Any, catalog: str, modules: list[str], options: dict[str, Any])
         if job is None:
             return
         fp, prior = job
-        conn.send(("outcome", runner.run_one(fp, prior)))
+        conn.send(("outcome", pack([runner.run_one(fp, prior)])))
 
 
 class IsolatedRunner:
@@ -59,8 +61,9 @@ class IsolatedRunner:
             self.start()
         ended = self.child.ask((fp, prior), timeout_s)
         if ended.finished:
-            d = ended.output[1]
-            self.peak_rss = max(self.peak_rss, int(d.get("rss", 0)))
+            (o,) = unpack(ended.output[1])
+            ended = dataclasses.replace(ended, output=o)
+            self.peak_rss = max(self.peak_rss, o.stamp.rss if o.stamp else 0)
         return ended
 
 
@@ -83,7 +86,7 @@ def run_isolated(runner: IsolatedRunner, h: Harness, policy: Isolation, run_on: 
     while True:
         ended = runner.run(h.fingerprint, limit, prior)
         if ended.finished:
-            return Outcome.from_dict(ended.output[1])
+            return ended.output.replace(stamp=None)
         lost = _lost(h, ended, policy, run_on, tries)
         if lost is not None:
             return lost
@@ -274,6 +277,6 @@ def _resume(jpath: str, job_id: str, chosen: dict[str, tuple[Harness, str]], log
     if doc.get("job") != job_id:
         raise FarmError(f"{jpath} holds results of another jobs file: import it (`farm import {jpath}`) "
                         "and remove it, or write to another --out")
-    done = [Outcome.from_dict(o) for o in doc["outcomes"] if o["fingerprint"] in chosen]
+    done = [from_json(o) for o in doc["outcomes"] if o["fingerprint"] in chosen]
     log(f"[farm worker] resuming from {jpath}: {len(done)} harnesses already done", file=sys.stderr)
     return done

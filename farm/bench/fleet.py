@@ -157,7 +157,9 @@ def replay_actor() -> Any:
 
             yield from stream(lambda: self._replay(fps), self.thread, window_s)
 
-        def _replay(self, fps: list[str]) -> Iterator[dict[str, Any]]:
+        def _replay(self, fps: list[str]) -> Iterator[Any]:
+            from farm.results import Outcome
+
             t = time.monotonic()
             for fp in fps:
                 if self.period:
@@ -166,7 +168,7 @@ def replay_actor() -> Any:
                     if delay > 0:
                         time.sleep(delay)
                 a, b = self.index[fp]
-                yield pickle.loads(self.buf[a:b].tobytes())
+                yield Outcome.from_dict(pickle.loads(self.buf[a:b].tobytes()))  # typed, as a worker's
 
     return ReplayWorker
 

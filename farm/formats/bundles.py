@@ -18,6 +18,7 @@ from typing import Any
 
 from farm.errors import FarmError, UnknownFormatVersion
 from farm.formats.bundle_schema import validate
+from farm.formats.outcomes import to_json
 from farm.results import Outcome
 
 FORMAT = "lowering-farm-bundle"
@@ -64,14 +65,8 @@ def parse(data: bytes, what: str) -> Any:
 
 def write(path: str, *, environment: dict[str, Any], run: dict[str, Any], harnesses: list[dict[str, Any]],
           outcomes: list[Outcome]) -> None:
-    def enc(o: Outcome) -> dict[str, Any]:
-        d = o.to_dict()
-        for a in d["artifacts"]:
-            a["data"] = base64.b64encode(a["data"]).decode()
-        return d
-
     doc = {"format": FORMAT, "version": VERSION, "environment": environment, "run": run,
-           "harnesses": harnesses, "outcomes": [enc(o) for o in outcomes]}
+           "harnesses": harnesses, "outcomes": [to_json(o) for o in outcomes]}
     with gzip.open(path, "wt") as f:
         json.dump(doc, f, default=str)
 

@@ -12,13 +12,13 @@ Needs neither Ray nor SQLAlchemy (a lent device host runs it with jax alone).
 """
 from __future__ import annotations
 
-import base64
 import json
 import os
 import threading
 from typing import Any
 
 from farm.errors import FarmError, UnknownFormatVersion
+from farm.formats.outcomes import to_json
 from farm.results import Outcome
 
 FORMAT = "lowering-farm-journal"
@@ -28,13 +28,6 @@ VERSION = 1
 def path_for(out_path: str) -> str:
     """The journal of the bundle ``out_path``."""
     return out_path + ".journal.jsonl"
-
-
-def _enc(o: Outcome) -> dict[str, Any]:
-    d = o.to_dict()
-    for a in d["artifacts"]:
-        a["data"] = base64.b64encode(a["data"]).decode()
-    return d
 
 
 class Journal:
@@ -63,7 +56,7 @@ class Journal:
         with self.lock:
             if self.f is None:
                 self._open(environment)
-            self._line({"harness": harness, "outcome": _enc(outcome)})
+            self._line({"harness": harness, "outcome": to_json(outcome)})
 
     def close(self) -> None:
         with self.lock:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from farm.catalog.cases import Case
+from farm.formats.outcomes import pack, unpack
 from farm.judge import died, timed_out
 from farm.pipeline.child import TIMED_OUT, Child, Ended
 from farm.pipeline.isolation import Isolation
@@ -32,10 +33,10 @@ def _serve(conn: Any, options: dict[str, Any]) -> None:  # the child
             return
         h = define(Case.from_dict(msg))
         try:
-            conn.send(run_harness(h, opts).to_dict())
+            conn.send(pack([run_harness(h, opts)]))
         except Exception as e:  # the farm's own bug: an error outcome, as a worker records it
-            conn.send(Outcome.failed(h.fingerprint, h.name, "error", f"farm error: {type(e).__name__}: {e}"[:500],
-                                     stage="trace", error_type=type(e).__name__).to_dict())
+            conn.send(pack([Outcome.failed(h.fingerprint, h.name, "error", f"farm error: {type(e).__name__}: {e}"[:500],
+                                           stage="trace", error_type=type(e).__name__)]))
 
 
 def _lost(ended: Ended, name: str, fingerprint: str) -> Outcome:
@@ -57,7 +58,7 @@ class Probe:
     def run(self, case: Case, name: str, fingerprint: str) -> Outcome:
         """The case's outcome (``crashed`` or ``timeout`` when the child did not answer)."""
         ended = self.child.ask(case.to_dict())
-        return Outcome.from_dict(ended.output) if ended.finished else _lost(ended, name, fingerprint)
+        return unpack(ended.output)[0] if ended.finished else _lost(ended, name, fingerprint)
 
     def close(self) -> None:
         self.child.stop(grace_s=5.0)

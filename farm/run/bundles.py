@@ -9,7 +9,8 @@ from typing import Any
 
 from farm.stages import compat
 from farm.errors import FarmError
-from farm.results import Outcome, RunDims
+from farm.results import RunDims
+from farm.formats.outcomes import from_json
 from farm.formats.bundles import FORMAT, VERSION, keep_only, read, write, write_parts  # noqa: F401  (public)
 from farm.stages.xhost import Prior
 
@@ -56,7 +57,7 @@ def _store(store: Any, docs: list[dict[str, Any]], paths: str | list[str], name:
     from farm.store import writes  # deferred: farm.store.writes (sqlalchemy); bundle reading/writing needs no store
 
     doc = docs[0]
-    outcomes = [Outcome.from_dict(o) for d in docs for o in d["outcomes"]]
+    outcomes = [from_json(o) for d in docs for o in d["outcomes"]]
     harnesses = [h for d in docs for h in d["harnesses"]]
     r = doc["run"]
     with store.session() as s:

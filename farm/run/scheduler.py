@@ -198,24 +198,26 @@ class Sweep:
             slot = self._finished(slot, one, now)
         return slot
 
-    def _finished(self, slot: Worker, d: dict[str, Any], now: float) -> Worker:
+    def _finished(self, slot: Worker, o: Outcome, now: float) -> Worker:
         """A worker streamed the outcome of its current harness; a worker at its end of life is recycled."""
         cur = slot.current
-        o = Outcome.from_dict(d)
+        stamp = o.stamp  # the driver's to read: the store has no column for it, a bundle drops it
         if any(r.error_type == "UnknownHarness" for r in o.records):
             raise CatalogMismatch(
-                f"a worker (pid {d.get('pid')}) does not know harness {cur.name if cur else o.name}: "
+                f"a worker (pid {stamp.pid if stamp else None}) does not know harness {cur.name if cur else o.name}: "
                 "its catalog differs from the driver's (code changed during the sweep, or nodes "
                 "run different farm versions). Finished results are kept; make the code the same "
                 "everywhere, then `farm sweep --resume latest`")
-        if d.get("environment"):  # a worker's first outcome: where it runs
-            self.stats.worker_envs[d.get("worker", "")] = {**d["environment"], "fingerprint": fingerprint(d["environment"])}
-        if d.get("pid"):
-            self.stats.peak_rss[d["pid"]] = max(self.stats.peak_rss.get(d["pid"], 0), d.get("rss", 0))
+        rss = stamp.rss if stamp else 0
+        if stamp and stamp.environment:  # a worker's first outcome: where it runs
+            env = dict(stamp.environment)
+            self.stats.worker_envs[o.worker] = {**env, "fingerprint": fingerprint(env)}
+        if stamp and stamp.pid:
+            self.stats.peak_rss[stamp.pid] = max(self.stats.peak_rss.get(stamp.pid, 0), rss)
         self._finish(o, slot.kind)
         if slot.advance(now):
             return slot
-        if slot.count >= self.config.recycle_after or d.get("rss", 0) > self.config.rss_budget:
+        if slot.count >= self.config.recycle_after or rss > self.config.rss_budget:
             return self._replace(slot)
         return slot
 
