@@ -138,6 +138,26 @@ def test_nonsensical_numbers_are_refused(args: list[str], needle: str, capsys) -
     assert needle in error_line(capsys)
 
 
+@pytest.mark.parametrize("args,needle", [
+    (["jobs", "--out", ""], "--out must name a file, not ''"),  # was a FileNotFoundError traceback
+    (["jobs", "--out", "/no/such/dir/jobs.json"], "no directory '/no/such/dir' to write it in"),
+    (["worker", "--out", "."], "--out '.' is a directory"),
+    (["coverage", "--out", " "], "--out must name a file"),
+    (["bench", "--out", "/no/such/dir/t.md"], "no directory"),
+    (["export", "latest", "-o", ""], "--output must name a file"),
+])
+def test_an_output_file_that_cannot_be_written_is_refused_before_any_work(args: list[str], needle: str,
+                                                                          capsys) -> None:  # noqa: ANN001
+    assert main(args) == 2
+    assert needle in error_line(capsys)
+
+
+def test_an_output_file_in_an_existing_directory_is_written(tmp_path, capsys) -> None:  # noqa: ANN001
+    out = tmp_path / "jobs.json"
+    assert main(["jobs", "--primitive", "sin", "--dtype", "float32", "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["names"]
+
+
 def test_version(capsys) -> None:  # noqa: ANN001
     from importlib import metadata
 

@@ -103,6 +103,25 @@ def number(flag: str, kind: type = int, minimum: float | None = None, above: flo
     return parse
 
 
+def out_file(flag: str) -> Callable[[str], str]:
+    """An argparse ``type`` for a file ``flag`` writes: a path whose directory exists and which
+    is not itself a directory, else a ``ConfigError`` naming the flag, before any work is done
+    (``--out ''`` was a traceback after the jobs were selected)."""
+
+    def parse(text: str) -> str:
+        if not text.strip():
+            raise ConfigError(f"{flag} must name a file, not {text!r}")
+        if os.path.isdir(text):
+            raise ConfigError(f"{flag} {text!r} is a directory: name a file in it")
+        parent = os.path.dirname(os.path.abspath(text))
+        if not os.path.isdir(parent):
+            raise ConfigError(f"{flag} {text!r}: no directory {parent!r} to write it in")
+        return text
+
+    parse.__name__ = "file"
+    return parse
+
+
 def statuses(text: str | None) -> tuple[str, ...]:
     """A --status comma list, each one of ``farm.results.STATUSES`` (else ``UnknownName``)."""
     from farm.platforms import parse_list  # deferred like the rest: farm --help imports no more than it needs

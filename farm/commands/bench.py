@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from farm.bench import suite as bench
-from farm.commands import number
+from farm.commands import number, out_file
 from farm.bench.suite import GROUPS
 
 
@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dashboard-db", metavar="URL",
                    help="database for the dashboard figures (e.g. one made with --make-db); without it they "
                         "are skipped")
-    p.add_argument("--out", help="also write the Markdown table to this file")
+    p.add_argument("--out", type=out_file("--out"), help="also write the Markdown table to this file")
     g = p.add_argument_group("benchmark database")
     g.add_argument("--make-db", nargs=2, metavar=("SRC_URL", "DST_URL"),
                    help="copy one real run of SRC_URL into --runs runs of DST_URL (timings varied by a seeded "

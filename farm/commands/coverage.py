@@ -7,7 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
-from farm.commands import add_filters, filters_from
+from farm.commands import add_filters, filters_from, out_file
 from farm.platforms import LOWERING_PLATFORMS, parse_list
 from farm.results import SHAPE_KINDS
 
@@ -17,7 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_filters(p)
     p.add_argument("--platforms", default=None, help="comma list (default: cpu,cuda,rocm,tpu)")
     p.add_argument("--format", choices=("md", "json"), default="md")
-    p.add_argument("--out", default=None, metavar="FILE", help="write here instead of stdout")
+    p.add_argument("--out", default=None, metavar="FILE", type=out_file("--out"), help="write here instead of stdout")
     p.add_argument("--no-verdicts", dest="verdicts", action="store_false",
                    help="skip the independent-verdict table (it traces every harness: ~2 ms each)")
     p.add_argument("--shapes", default="static", metavar="KINDS",

@@ -6,7 +6,7 @@ import csv
 import json
 import sys
 
-from farm.commands import add_db, store_from
+from farm.commands import add_db, out_file, store_from
 
 #: Stable, documented export fields (one row per run x harness x platform x stage).
 FIELDS = ("run", "harness", "fingerprint", "primitive", "dtype", "family", "group", "catalog", "platform",
@@ -17,7 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("export", help="write a run's results as JSON or CSV (stable fields)")
     p.add_argument("run", help="run id, name, latest or previous")
     p.add_argument("--format", choices=("json", "csv"), default="json")
-    p.add_argument("--output", "-o", help="file (default: stdout)")
+    p.add_argument("--output", "-o", type=out_file("--output"), help="file (default: stdout)")
     add_db(p)
     p.set_defaults(func=export)
     p = sub.add_parser("import", help="load a results bundle written by `farm worker --standalone`")

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import sys
 
-from farm.commands import add_db, add_filters, filters_from, number, store_from
+from farm.commands import add_db, add_filters, filters_from, number, out_file, store_from
 from farm.errors import ConfigError
 from farm.platforms import DEVICE_KINDS, LOWERING_PLATFORMS, parse_list, parse_targets
 from workers.node import node_command
@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "Ray's own GPU (--num-gpus) and TPU resources for accelerator workers.")
     p.add_argument("--standalone", action="store_true")
     p.add_argument("--jobs", help="jobs file (from `farm jobs`)")
-    p.add_argument("--out", help="results bundle to write (.json.gz)")
+    p.add_argument("--out", type=out_file("--out"), help="results bundle to write (.json.gz)")
     p.add_argument("--address", help="Ray head address to join (cluster node mode)")
     p.add_argument("--slots", type=number("--slots", minimum=1), help="worker slots to advertise (default: cores)")
     p.add_argument("--workers", type=number("--workers", minimum=1), default=1,
@@ -52,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     j.add_argument("--per-bundle", type=number("--per-bundle", minimum=1), default=None,
                    help="split the results into bundles of at most N harnesses (device-host file size limits)")
     add_db(j)
-    j.add_argument("--out", required=True, help="jobs file (.json, or .json.gz to compress)")
+    j.add_argument("--out", required=True, type=out_file("--out"), help="jobs file (.json, or .json.gz to compress)")
     j.set_defaults(func=make_jobs)
 
 
