@@ -512,7 +512,7 @@ class Outcome:
     #: and what the store keeps to recompute it: {"set": address, "rows": {address: body}}
     deps_key: str | None = None
     deps: Mapping[str, Any] | None = None
-    #: the worker's process and memory (``Stamp``); None once past the driver, and in the store
+    #: the worker's process and memory (``Stamp``), for the driver; no store column, journal or bundle keeps it
     stamp: Stamp | None = None
 
     def __post_init__(self) -> None:

@@ -55,7 +55,7 @@ class IsolatedRunner:
         self.child.kill()
 
     def run(self, fp: str, timeout_s: float, prior: dict[str, Any] | None = None) -> Ended:
-        """How the harness's run ended (``finished``: its outcome as a dict); a lost process is
+        """How the harness's run ended (``finished``: its ``Outcome``, stamped); a lost process is
         stopped and the next ``run`` starts a new one."""
         if not self.child.running:
             self.start()
@@ -86,7 +86,7 @@ def run_isolated(runner: IsolatedRunner, h: Harness, policy: Isolation, run_on: 
     while True:
         ended = runner.run(h.fingerprint, limit, prior)
         if ended.finished:
-            return ended.output.replace(stamp=None)
+            return ended.output  # its stamp goes no further: the journal and the bundle drop it (to_json)
         lost = _lost(h, ended, policy, run_on, tries)
         if lost is not None:
             return lost

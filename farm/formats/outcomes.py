@@ -3,7 +3,8 @@
 Every hop carries the typed ``farm.results.Outcome`` and turns it into bytes or JSON here, by
 its own ``to_dict``/``from_dict`` schema: a Ray actor's chunks (``workers.chunks``), a child
 process's pipe (the standalone worker's runner, the fuzz probe), a standalone worker's
-journal and a results bundle. Nothing on the way reads an outcome as a dict.
+journal and a results bundle. Nothing on the way reads an outcome as a dict (the bisect
+probe's own report, ``workers.probe``, lists outcomes' dicts without their artifacts' bytes).
 
 - ``pack``/``unpack``: outcomes as bytes (pickle of their dicts, artifacts' bytes raw:
   Ray passes bytes through without pickling each nested dict and buffer again);
