@@ -2,7 +2,7 @@
 and is judged by a goodness-of-fit test against its ``scipy.stats`` distribution: the
 Kolmogorov-Smirnov test (``scipy.stats.kstest``) for a continuous one, Pearson's chi-square
 test (``scipy.stats.chisquare``) for a discrete one. The invariant is ``-log10(p)``; the bound
-is 4 (p >= 1e-4: ``TOL``'s tenfold, ``farm.judge.tolerance.invariant_limit``). At a fixed key
+is 4 (p >= 1e-4: ``TOL``'s tenfold, ``farm.judge.tolerance``, kind ``invariant``). At a fixed key
 the p-value is one number: a correct sampler passes every run, and one whose distribution is
 off by a shift of a tenth of a standard deviation has p ~ 1e-20 with 4,096 draws
 (tests/test_catalog_api.py). Key handling (``split``, ``fold_in``, ``key_data``...) is bits:

@@ -63,17 +63,20 @@ def test_the_old_flat_band_would_not_have_seen_it() -> None:
     eps = float(np.finfo(np.float16).eps)
     old_ok = np.abs(low - ref) <= 8 * eps + 8 * eps * np.abs(ref)
     assert old_ok.all()
-    assert T.mismatches(ref, low, np.float16, "elementwise", frozenset({"exp"})) > 0
+    assert T.mismatches(ref, low, T.Computation(np.float16, "elementwise", frozenset({"exp"}))) > 0
 
 
 def test_elementwise_bounds_come_from_the_table() -> None:
     assert T.elementwise_ulps(np.float16, {"exp"}) == ulps.bound("exp", "float16")
     assert T.elementwise_ulps(np.float64, {"log1p"}) == ulps.bound("log1p", "float64") > 8
     assert T.elementwise_ulps(np.float32, {"add"}) == ulps.DEFAULT
-    rtol, atol = T.tolerance(np.float32, "elementwise", {"sin"})
-    assert atol == 0.0 and rtol == ulps.bound("sin", "float32") * float(np.finfo(np.float32).eps)
-    assert T.tolerance(np.float32, "elementwise", {"sin", "mul"})[1] > 0  # a composite keeps an absolute band
-    assert T.policy(np.float16, "elementwise", {"exp"})["ulps"] == ulps.bound("exp", "float16")
+    sin = T.allowed(T.Computation(np.float32, "elementwise", frozenset({"sin"})))
+    tiny = float(np.finfo(np.float32).tiny)  # a single primitive: no absolute band beyond the smallest normal
+    assert sin.atol == tiny and sin.rtol == ulps.bound("sin", "float32") * float(np.finfo(np.float32).eps)
+    both = T.allowed(T.Computation(np.float32, "elementwise", frozenset({"sin", "mul"})))
+    assert both.atol > tiny  # a composite keeps an absolute band
+    exp16 = T.Computation(np.float16, "elementwise", frozenset({"exp"}))
+    assert T.policy(exp16)["ulps"] == ulps.bound("exp", "float16")
 
 
 def test_the_bounds_file_is_part_of_the_result_cache_key() -> None:

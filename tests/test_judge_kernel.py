@@ -56,9 +56,9 @@ def test_the_judges_comparisons_are_the_kernel() -> None:
     _, bad = outputs.errors_with_mask(got, ref, 1e-5, 1e-6)
     assert bad.tolist() == disagree(got, ref, Allowed(1e-5, 1e-6)).tolist() and bad.any()
     rounded = ref.astype(np.float32).astype(np.float64)
-    rtol, _ = tolerance.tolerance(np.float32)
+    rtol = tolerance.allowed(tolerance.Computation(np.float32)).rtol
     tiny = float(ml_dtypes.finfo(np.float32).tiny)
     want = disagree(got.astype(np.float64), rounded, Allowed(rtol, tiny, signed_zeros=True))
-    assert tolerance.bad_elements(ref, got, np.float32).tolist() == want.tolist()
+    assert tolerance.bad_elements(ref, got, tolerance.Computation(np.float32)).tolist() == want.tolist()
     band = accumulation.Band("reduce_sum", 8, np.full(64, 1e-4))
     assert (~accumulation.within(got, ref, band)).tolist() == disagree(got, ref, Allowed(atol=band.band)).tolist()

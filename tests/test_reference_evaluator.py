@@ -356,16 +356,16 @@ def test_threefry_bits_match_jax() -> None:
     want = [np.asarray(w) for w in f(np.int32(42))]
     for g, w in zip(got[:4], want[:4]):
         same(g, w)  # bit-exact
-    assert T.mismatches(got[4], want[4], np.float32) == 0
+    assert T.mismatches(got[4], want[4], T.Computation(np.float32)) == 0
 
 
 # ------------------------------------------------------------------ tolerance
 def test_tolerance_rounds_the_reference_to_the_promised_dtype() -> None:
-    assert T.mismatches(np.array([1e39]), f32(INF), np.float32) == 0  # overflow as on device
-    assert T.mismatches(np.array([1.0]), f32(1 + 2**-23), np.float32) == 0
-    assert T.mismatches(np.array([1.0]), f32(1.001), np.float32) == 1
-    assert T.mismatches(np.array([NAN, 2.0]), f32(NAN, 2), np.float32) == 0
-    assert T.mismatches(np.array([3], np.int32), i32(4), np.int32) == 1
+    assert T.mismatches(np.array([1e39]), f32(INF), T.Computation(np.float32)) == 0  # overflow as on device
+    assert T.mismatches(np.array([1.0]), f32(1 + 2**-23), T.Computation(np.float32)) == 0
+    assert T.mismatches(np.array([1.0]), f32(1.001), T.Computation(np.float32)) == 1
+    assert T.mismatches(np.array([NAN, 2.0]), f32(NAN, 2), T.Computation(np.float32)) == 0
+    assert T.mismatches(np.array([3], np.int32), i32(4), T.Computation(np.int32)) == 1
 
 
 def test_a_wrong_rule_is_caught(monkeypatch) -> None:  # the comparison is not vacuous
@@ -373,9 +373,9 @@ def test_a_wrong_rule_is_caught(monkeypatch) -> None:  # the comparison is not v
     f = lambda a: jnp.tanh(a) * 2 + 1
     cj = jax.make_jaxpr(f)(x)
     want = np.asarray(jax.jit(f)(x))
-    assert T.mismatches(R.evaluate(cj, x)[0], want, np.float32) == 0
+    assert T.mismatches(R.evaluate(cj, x)[0], want, T.Computation(np.float32)) == 0
     monkeypatch.setitem(R.RULES, "tanh", lambda ctx, a, **_: np.tanh(a) * (1 + 1e-5))  # off by ~80 ULPs
-    assert T.mismatches(R.evaluate(cj, x)[0], want, np.float32) > 0
+    assert T.mismatches(R.evaluate(cj, x)[0], want, T.Computation(np.float32)) > 0
 
 
 # ------------------------------------------------------------------ the upstream catalog
@@ -395,7 +395,7 @@ def test_coverage_counts_kinds_and_names_the_reason(upstream) -> None:
     ref = R.reference_for(h)
     args = h.make_args()
     want = np.asarray(jax.jit(h.fun, static_argnums=h.static_argnums())(*args))
-    assert T.mismatches(ref(*args)[0], want, want.dtype, "accumulating") == 0
+    assert T.mismatches(ref(*args)[0], want, T.Computation(want.dtype, "accumulating")) == 0
 
 
 def test_coverage_names_why_there_is_no_verdict() -> None:

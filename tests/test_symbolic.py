@@ -441,13 +441,15 @@ def test_derived_constraints_get_a_violating_size_that_must_raise_the_shape_asse
 
 def test_two_roundings_of_an_accumulation_agree_within_twice_the_references_band_and_no_further() -> None:
     from farm.judge.symbolic import _within_band
+    from farm.judge.tolerance import Computation, policy
 
-    pol = {"norm": "max-norm of the reference", "rtol": 7.6e-6, "atol": 7.6e-6}
+    pol = policy(Computation(np.float32, "accumulating"))  # the policy the reference recorded
+    assert pol["norm"] == "max-norm of the reference" and pol["rtol"] == pol["atol"] == pytest.approx(7.6e-6, rel=0.01)
     s = np.linspace(-3, 3, 60).astype(np.float32)
     near = s + np.float32(5e-5) * np.sign(s)  # 1.7e-5 of the max-norm: two roundings' worth
     assert _within_band([near], [s], pol)
     assert not _within_band([s * 1.001], [s], pol)  # a wrong value, 1e-3 of the norm
-    assert not _within_band([near], [s], {"norm": "elementwise", "rtol": 1, "atol": 1})  # only a max-norm policy
+    assert not _within_band([near], [s], policy(Computation(np.float32, "elementwise")))  # only a max-norm policy
     # non-finite elements as in every comparison: NaN matches NaN, and no longer hides the rest
     assert _within_band([np.where(s > 2, np.nan, near)], [np.where(s > 2, np.nan, s)], pol)
     assert not _within_band([np.where(s > 2, np.nan, near)], [s], pol)

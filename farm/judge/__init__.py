@@ -5,8 +5,9 @@ Stages run things and say what happened (``ok``: it ran; ``error``: it raised;
 ``skipped``: nothing to do; ``not_runnable_here``: this backend cannot) with outputs,
 metrics and facts; whether that is a pass is decided by one of these modules:
 
-- ``tolerance``: the one tolerance lookup (a harness's, a stored artifact's, the invariant
-  bound, the float64 reference's policy);
+- ``tolerance``: the one tolerance function (``allowed`` of a ``Computation``: a harness's, a
+  stored artifact's, the invariant bound, a derivative's, a sum's band, the float64
+  reference's policy);
 - ``kernel``: the one comparison kernel (which elements disagree under a band), which every
   numeric comparison below asks;
 - ``outputs``: two output lists under a tolerance (compare, crossexec, round trip, replay);
@@ -60,7 +61,7 @@ PUBLIC: dict[str, str] = {
                      "invariant_check", "another_host"), "harness"),
     **dict.fromkeys(("judge_record", "judge_run", "judge_crash"), "limitations"),
     **dict.fromkeys(("lost_record", "timed_out", "died", "crashed"), "failures"),
-    **dict.fromkeys(("declared", "harness_tolerance", "stored_tolerance", "gradient_tolerance"), "tolerance"),
+    **dict.fromkeys(("Computation", "allowed", "declared", "of_harness", "of_stored", "rtol_atol"), "tolerance"),
     **dict.fromkeys(("STORED", "JUDGED", "replayed"), "stored"),
     **dict.fromkeys(("known_gap", "differenced", "directions", "expected", "movable", "disagrees_with_jax",
                      "same_module"), "gradients"),

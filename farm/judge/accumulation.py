@@ -30,6 +30,7 @@ import ml_dtypes
 import numpy as np
 
 from farm.judge.kernel import Allowed, disagree
+from farm.judge.tolerance import Computation, allowed, depth
 from farm.reference.evaluator import RULES, Ctx, Tap
 from farm.reference.plan import CALLS
 
@@ -58,11 +59,6 @@ class Band:
         if self.order_dependent is not None and self.order_dependent.any():
             out["order_dependent"] = int(self.order_dependent.sum())
         return out
-
-
-def depth(terms: int) -> int:
-    """Roundings on the longest path of a tree summation of ``terms`` products."""
-    return math.ceil(math.log2(max(terms, 2))) + 1
 
 
 def producers(jaxpr: Any) -> dict[int, Any]:
@@ -111,13 +107,14 @@ def band(eqn: Any, tap: Tap) -> Band | None:
     with np.errstate(all="ignore"):
         magnitude = np.abs(np.asarray(RULES[eqn.primitive.name](ctx, *[np.abs(x) for x in tap.ins], **eqn.params)))
     n = terms(eqn, tap.ins)
-    real = np.dtype(np.float32 if out == np.complex64 else np.float64) if out.kind == "c" else out
-    fi = ml_dtypes.finfo(real)
-    u = float(fi.eps) / 2
-    if eqn.primitive.name in PRODUCTS:
-        return Band(eqn.primitive.name, n, max(n - 1, 1) * u * magnitude.astype(np.float64),
+    kind = "product" if eqn.primitive.name in PRODUCTS else "sum"
+    width = np.asarray(allowed(Computation(out, kind, terms=n, magnitude=magnitude)).atol)
+    if kind == "product":
+        real = np.dtype(np.float32 if out == np.complex64 else np.float64) if out.kind == "c" else out
+        fi = ml_dtypes.finfo(real)
+        return Band(eqn.primitive.name, n, width,
                     _order_dependent(np.abs(tap.ins[0]), eqn.params["axes"], float(fi.max), float(fi.tiny)))
-    return Band(eqn.primitive.name, n, depth(n) * u * magnitude.astype(np.float64))
+    return Band(eqn.primitive.name, n, width)
 
 
 def _order_dependent(mag: np.ndarray, axes: tuple[int, ...], top: float, tiny: float) -> np.ndarray:

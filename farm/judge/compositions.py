@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from farm.catalog import Harness, Limitation
 from farm.judge.outputs import compare_outputs
-from farm.judge.tolerance import gradient_tolerance, harness_tolerance
+from farm.judge.tolerance import Computation, allowed, of_harness, rtol_atol
 from farm.results import Record
 
 #: What JAX refuses to compose with an exported call, and its known bugs there, as data: the
@@ -42,11 +42,11 @@ def composition(h: Harness, rec: Record) -> Record:
                                error="; ".join(f"{k} shardings: inner {v['inner']}, outer {v['outer']}"
                                                for k, v in moved.items())[:1000])
     if rec.platform == "grad":
-        rtol = gradient_tolerance(str(w.dtype) for w in want)
+        rtol = allowed(Computation(None, "gradient", dtypes=tuple(str(w.dtype) for w in want))).rtol
         rtol, atol = rtol, rtol
         against = "jax.grad of the harness's function"
     else:
-        rtol, atol = harness_tolerance(h, "cpu")
+        rtol, atol = rtol_atol(of_harness(h, "cpu"))
         against = "the artifact called on its own"
     status, error, metrics = compare_outputs(got, want, rtol, atol, h.compare == "exact")
     facts = {**rec.facts, "against": against}

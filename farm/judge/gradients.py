@@ -15,7 +15,7 @@
 
 The reference runs in float64, so its steps are small (about ``eps64^(1/3)`` and
 ``eps64^(1/4)`` of the inputs' size) and its own error is negligible; the tolerance is the
-derivative's dtype's (``farm.judge.tolerance.gradient_tolerance``, the values JAX's
+derivative's dtype's (``farm.judge.tolerance``, kind ``gradient``: the values JAX's
 ``check_grads`` uses), relative to the size of what the dot product summed.
 
 Outputs without a unique reference (eigenvectors: their sign is free) take a zero
@@ -35,7 +35,7 @@ import numpy as np
 from farm.catalog import Limitation
 from farm.catalog.known import holds_on
 from farm.judge.outputs import compare_outputs
-from farm.judge.tolerance import gradient_tolerance
+from farm.judge.tolerance import Computation, allowed
 from farm.reference import AmbiguousResult, evaluate, missing, plan
 from farm.reference.evaluator import flushing_subnormals
 from farm.results import Record
@@ -232,8 +232,9 @@ def _judge(rec: Record, expected: list[np.ndarray | None] | None, point: Point, 
     for i in float0:
         if i < len(got) and str(got[i].dtype) != "[('float0', 'V')]" and got[i].dtype.name != "void":
             wrong.append(f"input {i}'s cotangent is {got[i].dtype}, JAX's is float0")
-    tol = gradient_tolerance([x.dtype for x in want_in if _differentiable(x)] +
-                             [c.dtype for c in point.cotangents(order) if _differentiable(c)])
+    rounds_in = tuple([x.dtype for x in want_in if _differentiable(x)] +
+                      [c.dtype for c in point.cotangents(order) if _differentiable(c)])
+    tol = allowed(Computation(None, "gradient", dtypes=rounds_in)).rtol
     facts["tol"] = tol
     mask, why = differenced(jaxpr)
     free = _free_outputs(jaxpr)
@@ -248,8 +249,9 @@ def _judge(rec: Record, expected: list[np.ndarray | None] | None, point: Point, 
             exp = [np.asarray(expected[i]).astype(got[i].dtype).astype(np.float64) for i in idx]
         act = [np.asarray(got[i], dtype=np.float64) for i in idx]
         finite = [float(np.max(np.abs(e[np.isfinite(e)]))) for e in exp if np.isfinite(e).any()]
-        tiny = max([_tiny(got[i].dtype) for i in idx] + [0.0])
-        atol = tol * max(finite + [0.0]) + tiny
+        # the floor: the smallest normal of the cotangent dtypes compared (none where none is)
+        smallest = max((got[i].dtype for i in idx), key=_tiny, default=None)
+        atol = float(allowed(Computation(smallest, "gradient", dtypes=rounds_in, magnitude=max(finite + [0.0]))).atol)
         status, err, metrics = compare_outputs(act, exp, tol, atol, False)
         facts["against_jax"] = {"max_abs_err": metrics.get("max_abs_err", 0.0), "atol": atol, "rtol": tol,
                                 "how": against, "agrees": status == "ok"}

@@ -2,7 +2,7 @@
 jaxpr evaluated in float64 (``farm.judge.jaxpr``), or its invariant where results are not
 unique; another host's artifact (xhost), the deserialized artifact (round trip) and the
 other platforms' modules run here (crossexec) by the same rules and the same tolerance
-(``farm.judge.tolerance.harness_tolerance``).
+(``farm.judge.tolerance.of_harness``).
 
 The pipeline runs what is judged (``farm.pipeline.native``) and hands the outputs here.
 """
@@ -17,7 +17,7 @@ import numpy as np
 from farm.catalog import Harness
 from farm.judge.edges import at_edges, twin_at_edges
 from farm.judge.outputs import compared
-from farm.judge.tolerance import declared, harness_tolerance, invariant_limit
+from farm.judge.tolerance import Computation, allowed, declared, of_harness, rtol_atol
 from farm.judge.xhost import judge_xhost
 from farm.reference.decompositions import size
 from farm.reference.handwritten import upcast
@@ -50,7 +50,7 @@ class Tolerance:
 
 def tolerance_of(job: Job, platform: str) -> Tolerance:
     """The harness's tolerance on ``platform`` for its first output's dtype."""
-    rtol, atol = harness_tolerance(job.h, platform, job.promised[0]["dtype"] if job.promised else None)
+    rtol, atol = rtol_atol(of_harness(job.h, platform, job.promised[0]["dtype"] if job.promised else None))
     return Tolerance(rtol, atol, exact=job.h.compare == "exact")
 
 
@@ -161,7 +161,7 @@ def invariant(h: Harness, args: list[Any], actual: list[np.ndarray], platform: s
     try:
         err, bound = invariant_check(h, args, actual, platform)
         ok = err <= bound
-        rtol, atol = harness_tolerance(h, platform)
+        rtol, atol = rtol_atol(of_harness(h, platform))
         return Compared(stage, platform, "ok" if ok else "fail",
                         error=None if ok else f"invariant error {err:.3g} > {bound:.3g}",
                         error_type=None if ok else "Mismatch",
@@ -173,9 +173,11 @@ def invariant(h: Harness, args: list[Any], actual: list[np.ndarray], platform: s
 
 def invariant_check(h: Harness, args: list[Any], outs: list[np.ndarray], platform: str) -> tuple[float, float]:
     """(error, bound) of the harness's invariant on these outputs; the bound is the one every
-    invariant is held to (``farm.judge.tolerance.invariant_limit``)."""
+    invariant is held to (``farm.judge.tolerance``, kind ``invariant``: ten times a declared
+    tolerance where that is looser)."""
     dtype = np.asarray(outs[0]).dtype if len(outs) else np.dtype(h.dtype)
-    return invariant_error(h, args, outs), invariant_limit(dtype, size(outs), harness_tolerance(h, platform))
+    bound = allowed(Computation(dtype, "invariant", terms=size(outs), floor=rtol_atol(of_harness(h, platform))))
+    return invariant_error(h, args, outs), float(bound.atol)
 
 
 def invariant_error(h: Harness, args: list[Any], outs: list[np.ndarray]) -> float:

@@ -22,7 +22,7 @@ from farm.reference.invariants import Checked, check
 from farm.reference.plan import Plan, plan
 from farm.stages.compare import disagreement
 from farm.judge.tolerance import (
-    CONDITIONED, MEANINGLESS_RTOL, ZERO_SIGN_UNSPECIFIED, bad_elements, conditioned, errors, kind_of, policy,
+    CONDITIONED, MEANINGLESS_RTOL, Computation, allowed, bad_elements, errors, kind_of, policy,
 )
 
 
@@ -54,12 +54,13 @@ def judge_jaxpr(closed_jaxpr: Any, dyn: list[Any], outputs: list[Any], the_plan:
     except AmbiguousResult as e:
         return Verdict("skipped", "none", f"no independent reference: {e}", facts={"reason": str(e)})
     dtypes = [np.dtype(a.dtype) for a in closed_jaxpr.out_avals]
-    how = _How(kind_of(ev.prims), not (ev.prims & ZERO_SIGN_UNSPECIFIED),
-               lambda: _flushed(closed_jaxpr, dyn, ev.masks, outputs), prims=frozenset(ev.prims), band=ev.band)
+    how = _How(kind_of(ev.prims), lambda: _flushed(closed_jaxpr, dyn, ev.masks, outputs), prims=frozenset(ev.prims),
+               band=ev.band)
     problems, metrics = _compare(p, ev.ref, outputs, dtypes, how, floor)
     if problems and ev.cond is not None and dtypes and np.dtype(dtypes[0]).kind in "fc":
         # a solve whose matrix is ill-conditioned errs by cond * eps: judge by that, if it means anything
-        c_rtol, c_atol = conditioned(dtypes[0], ev.cond)
+        solve = allowed(Computation(dtypes[0], "conditioned", cond=ev.cond))
+        c_rtol, c_atol = solve.rtol, float(solve.atol)
         if c_rtol > MEANINGLESS_RTOL:
             why = f"ill-conditioned in {np.dtype(dtypes[0]).name}: condition number {ev.cond:.3g}"
             return Verdict("skipped", "none", f"no independent reference: {why}",
@@ -118,7 +119,8 @@ def _facts(p: Plan, ev: _Evaluated, dtypes: list[np.dtype], how: "_How", floor: 
            checks: list[Checked]) -> dict[str, Any]:
     """What the verdict records besides its metrics: the policy, per-output kinds, invariants."""
     facts: dict[str, Any] = {
-        "policy": policy(dtypes[0], how.kind, how.prims) if dtypes else None, "floor": list(floor) if floor else None,
+        "policy": policy(Computation(dtypes[0], how.kind, how.prims)) if dtypes else None,
+        "floor": list(floor) if floor else None,
         "outputs": [o.kind for o in p.outputs],
         "invariants": [{"what": c.what, "error": _num(c.error), "bound": float(c.bound)} for c in checks]}
     if how.used_flushed:
@@ -202,11 +204,11 @@ def _unspecified_masks(closed_jaxpr: Any, dyn: list[Any], ref: list[np.ndarray])
 
 @dataclass
 class _How:
-    """How outputs are compared: the kind of computation, whether zeros' signs count, and
-    the reference evaluated with subnormals flushed (computed on first need)."""
+    """How outputs are compared: the kind of computation and its primitives (``Computation``:
+    which zeros' signs count, the elementwise bounds), and the reference evaluated with
+    subnormals flushed (computed on first need)."""
 
     kind: str
-    signed_zeros: bool
     make_flushed: Any
     _flushed: list[np.ndarray] | None = None
     used_flushed: bool = False
@@ -249,11 +251,11 @@ def _compare(p: Plan, ref: list[np.ndarray], outputs: list[Any], dtypes: list[np
         if got.shape != r.shape:
             problems.append(f"output {i} has shape {got.shape}, the reference {r.shape}")
             continue
-        m = errors(r, got, dt, kind, floor, how.signed_zeros, how.prims)
+        c = Computation(dt, kind, how.prims, floor=floor)
+        m = errors(r, got, c)
         if m["mismatches"]:
             alt = how.flushed()[i]
-            bad = bad_elements(r, got, dt, kind, floor, how.signed_zeros, how.prims) & \
-                bad_elements(alt, got, dt, kind, floor, how.signed_zeros, how.prims)
+            bad = bad_elements(r, got, c) & bad_elements(alt, got, c)
             how.used_flushed = how.used_flushed or int(bad.sum()) < m["mismatches"]
             b = how.band(i) if how.band is not None and bad.any() else None
             if b is not None:  # a sum's rounding in any tree order (farm.judge.accumulation)

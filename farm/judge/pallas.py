@@ -17,7 +17,7 @@ from typing import Any
 
 from farm.catalog import Harness
 from farm.judge.outputs import compared
-from farm.judge.tolerance import own_reference_tolerance
+from farm.judge.tolerance import of_harness, rtol_atol
 from farm.results import Record
 
 
@@ -99,13 +99,13 @@ def pallas(rec: Record, h: Harness | None = None) -> Record:
 
 def own_reference(h: Harness, rec: Record) -> Record:
     """The interpret-mode kernel against the jnp reference it ships, under twice the harness's
-    tolerance (``own_reference_tolerance``: the kernel computes in its dtype, the reference on
+    tolerance (``of_harness`` with two roundings: the kernel computes in its dtype, the reference on
     float32 copies of half-precision inputs; the farm's float64 reference is the ``compare``
     stage's); the outputs the stage carried are dropped."""
     if rec.status != "ok" or rec.handle is None:
         return rec.with_status(rec.status, handle=None)
     got, want = rec.handle
-    rtol, atol = own_reference_tolerance(h, rec.platform)
+    rtol, atol = rtol_atol(of_harness(h, rec.platform, roundings=2))
     out = compared(got, want, platform=rec.platform, against="the kernel's own jnp reference", rtol=rtol, atol=atol,
                    exact=False, stage="pallas_reference")
     return out.with_status(out.status, seconds=rec.seconds, facts={**out.facts, **rec.facts})

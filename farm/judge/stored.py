@@ -1,6 +1,6 @@
 """A stored artifact's replayed outputs against the outputs stored with it (``farm replay``,
 the version matrix): exact first; a changed signature fails; then within the catalog's
-tolerance (``farm.judge.tolerance.stored_tolerance``); then, for a decomposition, by the
+tolerance (``farm.judge.tolerance.of_stored``); then, for a decomposition, by the
 operand both output sets describe, held to the one invariant bound.
 """
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from farm.judge.outputs import compared
-from farm.judge.tolerance import invariant_limit
+from farm.judge.tolerance import Computation, allowed
 from farm.reference.decompositions import DECOMPOSITIONS, distance, size
 from farm.stages.compare import Compared
 
@@ -40,7 +40,8 @@ def replayed(actual: list[np.ndarray], expected: list[np.ndarray], *, primitive:
     err = distance(primitive, actual, expected)
     if err is None:
         return _judged(close, "tolerance", "non_unique_no_invariant")
-    bound = invariant_limit(np.asarray(expected[0]).dtype, size(expected), tol)
+    residual = Computation(np.asarray(expected[0]).dtype, "invariant", terms=size(expected), floor=tol)
+    bound = float(allowed(residual).atol)
     metrics = {**close.metrics, "invariant_err": err, "invariant_bound": bound}
     if err <= bound:
         return _judged(close.with_status("ok", error=None, error_type=None, metrics=metrics), "invariant", "non_unique")

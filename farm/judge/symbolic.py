@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 
 from farm.judge.jaxpr import Verdict, judge_jaxpr
-from farm.judge.kernel import Allowed, disagree
+from farm.judge.kernel import disagree
 from farm.judge.outputs import compare_outputs
-from farm.judge.tolerance import declared, harness_tolerance
+from farm.judge.tolerance import Computation, allowed, declared, of_harness, rtol_atol
 from farm.catalog import Limitation
 from farm.results import SEVERITY, Record
 from farm.stages.compile import checked_call
@@ -60,17 +60,17 @@ def _within_band(outs: list[np.ndarray], static: list[np.ndarray], policy: dict[
     lowering may sum in another order), each within the reference's band of the true value,
     so within twice that band of each other, measured the same way: every element within
     twice the band times the static lowering's max-norm (``farm.judge.kernel``), of its
-    finite elements."""
+    finite elements (``tolerance`` of the policy's computation, two roundings)."""
     if not policy or not str(policy.get("norm", "")).startswith("max-norm") or len(outs) != len(static):
         return False
-    band = 2.0 * (float(policy.get("rtol", 0.0)) + float(policy.get("atol", 0.0)))
     for o, s in zip(outs, static):
         o, s = np.asarray(o), np.asarray(s)
         if o.shape != s.shape or s.dtype.kind not in "fc":
             return False
         finite = s[np.isfinite(s)]  # NaN or an infinity matches only itself, and makes no norm
         norm = np.max(np.abs(finite.astype(np.complex128)), initial=0.0)
-        if disagree(o, s, Allowed(atol=band * norm), dtype=s.dtype).any():
+        if disagree(o, s, allowed(Computation(policy["dtype"], policy["kind"], magnitude=norm, roundings=2)),
+                    dtype=s.dtype).any():
             return False
     return True
 
@@ -132,7 +132,7 @@ def _calls(rec: SymbolicCall, v: Variant, statics: dict[str, list[Any]]) -> Symb
             if n not in statics:  # compiled as the calls are, once per size for every platform's call
                 statics[n] = [np.asarray(o) for o in jax.tree.leaves(checked_call(v.fun, *rows))]
             static = statics[n]
-            rtol, atol = harness_tolerance(h, platform, str(static[0].dtype) if static else None)
+            rtol, atol = rtol_atol(of_harness(h, platform, str(static[0].dtype) if static else None))
             st, err, _ = compare_outputs(outs, static, rtol, atol, h.compare == "exact",
                                          [{"dtype": str(s.dtype), "shape": list(s.shape)} for s in static])
             if st == "fail" and _within_band(outs, static, ref.facts.get("policy")):

@@ -1,14 +1,17 @@
-"""How close a result must be: the one tolerance lookup of every verdict.
+"""How close a result must be: the one tolerance of every comparison the judge makes.
 
-- ``harness_tolerance(h, platform, dtype)``: the (rtol, atol) a catalog harness is compared
-  with against its hand-written reference, another platform's run or another host's
-  outputs: a limitation's ``tol`` for the platform, else the harness's own, else the
-  dtype's default (``farm.catalog.DEFAULT_TOL``); ``declared`` is the part the harness
-  itself declares (the floor under the jaxpr reference's policy below);
-- ``stored_tolerance``: a stored artifact's outputs, by its harness's lookup where it is
-  still in the catalog;
-- ``invariant_limit``: the one bound every invariant check is held to;
-- below: the float64 reference's policy (``policy``, ``tolerance``, ``bad_elements``).
+``allowed(Computation(...))`` gives the band (``farm.judge.kernel.Allowed``) a result may lie
+in around its reference. Its one input says what the band depends on: the result's dtype, the
+kind of computation that made it (``KINDS``), its primitives (elementwise: the accuracy
+table), how many terms a sum accumulates and their magnitudes, a solve's condition number,
+the floor a harness declares for the platform, and whether two roundings are compared with
+each other. The constructors name the common cases: ``of_harness`` (a catalog harness
+against its hand-written reference, another platform's run or another host's outputs: a
+limitation's ``tol`` for the platform, else the harness's own, else the dtype's default,
+``farm.catalog.DEFAULT_TOL``; ``declared`` is the part the harness declares) and
+``of_stored`` (a stored artifact's outputs). Below, the float64 reference's policy (kinds
+``elementwise``, ``accumulating``, ``solve``); ``farm.judge.accumulation`` says why a sum's band
+is what kind ``sum`` gives, ``farm.judge.gradients`` the derivatives'.
 
 Every verdict of the jaxpr reference records the policy it was judged by (``policy()``).
 
@@ -31,7 +34,7 @@ Every verdict of the jaxpr reference records the policy it was judged by (``poli
   ``|got - ref| <= k*eps*max|ref| + k*eps*|ref|``, i.e. relative to the max-norm of the
   reference. **Linear solves and factorizations** err by cond(A)*eps: where the reference
   sees the matrix (cholesky, lu, triangular and tridiagonal solves) k = 64 * cond(A),
-  computed in float64 (``conditioned``); past a relative tolerance of 5% the comparison
+  computed in float64 (kind ``conditioned``); past a relative tolerance of 5% the comparison
   is meaningless and the verdict is "none: ill-conditioned"; where it does not
   (``custom_linear_solve``) a fixed k = 4096 bounds cond <= ~4096.
 - **Subnormals may be flushed.** A device may treat subnormal inputs and results as
@@ -43,11 +46,13 @@ Every verdict of the jaxpr reference records the policy it was judged by (``poli
   (``ZERO_SIGN_UNSPECIFIED``).
 - **Invariants for non-unique results** (eigen/singular vectors, QR signs, eig's order,
   an unstable sort's ties, an approximate top-k): a residual such as
-  ``||A V - V diag(w)|| / ||A||`` must stay below ``16 * n * eps`` (``invariant_bound``),
+  ``||A V - V diag(w)|| / ||A||`` must stay below ``16 * n * eps`` (kind ``invariant``),
   what a backward-stable algorithm guarantees with room to spare.
 """
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass, replace
 from typing import Any
 
 import ml_dtypes  # noqa: F401
@@ -72,19 +77,13 @@ ACCUMULATING = frozenset({
 SOLVES = frozenset({"triangular_solve", "custom_linear_solve", "lu", "tridiagonal_solve", "cholesky"})
 
 #: Solves and factorizations whose matrix the reference sees: their tolerance is scaled by
-#: its condition number, computed in float64 (``conditioned``).
+#: its condition number, computed in float64 (kind ``conditioned``).
 CONDITIONED = frozenset({"triangular_solve", "lu", "tridiagonal_solve", "cholesky"})
 
 #: Past this relative tolerance a comparison says nothing: the problem is ill-conditioned
 #: in the dtype, and the verdict is "none" with the condition number as the reason.
 MEANINGLESS_RTOL = 0.05
 
-
-def conditioned(dtype: Any, cond: float) -> tuple[float, float]:
-    """(rtol, atol) for a solve or factorization of a matrix with condition number ``cond``:
-    the forward error of a backward-stable algorithm is about cond * eps."""
-    e = ULPS["accumulating"] * eps(dtype) * max(1.0, float(cond))
-    return e, e
 
 #: epsilons allowed per kind of computation
 ULPS = {"elementwise": 8, "accumulating": 64, "solve": 4096}
@@ -98,6 +97,87 @@ EXACT_MOVES = frozenset({
     "copy_p", "select_n", "slice", "dynamic_slice", "concatenate", "rev", "pad", "neg", "abs", "sign", "floor",
     "ceil", "round", "is_finite", "max", "min", "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not", "stop_gradient",
     "clamp", "nextafter", "real", "imag", "conj", "custom_jvp_call", "custom_vjp_call"})
+
+
+#: How far a derivative computed in a dtype may be from another computation of it (the same
+#: rules compiled apart, or a float64 finite difference), relative to the size of what was
+#: summed: the values ``jax.test_util.check_grads`` holds derivatives to per dtype.
+GRADIENT_TOL = {"bfloat16": 1e-1, "float16": 1e-2, "float32": 2e-3, "float64": 1e-5}
+
+#: The kinds of computation ``allowed`` knows: the float64 reference's three
+#: (``elementwise``, ``accumulating``, ``solve``), a solve's conditioning (``conditioned``), a
+#: sum's or a product's rounding in any order (``sum``, ``product``), a derivative
+#: (``gradient``), a residual of a non-unique result (``invariant``) and what a harness
+#: declares (``declared``: against its hand-written reference, another platform, a stored
+#: artifact).
+KINDS = ("elementwise", "accumulating", "solve", "conditioned", "sum", "product", "gradient", "invariant",
+         "declared")
+
+
+@dataclass(frozen=True, slots=True)
+class Computation:
+    """What a result's tolerance depends on: the one input of ``allowed``."""
+
+    dtype: Any  # the result's dtype (None for a derivative compared without a floor)
+    kind: str = "elementwise"  # one of KINDS
+    prims: frozenset[str] = frozenset()  # elementwise: the accuracy table's bounds of these primitives
+    #: sum, product: the terms each element accumulates; invariant: the problem's size
+    terms: int = 1
+    #: accumulating, solve: the reference's max-norm (at least 1); sum, product: the terms'
+    #: magnitudes per element (``Σ|x|``); gradient: the derivative's max-norm; two roundings: their norm
+    magnitude: float | np.ndarray = 1.0
+    cond: float | None = None  # conditioned: the matrix's condition number, computed in float64
+    #: what the harness declares on this platform (its limitation's ``tol``, else its own): the
+    #: floor under the reference's policy, the tolerance itself for ``declared``, ten times it
+    #: for a statistical invariant
+    floor: tuple[float, float] | None = None
+    #: 2: two computations of the same value, each within the tolerance of the truth, compared
+    #: with each other (a Pallas kernel and its jnp reference; a symbolic call and the static lowering)
+    roundings: int = 1
+    #: gradient: every dtype the derivative rounds in (its inputs' and cotangents'): the loosest
+    #: sets rtol (float32's for none); ``dtype`` is then the one whose smallest normal is the floor
+    dtypes: tuple[Any, ...] = ()
+
+
+def allowed(c: Computation) -> Allowed:
+    """The band a result of ``c`` may lie in around its reference (``farm.judge.kernel``):
+    the one tolerance of every comparison the judge makes."""
+    kind = c.kind
+    if kind == "declared":
+        rtol, atol = c.floor or DEFAULT_TOL.get(_name(c.dtype), (0.0, 0.0))
+        return Allowed(c.roundings * rtol, c.roundings * atol)
+    if kind == "invariant":
+        bound = invariant_bound(c.dtype, c.terms)
+        return Allowed(atol=max(bound, 10.0 * max(c.floor)) if c.floor is not None else bound)
+    if kind == "gradient":
+        rtol = max((GRADIENT_TOL.get(_name(d), GRADIENT_TOL["float32"]) for d in c.dtypes),
+                   default=GRADIENT_TOL["float32"])
+        return Allowed(rtol, rtol * c.magnitude + (_tiny(np.dtype(c.dtype)) if c.dtype is not None else 0.0))
+    if kind == "conditioned":
+        e = ULPS["accumulating"] * eps(c.dtype) * max(1.0, float(c.cond if c.cond is not None else 1.0))
+        return Allowed(e, e)
+    if kind in ("sum", "product"):
+        k = max(c.terms - 1, 1) if kind == "product" else depth(c.terms)
+        return Allowed(atol=k * (eps(c.dtype) / 2) * np.asarray(c.magnitude, dtype=np.float64))
+    rtol, atol = _policy(c.dtype, kind, c.prims)
+    if c.floor is not None:
+        rtol, atol = max(rtol, c.floor[0]), max(atol, c.floor[1])
+    if c.roundings > 1:  # two roundings of a max-norm result: each element within the bands' sum at the norm
+        return Allowed(atol=c.roundings * (rtol + atol) * c.magnitude)
+    dt = np.dtype(c.dtype)
+    scale = c.magnitude if kind != "elementwise" else 1.0
+    # a zero must have the reference's sign where the computation defines it
+    zeros = kind == "elementwise" and dt.kind == "f" and not (c.prims & ZERO_SIGN_UNSPECIFIED)
+    return Allowed(rtol, np.maximum(atol * scale, _tiny(dt)), signed_zeros=zeros)
+
+
+def depth(terms: int) -> int:
+    """Roundings on the longest path of a tree summation of ``terms`` products."""
+    return math.ceil(math.log2(max(terms, 2))) + 1
+
+
+def _name(dtype: Any) -> str:
+    return dtype if isinstance(dtype, str) else np.dtype(dtype).name
 
 
 def elementwise_ulps(dtype: Any, prims: frozenset[str] | set[str] = frozenset()) -> float:
@@ -115,28 +195,6 @@ def composite(prims: frozenset[str] | set[str]) -> bool:
     return len(set(prims) - EXACT_MOVES) > 1
 
 
-def policy(dtype: Any, kind: str, prims: frozenset[str] | set[str] | None = None) -> dict[str, Any]:
-    """The tolerance a verdict was judged by, as recorded with it."""
-    rtol, atol = tolerance(dtype, kind, prims)
-    exact = np.dtype(dtype).kind in "biu"
-    k = 0 if exact else (elementwise_ulps(dtype, prims or frozenset()) if kind == "elementwise" else ULPS[kind])
-    return {"dtype": np.dtype(dtype).name, "kind": kind, "ulps": k,
-            "rtol": rtol, "atol": atol, "norm": "pointwise" if kind == "elementwise" else "max-norm of the reference",
-            "exact": exact, **({"composite": composite(prims or frozenset())} if kind == "elementwise" else {})}
-
-
-def invariant_limit(dtype: Any, n: int, declared: tuple[float, float] | None = None) -> float:
-    """The one bound every invariant check is held to (the reference's invariants, a catalog
-    harness's own invariant, two decompositions' outputs compared by the operand they
-    describe): ``invariant_bound``, or ten times a tolerance the harness declares where that
-    is looser (a statistical invariant, such as a random generator's moments, is not a
-    rounding error)."""
-    bound = invariant_bound(dtype, n)
-    if declared is not None:
-        bound = max(bound, 10.0 * max(declared))
-    return bound
-
-
 def kind_of(primitives: set[str]) -> str:
     """The loosest kind of computation among ``primitives``."""
     if primitives & SOLVES:
@@ -144,21 +202,30 @@ def kind_of(primitives: set[str]) -> str:
     return "accumulating" if primitives & ACCUMULATING else "elementwise"
 
 
-def tolerance(dtype: Any, kind: str = "elementwise", prims: frozenset[str] | set[str] | None = None) -> tuple[float, float]:
-    """(rtol, atol) for results of ``dtype``; atol is scaled later by the reference's magnitude
-    (elementwise: an atol of 0 means none beyond the dtype's smallest normal). ``prims``: the
-    computation's primitives (elementwise: their bounds in the accuracy table)."""
-    if kind != "elementwise":
-        e = ULPS[kind] * eps(dtype)
-        return e, e
-    e = elementwise_ulps(dtype, prims or frozenset()) * eps(dtype)
-    return e, (e if composite(prims or frozenset()) else 0.0)
+def policy(c: Computation) -> dict[str, Any]:
+    """The float64 reference's policy that a verdict was judged by, as recorded with it
+    (before the harness's floor and a solve's conditioning)."""
+    rtol, atol = _policy(c.dtype, c.kind, c.prims)
+    exact = np.dtype(c.dtype).kind in "biu"
+    k = 0 if exact else (elementwise_ulps(c.dtype, c.prims) if c.kind == "elementwise" else ULPS[c.kind])
+    return {"dtype": np.dtype(c.dtype).name, "kind": c.kind, "ulps": k,
+            "rtol": rtol, "atol": atol, "norm": "pointwise" if c.kind == "elementwise" else "max-norm of the reference",
+            "exact": exact, **({"composite": composite(c.prims)} if c.kind == "elementwise" else {})}
 
 
-def mismatches(ref: np.ndarray, got: np.ndarray, dtype: Any, kind: str = "elementwise",
-               prims: frozenset[str] | set[str] | None = None) -> int:
-    """How many elements of ``got`` (of ``dtype``) disagree with the reference ``ref``."""
-    return int(np.sum(bad_elements(ref, got, dtype, kind, prims=prims)))
+def _policy(dtype: Any, kind: str, prims: frozenset[str]) -> tuple[float, float]:
+    """The reference's (rtol, atol) for ``kind``: k epsilons (elementwise: the accuracy table's
+    k, with an absolute band only for a composite), before any scaling or floor."""
+    if kind == "elementwise":
+        e = elementwise_ulps(dtype, prims) * eps(dtype)
+        return e, (e if composite(prims) else 0.0)
+    e = ULPS[kind] * eps(dtype)
+    return e, e
+
+
+def mismatches(ref: np.ndarray, got: np.ndarray, c: Computation) -> int:
+    """How many elements of ``got`` disagree with the reference ``ref``."""
+    return int(np.sum(bad_elements(ref, got, c)))
 
 
 #: Primitives for which XLA leaves the sign of a zero result unspecified (max(-0.0, +0.0)).
@@ -166,12 +233,10 @@ ZERO_SIGN_UNSPECIFIED = frozenset({"max", "min", "reduce_max", "reduce_min", "cl
                                    "reduce_window_max", "reduce_window_min", "argmax", "argmin", "sort", "top_k"})
 
 
-def errors(ref: np.ndarray, got: np.ndarray, dtype: Any, kind: str = "elementwise",
-           floor: tuple[float, float] | None = None, signed_zeros: bool = True,
-           prims: frozenset[str] | set[str] | None = None) -> dict[str, float]:
+def errors(ref: np.ndarray, got: np.ndarray, c: Computation) -> dict[str, float]:
     """Max abs / relative / ULP error (NaN-, Inf- and exact-equality-aware) and mismatches."""
-    dt = np.dtype(dtype)
-    bad = bad_elements(ref, got, dtype, kind, floor, signed_zeros, prims)
+    dt = np.dtype(c.dtype)
+    bad = bad_elements(ref, got, c)
     if np.shape(got) != np.shape(ref) or np.size(got) == 0:
         return {"max_abs_err": 0.0 if np.size(got) == 0 else float("inf"), "max_rel_err": 0.0,
                 "max_ulp_err": 0.0, "mismatches": float(np.sum(bad))}
@@ -193,16 +258,12 @@ def _tiny(dt: np.dtype) -> float:
     return float(ml_dtypes.finfo(dt if dt.kind != "c" else (np.float32 if dt.itemsize == 8 else np.float64)).tiny)
 
 
-def bad_elements(ref: np.ndarray, got: np.ndarray, dtype: Any, kind: str = "elementwise",
-                 floor: tuple[float, float] | None = None, signed_zeros: bool = True,
-                 prims: frozenset[str] | set[str] | None = None) -> np.ndarray:
+def bad_elements(ref: np.ndarray, got: np.ndarray, c: Computation) -> np.ndarray:
     """A boolean mask of the elements of ``got`` that disagree with ``ref`` (all, if the
-    shapes differ), by the one kernel (``farm.judge.kernel``) under the policy's band: the
-    reference rounded to ``dtype`` first, atol scaled by the reference's max-norm where the
-    device accumulates, never under the dtype's smallest normal. ``floor``: a harness's
-    declared (rtol, atol) for this platform (TF32 on cuda...), used where it is looser than
-    the policy."""
-    dt = np.dtype(dtype)
+    shapes differ), by the one kernel (``farm.judge.kernel``) under ``allowed(c)``: the
+    reference rounded to ``c.dtype`` first, a max-norm kind's band scaled by the reference's
+    max-norm (at least 1)."""
+    dt = np.dtype(c.dtype)
     got = np.asarray(got)
     ref = np.asarray(ref)
     if got.shape != ref.shape:
@@ -212,13 +273,9 @@ def bad_elements(ref: np.ndarray, got: np.ndarray, dtype: Any, kind: str = "elem
     with np.errstate(all="ignore"):
         r = ref.astype(dt).astype(np.complex128 if dt.kind == "c" else np.float64)
         g = got.astype(np.complex128 if dt.kind == "c" else np.float64)
-        rtol, atol = tolerance(dt, kind, prims)
-        if floor is not None:
-            rtol, atol = max(rtol, floor[0]), max(atol, floor[1])
-        scale = float(np.max(np.abs(r[np.isfinite(r)]), initial=1.0)) if kind != "elementwise" else 1.0
-    # a zero must have the reference's sign where the computation defines it
-    zeros = signed_zeros and kind == "elementwise" and dt.kind == "f"
-    return disagree(g, r, Allowed(rtol, np.maximum(atol * scale, _tiny(dt)), signed_zeros=zeros))
+        if c.kind != "elementwise":
+            c = replace(c, magnitude=float(np.max(np.abs(r[np.isfinite(r)]), initial=1.0)))
+    return disagree(g, r, allowed(c))
 
 
 def declared(h: Harness, platform: str) -> tuple[float, float] | None:
@@ -230,39 +287,21 @@ def declared(h: Harness, platform: str) -> tuple[float, float] | None:
     return h.tol
 
 
-def harness_tolerance(h: Harness, platform: str, dtype: str | None = None) -> tuple[float, float]:
-    """(rtol, atol) for a harness's outputs of ``dtype`` (its own dtype if None) on ``platform``:
-    what it declares, else the dtype's default."""
-    return declared(h, platform) or DEFAULT_TOL.get(dtype or h.dtype, (0.0, 0.0))
+def of_harness(h: Harness | None, platform: str, dtype: Any = None, roundings: int = 1) -> Computation:
+    """A catalog harness's outputs of ``dtype`` (its own dtype if None) on ``platform``, held to
+    what it declares, else the dtype's default (``farm.catalog.DEFAULT_TOL``); ``h`` None: a
+    stored artifact whose harness left the catalog (the defaults)."""
+    return Computation(dtype or (h.dtype if h is not None else ""), "declared",
+                       floor=declared(h, platform) if h is not None else None, roundings=roundings)
 
 
-def own_reference_tolerance(h: Harness, platform: str) -> tuple[float, float]:
-    """(rtol, atol) between a Pallas kernel and the jnp reference it ships: two computations of
-    the same math in the kernel's dtype, each allowed the harness's tolerance from the truth,
-    may differ by twice it (the triangle inequality)."""
-    rtol, atol = harness_tolerance(h, platform)
-    return 2 * rtol, 2 * atol
+def of_stored(expected: list[np.ndarray], h: Harness | None, platform: str, dtype: str | None = None) -> Computation:
+    """A stored artifact's outputs, by the catalog's policy for its first output's dtype: its
+    harness's own where it is still in the catalog, else the defaults."""
+    return of_harness(h, platform, str(np.asarray(expected[0]).dtype) if len(expected) else dtype)
 
 
-def stored_tolerance(expected: list[np.ndarray], h: Harness | None, platform: str,
-                     dtype: str | None = None) -> tuple[float, float]:
-    """(rtol, atol) for a stored artifact's outputs, by the catalog's policy for its first
-    output's dtype: its harness's own where it is still in the catalog, else the defaults."""
-    first = str(np.asarray(expected[0]).dtype) if len(expected) else dtype
-    if h is not None:
-        return harness_tolerance(h, platform, first)
-    return DEFAULT_TOL.get(first or "", (0.0, 0.0))
-
-
-#: How far a derivative computed in a dtype may be from another computation of it (the same
-#: rules compiled apart, or a float64 finite difference), relative to the size of what was
-#: summed: the values ``jax.test_util.check_grads`` holds derivatives to per dtype.
-GRADIENT_TOL = {"bfloat16": 1e-1, "float16": 1e-2, "float32": 2e-3, "float64": 1e-5}
-
-
-def gradient_tolerance(dtypes: Any) -> float:
-    """The loosest ``GRADIENT_TOL`` of some floating dtypes (a harness that mixes float16 and
-    float32 is as precise as its float16 part); float32's for none the table names."""
-    known = [GRADIENT_TOL.get(np.dtype(d).name if not isinstance(d, str) else d, GRADIENT_TOL["float32"])
-             for d in dtypes]
-    return max(known, default=GRADIENT_TOL["float32"])
+def rtol_atol(c: Computation) -> tuple[float, float]:
+    """``allowed(c)`` as the (rtol, atol) pair a two-list comparison (``farm.judge.outputs``) takes."""
+    a = allowed(c)
+    return a.rtol, float(a.atol)

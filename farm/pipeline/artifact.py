@@ -15,8 +15,8 @@ from typing import Any
 
 from farm.catalog import Harness
 from farm.judge import (
-    STORED, compared, harness_tolerance, invariant_check, judge_record, judge_run, judge_xhost, replayed,
-    stored_tolerance,
+    STORED, compared, invariant_check, judge_record, judge_run, judge_xhost, of_harness, of_stored, replayed,
+    rtol_atol,
 )
 from farm.platforms import native_platform
 from farm.results import Options, Outcome, Record
@@ -96,7 +96,7 @@ def _stages(job: ArtifactJob, opts: Options, h: Harness | None, platform: str, n
         ex = deserialize.with_reason(execute.run(comp, loaded.inputs, warmup=opts.warmup, repeats=opts.repeats))
     if ex.ok:
         cmp = replayed(ex.handle.arrays, loaded.expected, primitive=job.primitive, platform=platform,
-                       tol=stored_tolerance(loaded.expected, h, platform, job.dtype))
+                       tol=rtol_atol(of_stored(loaded.expected, h, platform, job.dtype)))
     else:
         cmp = compared(None, loaded.expected, platform=platform, against=STORED, rtol=0.0, atol=0.0, exact=True)
     return [ser, comp.with_status(comp.status, handle=None), ex, cmp]
@@ -128,7 +128,7 @@ def against_today(h: Harness, loaded: deserialize.Loaded, platform: str) -> Reco
                                        error=f"today's trace failed: {tr.error}", facts={"against": "today"})
             promised = tr.promised
             native = execute.to_numpy(tr.handle.jitted(*tr.handle.dyn))
-            rtol, atol = harness_tolerance(h, platform, promised[0]["dtype"] if promised else None)
+            rtol, atol = rtol_atol(of_harness(h, platform, promised[0]["dtype"] if promised else None))
             invariant = None if h.invariant is None else (lambda outs: invariant_check(h, args, outs, platform))
             prior = xhost.Prior(loaded.blob, loaded.inputs, loaded.expected, dict(loaded.meta))
             return judge_xhost(xhost.run(prior, platform, tr.handle.dyn), prior, native=native, reference=None,

@@ -4,7 +4,7 @@ stored artifact's outputs and a replay's may both be right and still differ.
 
 ``distance`` rebuilds the operand each set describes (and, for eigen-decompositions, sorts
 the eigenvalues) and returns their relative distance in float64; the bound it is held to
-is the one every invariant is held to (``farm.judge.tolerance.invariant_limit``).
+is the one every invariant is held to (``farm.judge.tolerance``, kind ``invariant``).
 Layouts are those of ``lax.linalg``: eigh (v, w), eig (w, vl, vr), schur (t, q), svd
 (u, s, vh) in any order of the 1-D output, qr (q, r).
 """

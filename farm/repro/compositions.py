@@ -207,9 +207,10 @@ def write_composition(case: Case, out: Path) -> Written:
     if rec.status in ("error", "expected_fail") and rec.error_type not in (None, "Mismatch"):
         chk = Check("error", error_type=rec.error_type)
     else:  # the judge's own tolerance (farm.judge.compositions)
-        from farm.judge import gradient_tolerance, harness_tolerance
+        from farm.judge import Computation, allowed, of_harness, rtol_atol
 
-        rtol, atol = harness_tolerance(h, "cpu") if name != "grad" else (gradient_tolerance([h.dtype]),) * 2
+        rtol, atol = rtol_atol(of_harness(h, "cpu")) if name != "grad" else \
+            (allowed(Computation(None, "gradient", dtypes=(h.dtype,))).rtol,) * 2
         chk = Check("values", "jax.grad of the harness's function" if name == "grad" else
                     "the artifact called on its own", float(rtol), float(atol), exact=h.compare == "exact" and name != "grad")
     prepare = CODE.format(composition=rec.platform, mesh=tuple(h.mesh), axis_types=h.axis_types, impl=impl)

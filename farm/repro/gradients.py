@@ -272,7 +272,7 @@ def write_gradients(case: Case, out: Path, name: str = "repro.py") -> Written:
         f"FLOATING = {floating!r}  # the inputs with a derivative",
         f"MASK = {mask!r}  # the outputs the finite differences see (a unique float64 value)",
         f"FLOAT0 = {_literal(float0)}  # float0 cotangents (integer and bool values), by shape",
-        f"TOL = {tol!r}  # the judge's gradient tolerance (farm.judge.tolerance.gradient_tolerance)",
+        f"TOL = {tol!r}  # the judge's gradient tolerance (farm.judge.tolerance, kind gradient)",
         f"STEPS = {steps!r}  # the judge's difference steps",
         "NOISE = 16 * float(np.finfo(np.float64).eps)  # float64 rounding of an output, per unit of Σ|weight·output|",
         *(f"# {n}" for n in notes),

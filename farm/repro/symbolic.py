@@ -130,14 +130,14 @@ def _sides(case: Case, v: Any, rows: list[np.ndarray], size: str, code: str | No
     of non-unique outputs) and, where the farm compared them, the script's own static jit."""
     import jax
 
-    from farm.judge import declared, harness_tolerance, judge_jaxpr
+    from farm.judge import declared, judge_jaxpr, of_harness, rtol_atol
 
     h, rec = case.harness, case.failure
     closed = jax.make_jaxpr(v.fun)(*rows)
     (out / "program.jaxpr").write_text(str(closed) + "\n")
     static = [np.asarray(o) for o in jax.tree.leaves(jax.jit(v.fun)(*rows))]
     verdict = judge_jaxpr(closed, rows, static, floor=declared(h, rec.platform))
-    rtol, atol = harness_tolerance(h, rec.platform, str(static[0].dtype) if static else None)
+    rtol, atol = rtol_atol(of_harness(h, rec.platform, str(static[0].dtype) if static else None))
     at_size = Check("values", f"the static jit at {size}", rtol, atol, exact=h.compare == "exact",
                     signed_zeros=False)
     if verdict.status == "skipped":

@@ -40,7 +40,7 @@ from farm.catalog import Harness, by_fingerprint, load as load_catalog
 from farm.errors import FarmError
 from farm.pipeline import ArtifactJob, run_harness
 from farm.pipeline.artifact import ARTIFACT_STAGES, unread
-from farm.judge import JUDGED, replayed, stored_tolerance  # noqa: F401  (JUDGED: public name)
+from farm.judge import JUDGED, of_stored, replayed, rtol_atol  # noqa: F401  (JUDGED: public name)
 from farm.platforms import native_platform
 from farm.results import SEVERITY, Options, Outcome, Record
 from farm.run import cluster
@@ -258,7 +258,7 @@ def judge(actual: Sequence[np.ndarray], expected: Sequence[np.ndarray], primitiv
     with the catalog's default tolerance unless ``tol`` is given."""
     actual, expected = list(actual), list(expected)
     rec = replayed(actual, expected, primitive=primitive, platform="cpu",
-                 tol=tol if tol is not None else stored_tolerance(expected, None, "cpu"))
+                 tol=tol if tol is not None else rtol_atol(of_stored(expected, None, "cpu")))
     return rec.status, rec.facts["judged"], rec.facts["reason"], rec.error, dict(rec.metrics)
 
 
