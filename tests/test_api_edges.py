@@ -136,3 +136,27 @@ def test_other_operands_may_hold_values_of_their_own_domain() -> None:
     assert (x0 == 0.5).all() and not (plain["x0"][1].make(None) == 0.5).all()
     assert own["x0"][1].name != plain["x0"][1].name  # another input, another fingerprint
     assert np.array_equal(own["x1"][0].make(None), plain["x1"][0].make(None))  # no domain given: as before
+
+
+def test_a_value_where_the_function_hangs_is_withheld_and_every_other_edge_is_drawn() -> None:
+    """jnp.gcd(x, INT_MIN) never returns (docs/repros/gcd_int_min_hangs.py): gcd's and lcm's edge
+    variants hold every other int32 special value, in each operand and in pairs, and not INT_MIN;
+    a withheld value names other arguments (another harness key), and NaN can be withheld."""
+    from farm.catalog import special
+
+    lo = np.iinfo(np.int32).min
+    every = set(special.values("int32").tolist())
+    for name in ("gcd", "lcm"):
+        hs = {dict(h.key.params).get("edge"): h for h in catalog.select(catalog.Filters(catalog="api", primitive=(name,)))}
+        hs.pop(None)
+        assert sorted(hs) == ["all", "x0", "x1"]
+        for case, h in hs.items():
+            held = [np.asarray(a) for a in h.make_args()]
+            assert not any((a == lo).any() for a in held), h.name
+            at_edges = np.concatenate(held) if case == "all" else held[int(case[1])]
+            assert set(at_edges.tolist()) == every - {lo}, h.name
+    plain = special.operand_sets(["int32", "int32"])
+    kept = special.operand_sets(["int32", "int32"], withheld=(float(lo),))
+    assert [a.name for a in plain[0][1]] != [a.name for a in kept[0][1]]
+    assert lo in plain[0][1][0].make(np.random.default_rng(0))
+    assert special._without(np.array([np.nan, 1.0, 2.0], np.float32), (np.nan, 2.0)).tolist() == [1.0]

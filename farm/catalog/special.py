@@ -75,16 +75,20 @@ def ordinary(dtype: str, n: int) -> np.ndarray:
 
 
 def operand_sets(dtypes: list[str] | tuple[str, ...], extra: tuple[float, ...] = (),
-                 others: Sequence[tuple[str, Callable[[int], np.ndarray]] | None] = ()
-                 ) -> list[tuple[str, tuple[CustomArg, ...]]]:
+                 others: Sequence[tuple[str, Callable[[int], np.ndarray]] | None] = (),
+                 withheld: tuple[float, ...] = ()) -> list[tuple[str, tuple[CustomArg, ...]]]:
     """Edge-value operands for a function of ``len(dtypes)`` operands: (case, arguments) with
     each operand holding every special value of its dtype (plus ``extra``: the function's
     own domain edges, poles and branch points) while the others hold ordinary values
     (case ``"x0"``, ``"x1"``...), and, for two or more operands, all of them together (case
     ``"all"``: every pair for two operands, the same values in each for more). ``others``:
     per operand, (its name in the fingerprint, n -> n values) for what it holds while another
-    is at its edges, where ``ordinary``'s generic values lie outside its domain (a probability)."""
-    vals = [_with(values(d), extra, d) for d in dtypes]
+    is at its edges, where ``ordinary``'s generic values lie outside its domain (a probability).
+    ``withheld``: special values left out of every operand (a value that makes the function
+    hang, a finding: a hang is a timeout no limitation can expect); they name the arguments."""
+    vals = [_without(_with(values(d), extra, d), withheld) for d in dtypes]
+    if withheld:  # another set of values: other arguments, other harness keys
+        extra = (*extra, "withheld", *withheld)
     out: list[tuple[str, tuple[CustomArg, ...]]] = []
     if len(dtypes) == 1:
         v = vals[0]
@@ -110,6 +114,20 @@ def operand_sets(dtypes: list[str] | tuple[str, ...], extra: tuple[float, ...] =
         out.append(("all", tuple(CustomArg(f"special_all:{d}:{extra}", lambda rng, a=v[:n]: a.copy(), (n,), d)
                                  for d, v in zip(dtypes, vals))))
     return out
+
+
+def _without(v: np.ndarray, withheld: tuple[float, ...]) -> np.ndarray:
+    """The values but those ``withheld``: integers compared exactly in their dtype, floats
+    by value (NaN by ``isnan``: it never equals itself)."""
+    if not withheld or v.dtype == bool:
+        return v
+    if v.dtype.kind in "iu":
+        info = np.iinfo(v.dtype)
+        w = [int(x) for x in withheld if float(x).is_integer() and info.min <= x <= info.max]
+        return v[~np.isin(v, np.array(w, dtype=v.dtype))]
+    x, w = v.astype(np.float64), np.asarray(withheld, dtype=np.float64)
+    drop = np.isin(x, w[~np.isnan(w)]) | (np.isnan(x) & bool(np.isnan(w).any()))
+    return v[~drop]
 
 
 def _with(v: np.ndarray, extra: tuple[float, ...], dtype: str) -> np.ndarray:
