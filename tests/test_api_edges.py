@@ -160,3 +160,21 @@ def test_a_value_where_the_function_hangs_is_withheld_and_every_other_edge_is_dr
     assert [a.name for a in plain[0][1]] != [a.name for a in kept[0][1]]
     assert lo in plain[0][1][0].make(np.random.default_rng(0))
     assert special._without(np.array([np.nan, 1.0, 2.0], np.float32), (np.nan, 2.0)).tolist() == [1.0]
+
+
+def test_jnp_modf_at_infinity_is_the_finding_against_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """jnp.modf(±inf)'s fractional part is NaN (docs/repros/modf_inf.py): its jaxpr computes the same
+    x - trunc(x), so modf's edges are judged against NumPy; the finding's elements fail and nothing
+    else does; without the finding's data the variant fails, and a fixed modf is no longer the finding."""
+    (h,) = [h for h in catalog.select(catalog.Filters(catalog="api", group=("jnp",), primitive=("modf",),
+                                                       dtype=("float32",))) if h.compare == "edges"]
+    args = h.make_args()
+    outs = [np.asarray(o) for o in jax.jit(h.fun)(*args)]
+    ref = reference_outputs(h, args)
+    judge = lambda o: twin_at_edges(h, args, "cpu", o, ref, 2e-5, 1e-6, False, None)  # noqa: E731
+    rec = judge(outs)
+    assert rec.status == "expected_fail" and "modf(±inf)" in rec.facts["limitation"]
+    fixed = [np.where(np.isinf(args[0]), np.copysign(0.0, args[0]), outs[0]).astype(np.float32), outs[1]]
+    assert judge(fixed).status != "expected_fail"
+    _without(monkeypatch, "jnp.modf", finding=True)
+    assert judge(outs).status == "fail"

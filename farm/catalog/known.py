@@ -334,6 +334,9 @@ _INF_ARGS = "(docs/repros/special_function_limits.py)"
 #: against the twin (jax 0.12.0.1, 2026-12-02; docs/api.md "Edge values"). What a function shares with
 #: its lax primitive is that primitive's (``API_EDGE_ALIASES``).
 API_EDGE_VALUES: tuple[EdgeValue, ...] = (
+    EdgeValue("jnp.modf", "modf(±inf)'s fractional part: JAX gives NaN (x - trunc(x) is inf - inf), NumPy and C99 "
+              "±0.0; the integral part agrees (docs/repros/modf_inf.py, found 2026-12-03 on 0.9.2 and 0.12.0.1)",
+              lambda x: np.isinf(x), finding=True),
     EdgeValue("scipy.special.beta", "B(a, b) at an infinite, non-positive (-0, a negative integer, -inf) or subnormal "
               "argument, or both the largest finite value: NaN or the wrong sign where SciPy gives 0, ±inf or the "
               "poles' cancelled value (B(-1, 1) = -1); jax-ml/jax#38270 (open) " + _INF_ARGS,
