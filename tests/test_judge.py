@@ -9,6 +9,7 @@ import sys
 from importlib import import_module
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from farm import judge
@@ -69,3 +70,27 @@ def test_a_lost_jobs_record_loads_no_jax() -> None:
     code = "import sys; from farm.judge import lost_record; print(sorted({'jax', 'scipy'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_every_band_comes_from_the_one_tolerance_function() -> None:
+    """A comparison's band (``Allowed``) is made by ``farm.judge.tolerance.allowed`` alone; the other
+    modules hand on what it gave (``outputs``: the (rtol, atol) it was called with; ``accumulation``:
+    a sum's band, made by it), and nothing outside the package compares with a band of its own."""
+    makers: dict[str, int] = {}
+    for path in (ROOT / "farm").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "Allowed":
+                key = str(path.relative_to(ROOT))
+                makers[key] = makers.get(key, 0) + 1
+    assert set(makers) <= {"farm/judge/tolerance.py", "farm/judge/kernel.py", "farm/judge/outputs.py",
+                           "farm/judge/accumulation.py"}, makers
+    assert makers["farm/judge/outputs.py"] == 1 and makers["farm/judge/accumulation.py"] == 1
+    from farm.judge import accumulation, tolerance
+    band = accumulation.Band("reduce_sum", 8, np.ones(3))
+    assert "allowed" in inspect.getsource(accumulation.band) and band.band.shape == (3,)
+    assert set(tolerance.KINDS) == {"elementwise", "accumulating", "solve", "conditioned", "sum", "product",
+                                    "gradient", "invariant", "declared"}
+    for kind in tolerance.KINDS:  # every kind gives a band, none raises
+        c = tolerance.Computation("float32", kind, frozenset({"sin"}), terms=4, magnitude=2.0, cond=10.0,
+                                  dtypes=("float32",), floor=(1e-3, 1e-3))
+        assert isinstance(tolerance.allowed(c), tolerance.Allowed)
