@@ -178,3 +178,18 @@ def test_jnp_modf_at_infinity_is_the_finding_against_numpy(monkeypatch: pytest.M
     assert judge(fixed).status != "expected_fail"
     _without(monkeypatch, "jnp.modf", finding=True)
     assert judge(outs).status == "fail"
+
+
+def test_an_integer_floor_division_by_zero_is_the_known_upstream_bug_against_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """jnp.floor_divide(x, 0) is -2 for int32 (jax-ml/jax#11990, open): the divisor's edge variant is
+    the expected failure on exactly the zero divisors; without that data it fails."""
+    (h,) = [h for h in catalog.select(catalog.Filters(catalog="api", group=("jnp",), primitive=("floor_divide",),
+                                                       dtype=("int32",))) if h.name.endswith("_edge=x1_v=int")]
+    args = h.make_args()
+    outs = [np.asarray(jax.jit(h.fun)(*args))]
+    judge = lambda o: twin_at_edges(h, args, "cpu", o, reference_outputs(h, args), 0.0, 0.0, True, None)  # noqa: E731
+    rec = judge(outs)
+    assert rec.status == "expected_fail" and "11990" in rec.facts["limitation"] and rec.metrics["mismatches"] == 1
+    assert judge([np.where(args[1] == 0, 0, outs[0]).astype(np.int32)]).status != "expected_fail"
+    _without(monkeypatch, "jnp.floor_divide", finding=True)
+    assert judge(outs).status == "fail"

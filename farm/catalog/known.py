@@ -337,6 +337,10 @@ API_EDGE_VALUES: tuple[EdgeValue, ...] = (
     EdgeValue("jnp.modf", "modf(±inf)'s fractional part: JAX gives NaN (x - trunc(x) is inf - inf), NumPy and C99 "
               "±0.0; the integral part agrees (docs/repros/modf_inf.py, found 2026-12-03 on 0.9.2 and 0.12.0.1)",
               lambda x: np.isinf(x), finding=True),
+    EdgeValue("jnp.floor_divide", "an integer x // 0: JAX gives -2 (x != 0) and -1 (0 // 0), XLA's x / 0 = -1 with "
+              "the floor correction applied; NumPy 0 (with a warning), as jnp.remainder(x, 0) is; a fix (jax e575f73) "
+              "was reverted the same day (fcdbb28); jax-ml/jax#11990 (open)", lambda x, y: y == 0, finding=True, dtypes=("int32",),
+              url="https://github.com/jax-ml/jax/issues/11990"),
     EdgeValue("scipy.special.beta", "B(a, b) at an infinite, non-positive (-0, a negative integer, -inf) or subnormal "
               "argument, or both the largest finite value: NaN or the wrong sign where SciPy gives 0, ±inf or the "
               "poles' cancelled value (B(-1, 1) = -1); jax-ml/jax#38270 (open) " + _INF_ARGS,
