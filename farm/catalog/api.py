@@ -220,7 +220,8 @@ class Spec:
     edge: bool = True
     edge_values: tuple[float, ...] = ()
     edge_cases: tuple[str, ...] = ()  # only these edge cases (x0, x1..., all); empty: all
-    edge_reference: str = "jaxpr"  # what judges the edge variants: jaxpr | twin
+    #: what judges the edge variants: jaxpr | twin | both (the twin and the jaxpr: the worse verdict)
+    edge_reference: str = "jaxpr"
     #: what the other operands hold while one is at its edges: ordinary (``special.ordinary``'s
     #: generic values) | domain (drawn from each operand's own domain: a probability in [0, 1])
     edge_others: str = "ordinary"
@@ -242,7 +243,7 @@ class Spec:
             raise ValueError(f"{self.name}: a custom spec names its shapes")
         if self.edge_others not in ("ordinary", "domain"):
             raise ValueError(f"{self.name}: unknown edge_others {self.edge_others!r}")
-        if self.edge_reference not in ("jaxpr", "twin"):
+        if self.edge_reference not in ("jaxpr", "twin", "both"):
             raise ValueError(f"{self.name}: unknown edge reference {self.edge_reference!r}")
         if self.reference is None and not self.why and self.invariant is None:
             raise ValueError(f"{self.name}: a spec without a reference says why")
@@ -437,7 +438,8 @@ def _edges(label: str, s: Spec, fn: Callable[..., Any], ref: Callable[..., Any] 
     of the jaxpr."""
     out = []
     kw = dict(s.variants[0])
-    twin = s.edge_reference == "twin" and ref is not None
+    twin = s.edge_reference in ("twin", "both") and ref is not None
+    compare = ("edges+jaxpr" if s.edge_reference == "both" else "edges") if twin else None
     dts = [_operand_dtype(op, dtype)[1] for op in s.operands]
     others = [(f"api:{op}", _domain_values(*_operand_dtype(op, dtype))) for op in s.operands] \
         if s.edge_others == "domain" else ()
@@ -447,7 +449,7 @@ def _edges(label: str, s: Spec, fn: Callable[..., Any], ref: Callable[..., Any] 
         out.append(define(
             label, s.name, _bind(s.call, fn, kw), list(args), dtype=dtype, group=label,
             params={**kw, **({"v": s.tag} if s.tag else {}), "edge": case},
-            reference=_bind(s.call, ref, kw) if twin else None, compare="edges" if twin else None,
+            reference=_bind(s.call, ref, kw) if twin else None, compare=compare,
             limitations=s.limitations + tuple(lim for c, lim in s.edge_limitations if c == case) + shared, tol=s.tol, catalog=CATALOG, source=f"{labels()[label]}.{s.name}"))
     return out
 

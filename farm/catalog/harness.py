@@ -223,7 +223,9 @@ class Harness:
     family: str
     catalog: str = "farm"
     reference: Callable[..., Any] | None = field(default=None, repr=False)
-    compare: str = "allclose"  # allclose | exact | edges (allclose at edge values: farm.judge.edges.twin_at_edges) | none
+    #: allclose | exact | edges (allclose at edge values: farm.judge.edges.twin_at_edges) | edges+jaxpr (that,
+    #: and the float64 evaluation of the jaxpr: the worse verdict) | none
+    compare: str = "allclose"
     invariant: Callable[..., Any] | None = field(default=None, repr=False)
     limitations: tuple[Limitation, ...] = ()
     tol: tuple[float, float] | None = None

@@ -341,6 +341,13 @@ API_EDGE_VALUES: tuple[EdgeValue, ...] = (
               "the floor correction applied; NumPy 0 (with a warning), as jnp.remainder(x, 0) is; a fix (jax e575f73) "
               "was reverted the same day (fcdbb28); jax-ml/jax#11990 (open)", lambda x, y: y == 0, finding=True, dtypes=("int32",),
               url="https://github.com/jax-ml/jax/issues/11990"),
+    EdgeValue("jnp.exp2", "exp2 in bfloat16 is exp(bf16(ln 2) * x): ln 2 rounded to 0.6914, so the exponent errs by "
+              "0.25% of x: exp2(100) = 9.26e29, not 2^100 (docs/accuracy.md: exp2 bfloat16 101 ULP, every version)",
+              lambda x: np.isfinite(x) & (np.abs(x) >= 16), finding=True, dtypes=("bfloat16",)),
+    EdgeValue("jnp.power", "pow with a bfloat16 subnormal base: neither the IEEE value nor a flushed zero's "
+              "((9.2e-41)^(1/128) = 0.443, IEEE 0.487; docs/accuracy.md: pow with subnormal arguments)",
+              lambda x, y: (x != 0) & (np.abs(x) < 1.1754943508222875e-38), finding=True, dtypes=("bfloat16",)),
+    EdgeValue("jnp.sinc", "sinc(±inf): JAX gives 0 (the limit), NumPy NaN (sin(π·inf) / (π·inf))", lambda x: np.isinf(x)),
     EdgeValue("scipy.special.beta", "B(a, b) at an infinite, non-positive (-0, a negative integer, -inf) or subnormal "
               "argument, or both the largest finite value: NaN or the wrong sign where SciPy gives 0, ±inf or the "
               "poles' cancelled value (B(-1, 1) = -1); jax-ml/jax#38270 (open) " + _INF_ARGS,
@@ -434,6 +441,7 @@ API_EDGE_ALIASES = {
     "scipy.special.digamma": "digamma", "scipy.special.gammaln": "lgamma", "scipy.special.gammainc": "igamma",
     "scipy.special.gammaincc": "igammac", "scipy.special.zeta": "zeta", "scipy.special.polygamma": "polygamma",
     "scipy.special.betainc": "regularized_incomplete_beta", "scipy.special.i1e": "bessel_i1e",
+    "jnp.arctan2": "atan2", "jnp.atan2": "atan2", "jnp.cbrt": "cbrt",
 }
 
 

@@ -21,7 +21,7 @@ from farm.judge.tolerance import Computation, allowed, declared, of_harness, rto
 from farm.judge.xhost import judge_xhost
 from farm.reference.decompositions import size
 from farm.reference.handwritten import upcast
-from farm.results import Options, Record
+from farm.results import SEVERITY, Options, Record
 from farm.stages.compare import Compared
 from farm.stages.record import failure
 from farm.stages.xhost import CrossHost, Prior
@@ -54,6 +54,23 @@ def tolerance_of(job: Job, platform: str) -> Tolerance:
     return Tolerance(rtol, atol, exact=job.h.compare == "exact")
 
 
+#: The comparisons of an api function's edge values against its twin (``farm.judge.edges``).
+AT_EDGES = ("edges", "edges+jaxpr")
+
+
+def both(twin: Record, jaxpr: Record) -> Record:
+    """Edge values judged both ways: against the twin (NumPy's conventions and findings as data)
+    and by the float64 jaxpr (its policy: no absolute band, the sign of a zero). The worse verdict
+    stands; a judge with no answer (``skipped``: no rule) leaves it to the other; the other's
+    verdict is kept in the facts."""
+    if jaxpr.status == "skipped" or twin.status != "skipped" and SEVERITY[twin.status] >= SEVERITY[jaxpr.status]:
+        worse, other, by = twin, jaxpr, "twin"
+    else:
+        worse, other, by = jaxpr, twin, "jaxpr"
+    return worse.with_status(worse.status, facts={**worse.facts, "edges": "both", "judged_by": by,
+                                                   "other": {"status": other.status, "error": other.error}})
+
+
 def native(job: Job, platform: str, actual: list[np.ndarray] | None, ref: list[np.ndarray] | None,
            tol: Tolerance) -> Record | None:
     """The native outputs against the harness's invariant, its jaxpr reference or its
@@ -63,8 +80,10 @@ def native(job: Job, platform: str, actual: list[np.ndarray] | None, ref: list[n
         return invariant(h, job.args, actual, platform)
     if h.reference is None and actual is not None and job.jaxpr is not None:
         return jaxpr_verdict(job, platform, actual)
-    if h.compare == "edges" and actual is not None and ref is not None:
-        return twin_at_edges(h, job.args, platform, actual, ref, tol.rtol, tol.atol, tol.exact, job.promised)
+    if h.compare in AT_EDGES and actual is not None and ref is not None:
+        rec = twin_at_edges(h, job.args, platform, actual, ref, tol.rtol, tol.atol, tol.exact, job.promised)
+        return both(rec, jaxpr_verdict(job, platform, actual)) if h.compare == "edges+jaxpr" and job.jaxpr is not None \
+            else rec
     if h.compare != "none" or actual is None:
         return compared(actual, ref, platform=platform, against="reference", rtol=tol.rtol, atol=tol.atol,
                         exact=tol.exact, promised=job.promised)
@@ -118,7 +137,7 @@ def another_host(job: Job, ran: CrossHost, prior: Prior, platform: str, actual: 
         def by_jaxpr(outs: list[np.ndarray]) -> tuple[str, str | None]:
             v = jaxpr_verdict(job, platform, outs)
             return v.status, v.error
-    if h.compare == "edges" and actual is not None and ref is not None:
+    if h.compare in AT_EDGES and actual is not None and ref is not None:
         ref = at_edges(job.h, job.args, actual, ref)[0]
     return judge_xhost(ran, prior, native=actual, reference=ref, rtol=tol.rtol, atol=tol.atol, exact=tol.exact,
                        promised=job.promised, invariant=inv, by_jaxpr=by_jaxpr)
