@@ -94,7 +94,8 @@ def independent(job: Job, platform: str, outs: list[np.ndarray]) -> Record | Non
     """Another platform's module run here, judged like the native run by the jaxpr reference
     (so a non-unique result is checked by its invariant, not against the CPU's choice of
     signs); None where that gives no verdict (then it is compared with the native result)."""
-    if job.h.reference is not None or job.h.invariant is not None or job.jaxpr is None:
+    by_twin = job.h.reference is not None and job.h.compare != "edges+jaxpr"  # both ways: the jaxpr judges each platform
+    if by_twin or job.h.invariant is not None or job.jaxpr is None:
         return None
     got = [{"dtype": str(a.dtype), "shape": list(a.shape)} for a in outs]
     want = [{"dtype": d["dtype"], "shape": list(d["shape"])} for d in job.promised or []]
