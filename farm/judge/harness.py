@@ -61,9 +61,10 @@ AT_EDGES = ("edges", "edges+jaxpr")
 def both(twin: Record, jaxpr: Record) -> Record:
     """Edge values judged both ways: against the twin (NumPy's conventions and findings as data)
     and by the float64 jaxpr (its policy: no absolute band, the sign of a zero). The worse verdict
-    stands; a judge with no answer (``skipped``: no rule) leaves it to the other; the other's
-    verdict is kept in the facts."""
-    if jaxpr.status == "skipped" or twin.status != "skipped" and SEVERITY[twin.status] >= SEVERITY[jaxpr.status]:
+    stands, the jaxpr's where they are as bad (the harnesses' own limitations name its messages); a
+    judge with no answer (``skipped``: no rule) leaves it to the other; the other's verdict is kept
+    in the facts."""
+    if jaxpr.status == "skipped" or twin.status != "skipped" and SEVERITY[twin.status] > SEVERITY[jaxpr.status]:
         worse, other, by = twin, jaxpr, "twin"
     else:
         worse, other, by = jaxpr, twin, "jaxpr"
