@@ -114,3 +114,25 @@ def test_a_product_that_cannot_overflow_is_held_to_its_value() -> None:
     dropped = np.asarray(jax.jit(f)(y[:, :-1] * np.float32(1.0))) * np.float32(1.0)
     dropped = dropped * np.asarray(1.0 / 1.05, np.float32)  # a factor of ~1.05 too few
     assert judge_jaxpr(cj, [y], [dropped.astype(np.float32)]).status == "fail"
+
+
+def test_a_partial_sum_or_product_that_overflows_in_some_order_is_no_failure() -> None:
+    """max + max - max is inf in float32 summed in that order, max in float64: a sum whose terms'
+    magnitudes pass the largest finite value, or a product whose large factors alone overflow, may
+    be inf on a device (``--edges`` on reduce_sum/reduce_prod over two axes flagged both); a wrong
+    finite value there still fails, and so does anything but inf where a factor is infinite."""
+    top = np.finfo(np.float32).max
+    x = np.array([top, top, -top, 1.0], np.float32)
+    f = lambda v: lax.reduce_sum_p.bind(v, axes=(0,), out_sharding=None)  # noqa: E731
+    cj = jax.make_jaxpr(f)(x)
+    assert judge_jaxpr(cj, [x], [np.asarray(np.float32(top))]).status == "ok"
+    v = judge_jaxpr(cj, [x], [np.asarray(np.float32(np.inf))])
+    assert v.status == "ok" and v.facts["accumulation"]["0"]["order_dependent"] == 1, v.error
+    assert judge_jaxpr(cj, [x], [np.asarray(np.float32(-np.inf))]).status == "ok"
+    y = np.array([top, 2.5, 2.5, 1e-7, 0.5], np.float32)  # exact: 3.8e32, finite; max * 2.5 first is inf
+    _, pj = _prod(y, (0,))
+    assert judge_jaxpr(pj, [y], [np.asarray(np.float32(np.inf))]).status == "ok"
+    assert judge_jaxpr(pj, [y], [np.asarray(np.float32(1.0))]).status == "fail"
+    z = np.array([np.inf, 2.0, 0.5], np.float32)  # inf in every order
+    _, zj = _prod(z, (0,))
+    assert judge_jaxpr(zj, [z], [np.asarray(np.float32(0.0))]).status == "fail"

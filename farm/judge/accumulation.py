@@ -109,29 +109,50 @@ def band(eqn: Any, tap: Tap) -> Band | None:
     n = terms(eqn, tap.ins)
     kind = "product" if eqn.primitive.name in PRODUCTS else "sum"
     width = np.asarray(allowed(Computation(out, kind, terms=n, magnitude=magnitude)).atol)
+    real = np.dtype(np.float32 if out == np.complex64 else np.float64) if out.kind == "c" else out
+    fi = ml_dtypes.finfo(real)
     if kind == "product":
-        real = np.dtype(np.float32 if out == np.complex64 else np.float64) if out.kind == "c" else out
-        fi = ml_dtypes.finfo(real)
         return Band(eqn.primitive.name, n, width,
                     _order_dependent(np.abs(tap.ins[0]), eqn.params["axes"], float(fi.max), float(fi.tiny)))
-    return Band(eqn.primitive.name, n, width)
+    # a sum whose terms' magnitudes add up past the largest finite value: an order that adds the
+    # large terms of one sign first overflows (max + max - max is inf in float32, max in float64)
+    return Band(eqn.primitive.name, n, width, np.asarray(_past(eqn, ctx, tap, magnitude) > float(fi.max)))
+
+
+def _past(eqn: Any, ctx: Ctx, tap: Tap, magnitude: np.ndarray) -> np.ndarray:
+    """A sum's terms' magnitudes where every term is finite (elsewhere 0: an infinite term makes the
+    result the same in every order), in long double where float64's own range is too small for them."""
+    with np.errstate(all="ignore"):
+        wide = magnitude
+        if not np.all(np.isfinite(magnitude)) and np.finfo(np.longdouble).max > np.finfo(np.float64).max:
+            try:
+                wide = np.abs(np.asarray(RULES[eqn.primitive.name](
+                    ctx, *[np.abs(x).astype(np.longdouble) for x in tap.ins], **eqn.params)))
+            except Exception:  # a rule that takes no long double: float64's magnitudes
+                wide = magnitude
+        return np.where(np.isfinite(wide), wide, 0.0)
 
 
 def _order_dependent(mag: np.ndarray, axes: tuple[int, ...], top: float, tiny: float) -> np.ndarray:
-    """Per output element of a product: some order's partial product overflows the dtype (the
-    factors above 1 multiply past its largest value) and another's underflows it (those below
-    1 multiply under its smallest normal, or a factor is zero)."""
+    """Per output element of a product of finite factors: some order's partial product leaves the
+    dtype's range while another's does not. An order that multiplies the factors above 1 first
+    overflows (and then inf * 0 is NaN where a factor is zero), one that multiplies those below 1
+    first underflows to zero (where no factor is zero: with one, the product is zero in every
+    order that does not overflow). An infinite factor makes the result the same in every order."""
     with np.errstate(all="ignore"):
-        logs = np.log2(np.where(mag == 0, 1.0, mag.astype(np.float64)))
+        m = mag.astype(np.float64)
+        logs = np.log2(np.where((m == 0) | ~np.isfinite(m), 1.0, m))
         up = np.sum(np.where(logs > 0, logs, 0.0), axis=tuple(axes))
         down = np.sum(np.where(logs < 0, logs, 0.0), axis=tuple(axes))
-        zero = np.any(mag == 0, axis=tuple(axes))
-    return (up > math.log2(top)) & ((down < math.log2(tiny)) | zero)
+        zero = np.any(m == 0, axis=tuple(axes))
+        infinite = np.any(np.isinf(m), axis=tuple(axes))
+    over, under = up > math.log2(top), down < math.log2(tiny)
+    return ~infinite & (over | (under & ~zero))
 
 
 def within(got: np.ndarray, ref: np.ndarray, b: Band) -> np.ndarray:
     """The elements of ``got`` that the band accepts (``farm.judge.kernel``: within it, or
-    the reference's own value), or, where a product's value depends on its order, what an
+    the reference's own value), or, where a sum's or a product's value depends on its order, what an
     overflow or underflow on the way makes of it (±inf, ±0, NaN)."""
     g = np.asarray(got).astype(np.complex128 if np.iscomplexobj(got) else np.float64)
     r = np.asarray(ref).astype(g.dtype)
