@@ -346,7 +346,7 @@ API_EDGE_VALUES: tuple[EdgeValue, ...] = (
               lambda x: np.isfinite(x) & (np.abs(x) >= 16), finding=True, dtypes=("bfloat16",)),
     EdgeValue("jnp.power", "pow with a bfloat16 subnormal base: neither the IEEE value nor a flushed zero's "
               "((9.2e-41)^(1/128) = 0.443, IEEE 0.487; docs/accuracy.md: pow with subnormal arguments)",
-              lambda x, y: (x != 0) & (np.abs(x) < 1.1754943508222875e-38), finding=True, dtypes=("bfloat16",)),
+              lambda x, y: (x != 0) & (np.abs(x) < _TINY), finding=True, dtypes=("bfloat16",)),
     EdgeValue("jnp.sinc", "sinc(±inf): JAX gives 0 (the limit), NumPy NaN (sin(π·inf) / (π·inf))", lambda x: np.isinf(x)),
     EdgeValue("scipy.special.beta", "B(a, b) at an infinite, non-positive (-0, a negative integer, -inf) or subnormal "
               "argument, or both the largest finite value: NaN or the wrong sign where SciPy gives 0, ±inf or the "
