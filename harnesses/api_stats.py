@@ -74,20 +74,18 @@ EXP_MINUS_FUSED = Limitation("finding: XLA:CPU's exp fused with a subtraction lo
 EDGE_LIMITS = {("gumbel_l", "pdf"): (("x0", EXP_MINUS_FUSED),), ("gumbel_r", "pdf"): (("x0", EXP_MINUS_FUSED),),
                ("gumbel_r", "logpdf"): (("x0", EXP_MINUS_FUSED),)}
 
-#: Edge values (judged against scipy.stats: ``edge_reference="twin"``) for the distributions without
-#: shape parameters (cauchy, expon, gumbel_l, gumbel_r, laplace, logistic, norm, uniform: x alone at
-#: every edge value); what they found is ``farm.catalog.known.API_EDGE_VALUES`` (2026-12-02, jax
-#: 0.12.0.1). The others are off: an edge variant holds the other operands at generic ordinary
-#: values (``farm.catalog.special.ordinary``: 0.25 to 2.5), outside a parameter's domain (bernoulli's
-#: p > 1); with ``edge_others="domain"`` (each other operand drawn from its own domain) 116 of 213
-#: variants still differ, 3,727 elements: at a parameter outside its domain (3,082: SciPy NaN, JAX
-#: computes its formula unvalidated), a discrete pmf at a non-integer k (153: JAX a positive value,
-#: geom.pmf 1.15), NaN at the largest finite parameter (146), a NaN x giving 0 or -inf (56), -inf
-#: for the log of an underflowed value (47), a discrete ppf(0) (16) and 227 others: not triaged yet.
-#: Before jax 0.12 (measured on 0.10.2) 11 of their 50 variants differ otherwise (uniform's pdf and
-#: cdf, cauchy's ppf and isf, the gumbel pdfs...): off there, not triaged on that line.
-EDGED = frozenset(d for d, (_, params, *call) in DISTS.items() if not params and not call) \
-    if holds_on(">=0.12") else frozenset()
+#: Edge values, judged against scipy.stats (``edge_reference="twin"``), each other operand drawn from
+#: its own domain (``edge_others="domain"``). What they found is data: the distributions without
+#: shape parameters (cauchy, expon, gumbel_l, gumbel_r, laplace, logistic, norm, uniform) in
+#: ``farm.catalog.known.API_EDGE_VALUES`` (2026-12-02), those with them in
+#: ``known.STATS_EDGE_VALUES`` (2026-12-03: 3,727 differing elements of 213 variants, every one in
+#: a class: a parameter outside its domain, SciPy's discrete ppf(0), and JAX's findings: pmfs at a
+#: non-integer k, a NaN x giving 0, the log of an underflowed probability, Q(a, x) at a small a,
+#: pareto's cancellation, infinite/huge and tiny operands; docs/repros/stats_parameters.py), all on
+#: jax 0.12.0.1. Before jax 0.12 (measured on 0.10.2) 11 of the 50 variants without shape
+#: parameters differ otherwise (uniform's pdf and cdf, cauchy's ppf and isf, the gumbel pdfs...):
+#: off there, not triaged on that line.
+EDGED = frozenset(DISTS) if holds_on(">=0.12") else frozenset()
 
 for dist, (x, params, *call) in DISTS.items():
     label = f"scipy.stats.{dist}"

@@ -221,3 +221,51 @@ def test_jnp_edges_are_judged_both_ways_and_the_worse_verdict_stands() -> None:
     names = {h.primitive for h in catalog.select(catalog.Filters(catalog="api", group=("jnp",))) if "_edge=" in h.name
              and h.compare != "edges+jaxpr"}
     assert {"nextafter", "nan_to_num"} <= names  # their float64 twin is another function
+
+
+def _stats_edge(dist: str, fn: str, case: str) -> catalog.Harness:
+    name = f"scipy.stats.{dist}.{fn}_float32_"
+    hs = [h for h in catalog.select(catalog.Filters(catalog="api", group=(f"scipy.stats.{dist}",)))
+          if h.name.startswith(name) and h.name.endswith(f"_edge={case}")]
+    assert len(hs) == 1, (dist, fn, case)
+    return hs[0]
+
+
+def _without_stats(monkeypatch: pytest.MonkeyPatch, key: str, text: str) -> None:
+    monkeypatch.setattr(known, "STATS_EDGE_VALUES", tuple(
+        e for e in known.STATS_EDGE_VALUES if not (e.primitive == key and text in e.description)))
+
+
+@pytest.mark.skipif(not known.holds_on(">=0.12"), reason="the shape-parameter edge variants are triaged on jax 0.12+")
+def test_stats_shape_parameters_at_edges_each_class_is_needed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The distributions with shape parameters at edge values: a parameter outside its domain is
+    unspecified (SciPy's own ``_argcheck``) and excused; geom.pmf at a non-integer k is the finding;
+    without either piece of data the same variant fails, and a wrong value the data does not
+    cover fails with it."""
+    h = _stats_edge("geom", "pmf", "all")
+    rec, args, outs = _judge(h)
+    assert rec.status == "expected_fail" and "non-integer k" in rec.facts["limitation"], rec
+    assert rec.facts["excused"] > 0
+    with monkeypatch.context() as m:
+        _without_stats(m, "scipy.stats.geom.pmf", "non-integer k")
+        assert _judge(h)[0].status == "fail"
+    with monkeypatch.context() as m:
+        _without_stats(m, "scipy.stats.geom.pmf", "outside the distribution's domain")
+        assert _judge(h)[0].status == "fail"
+    k, p = (np.asarray(a, np.float64) for a in args)
+    plain = (k == np.floor(k)) & (k >= 1) & (k < 1e30) & (p > 0.1) & (p < 1)  # integer k, p in the domain
+    assert plain.any()
+
+    def wrong_where_nothing_is_known(o: np.ndarray, a: list) -> np.ndarray:
+        o[plain] = o[plain] * 1.01
+        return o
+    assert _judge(h, wrong_where_nothing_is_known)[0].status == "fail"
+
+
+@pytest.mark.skipif(not known.holds_on(">=0.12"), reason="the shape-parameter edge variants are triaged on jax 0.12+")
+def test_stats_log_of_an_underflowed_probability_is_the_finding_by_scipy_s_value() -> None:
+    """The log-underflow class is where SciPy's own probability is below float32's smallest normal:
+    chi2.logcdf(2.62, 100) is covered (cdf 6e-60), chi2.logcdf(2.62, 3) is not (cdf 0.55)."""
+    e = next(e for e in known.STATS_EDGE_VALUES if e.primitive == "scipy.stats.chi2.logcdf" and "log of a" in e.description)
+    got = e.where(np.array([2.62, 2.62]), np.array([100.0, 3.0]))
+    assert got.tolist() == [True, False]

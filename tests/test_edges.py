@@ -83,7 +83,8 @@ def test_every_edge_finding_still_reproduces_standalone() -> None:
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    scripts = sorted({m for e in known.EDGE_VALUES + known.API_EDGE_VALUES if e.finding and known.holds_on(e.jax)
+    scripts = sorted({m for e in known.EDGE_VALUES + known.API_EDGE_VALUES + known.STATS_EDGE_VALUES
+                      if e.finding and known.holds_on(e.jax)
                       for m in re.findall(r"docs/repros/\w+\.py", e.description)})
     assert len(scripts) >= 5
     for script in scripts:

@@ -15,7 +15,7 @@ the harness fails again and says so).
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 import functools
 import re
 import sys
@@ -435,6 +435,116 @@ API_EDGE_VALUES: tuple[EdgeValue, ...] = (
 )
 
 
+#: The scipy.stats distributions with shape parameters at edge values (triaged 2026-12-03, jax
+#: 0.12.0.1: 3,727 differing elements of 213 variants, every one in a class below; docs/api.md).
+#: The operands a ``where`` gets are the harness's: x (k, q) and the shape parameters, with
+#: binom's and betabinom's n fixed at 9 (``harnesses/api_stats.py``'s calls).
+_STATS_FIXED = {"binom": (9,), "betabinom": (9,)}
+_STATS_REPRO = "(docs/repros/stats_parameters.py)"
+
+
+def _flushed(v: Any) -> Any:
+    """``v`` with its subnormals flushed to ±0 (as XLA:CPU reads them)."""
+    return np.where(np.abs(v) < _TINY, 0.0 * v, v)
+
+
+def _outside(dist: str) -> Callable[..., Any]:
+    """Where a shape parameter is outside ``dist``'s domain by SciPy's own check
+    (``rv_generic._argcheck``), as given or as a flushing device reads it."""
+    def where(x: Any, *params: Any) -> Any:
+        import scipy.stats
+        check = getattr(scipy.stats, dist)._argcheck
+        fixed = _STATS_FIXED.get(dist, ())
+        with np.errstate(all="ignore"):
+            ok = np.asarray(check(*fixed, *params)) & np.asarray(check(*fixed, *(_flushed(p) for p in params)))
+        return ~np.broadcast_to(ok, np.broadcast(x, *params).shape)
+    return where
+
+
+def _underflows(dist: str, fn: str) -> Callable[..., Any]:
+    """Where the probability whose log ``fn`` gives (SciPy's, float64) is below float32's
+    smallest normal: its log is representable, the float32 probability is not."""
+    def where(x: Any, *params: Any) -> Any:
+        import scipy.stats
+        base = getattr(getattr(scipy.stats, dist), fn.removeprefix("log"))
+        with np.errstate(all="ignore"):
+            p = np.asarray(base(x, *_STATS_FIXED.get(dist, ()), *params))
+        return (p > 0) & (p < _TINY)
+    return where
+
+
+def _pareto_small_cdf(x: Any, b: Any) -> Any:
+    with np.errstate(all="ignore"):
+        cdf = 1 - np.power(x, -b)
+    return (cdf > 0) & (cdf < 1e-3)
+
+
+def _stats(description: str, by_dist: Mapping[str, str], where: Callable[[str, str], Callable[..., Any]],
+           finding: bool = True) -> tuple[EdgeValue, ...]:
+    """One entry per distribution and function (``by_dist``: distribution -> its functions)."""
+    return tuple(EdgeValue(f"scipy.stats.{d}.{fn}", description, where(d, fn), finding=finding,
+                           dtypes=("float32",) if finding else ())
+                 for d, fns in by_dist.items() for fn in fns.split())
+
+
+def _any_operand(test: Callable[[Any], Any]) -> Callable[[str, str], Callable[..., Any]]:
+    def where(*ops: Any) -> Any:
+        with np.errstate(all="ignore"):
+            return np.logical_or.reduce([np.asarray(test(o)) for o in np.broadcast_arrays(*ops)])
+    return lambda d, fn: where
+
+
+_DISCRETE_PMF = "pmf logpmf"
+_LOGS = "logcdf logsf"
+_ALL_SIX = "cdf sf logcdf logsf pdf logpdf"
+STATS_EDGE_VALUES: tuple[EdgeValue, ...] = (
+    *_stats("a shape parameter outside the distribution's domain (SciPy's own check; as given or flushed): SciPy "
+            "gives NaN, jax.scipy.stats does not check its parameters (most of its functions evaluate their formula, "
+            "beta's return NaN): no answer is specified",
+            {d: "pdf logpdf pmf logpmf cdf sf logcdf logsf ppf isf" for d in (
+                "bernoulli", "beta", "betabinom", "binom", "chi2", "gamma", "gennorm", "geom", "nbinom", "pareto",
+                "poisson", "t", "vonmises", "wrapcauchy")},
+            lambda d, fn: _outside(d), finding=False),
+    EdgeValue("scipy.stats.bernoulli.ppf", "bernoulli.ppf at q = 0 (±0, a flushed subnormal): SciPy gives -1 (its "
+              "discrete ppf(0) is the support's lower bound - 1), JAX 0; and ppf(1) for p = 0: SciPy 1 (the support's "
+              "upper bound), JAX 0 (the smallest k with cdf(k) >= 1)",
+              lambda q, p: (np.abs(q) <= _TINY) | ((q == 1) & (np.abs(p) <= _TINY))),
+    *_stats("a pmf at a non-integer k is 0 (poisson's says so); JAX evaluates the formula: geom.pmf(0.5, 1) = inf, "
+            "binom.logpmf(0.5, 9, 0.6) = -6.81 " + _STATS_REPRO,
+            dict.fromkeys(("bernoulli", "betabinom", "binom", "geom", "nbinom"), _DISCRETE_PMF),
+            lambda d, fn: lambda k, *p: np.isfinite(k) & (k != np.floor(k))),
+    *_stats("a NaN x gives 0 or -inf (the support check reads NaN as outside it), not NaN " + _STATS_REPRO,
+            {"binom": _DISCRETE_PMF, "poisson": _DISCRETE_PMF, "gamma": "pdf logpdf", "wrapcauchy": "pdf logpdf"},
+            lambda d, fn: lambda x, *p: np.isnan(x)),
+    *_stats("the log of a probability below float32's smallest normal is -inf though the log is representable "
+            "(chi2.logcdf(2.62, 100) = -136.26) " + _STATS_REPRO,
+            {"beta": _LOGS, "betabinom": "logpmf", "chi2": "logcdf logsf logpdf", "gamma": _LOGS, "geom": "logpmf",
+             "nbinom": "logpmf", "pareto": "logpdf", "t": "logpdf"}, _underflows),
+    *_stats("Q(a, x) for a small a (below ~1e-5) is computed as 1 - P(a, x), which cancels: gamma.sf(0.5, 1.2e-7) "
+            "= -3.6e-7 (6.7e-8), chi2.sf(1.2e-7, 1.2e-7) twice its value, the logs NaN " + _STATS_REPRO,
+            {"gamma": "cdf sf logcdf logsf", "chi2": "cdf sf logcdf logsf"},
+            lambda d, fn: (lambda x, a: (a > 0) & (a < 1e-5)) if d == "gamma" else (lambda x, k: (k > 0) & (k < 2e-5))),
+    EdgeValue("scipy.stats.pareto.logcdf", "pareto.logcdf where the cdf is small (x near 1, or a tiny b) cancels in "
+              "1 - x^-b: 9% off at x = 1 + 2^-23 " + _STATS_REPRO, _pareto_small_cdf, finding=True,
+              dtypes=("float32",)),
+    *_stats("at an infinite or huge operand (|v| > 1e30): NaN, ±inf or a wrong value where the answer is a limit or "
+            "representable (t.pdf(x, inf) is norm.pdf(x): NaN; gamma.cdf(3.67, 3.4e38) = 0: NaN; "
+            "vonmises.logpdf(1.2e-7, 3.4e38) = -2.4e24: 43.4) " + _STATS_REPRO,
+            {"beta": "cdf sf logcdf logsf", "betabinom": "logpmf", "chi2": _ALL_SIX, "gamma": _ALL_SIX,
+             "gennorm": "cdf pdf logpdf", "geom": "logpmf", "nbinom": _DISCRETE_PMF, "pareto": "sf logcdf logsf pdf "
+             "logpdf ppf", "poisson": "cdf pmf logpmf", "t": "pdf logpdf", "vonmises": "pdf logpdf"},
+            _any_operand(lambda v: np.abs(v) > 1e30)),
+    *_stats("at a tiny nonzero operand (|v| < 1e-30: a subnormal or float32's smallest normal, whose intermediates "
+            "XLA:CPU flushes): -inf, NaN or 0 where the answer is representable (chi2.logcdf(1.2e-38, 1) = -43.89: "
+            "-inf; t.logpdf(0, 1.2e-38) = -44.36: -inf) " + _STATS_REPRO,
+            {"bernoulli": _DISCRETE_PMF, "beta": _LOGS, "betabinom": _DISCRETE_PMF, "binom": _DISCRETE_PMF,
+             "chi2": _ALL_SIX, "gamma": _ALL_SIX, "gennorm": "cdf pdf logpdf", "geom": _DISCRETE_PMF,
+             "nbinom": _DISCRETE_PMF, "pareto": "logpdf ppf", "poisson": _DISCRETE_PMF, "t": "pdf logpdf",
+             "wrapcauchy": "pdf logpdf"},
+            _any_operand(lambda v: (v != 0) & (np.abs(v) < 1e-30))),
+)
+
+
 #: api functions that are one lax primitive (same operands, same order): what is known of the
 #: primitive at edge values holds for them (``api_edge_values``).
 API_EDGE_ALIASES = {
@@ -455,5 +565,5 @@ def api_edge_values(label: str, name: str, dtype: str) -> tuple[EdgeValue, ...]:
 
 def edge_values(primitive: str, dtype: str) -> tuple[EdgeValue, ...]:
     """What is known of ``primitive`` at edge values, for a harness of ``dtype`` (on the running jax)."""
-    return tuple(e for e in EDGE_VALUES + API_EDGE_VALUES if e.primitive == primitive and (not e.dtypes or dtype in e.dtypes)
+    return tuple(e for e in EDGE_VALUES + API_EDGE_VALUES + STATS_EDGE_VALUES if e.primitive == primitive and (not e.dtypes or dtype in e.dtypes)
                  and holds_on(e.jax))
