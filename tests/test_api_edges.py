@@ -269,3 +269,55 @@ def test_stats_log_of_an_underflowed_probability_is_the_finding_by_scipy_s_value
     e = next(e for e in known.STATS_EDGE_VALUES if e.primitive == "scipy.stats.chi2.logcdf" and "log of a" in e.description)
     got = e.where(np.array([2.62, 2.62]), np.array([100.0, 3.0]))
     assert got.tolist() == [True, False]
+
+
+def _fft_rows(name: str) -> catalog.Harness:
+    hs = [h for h in catalog.select(catalog.Filters(catalog="api", group=("jnp.fft",)))
+          if h.primitive == name and dict(h.key.params).get("edge") == "rows"]
+    assert len(hs) == 1, name
+    return hs[0]
+
+
+def test_fft_edge_rows_take_any_non_finite_answer_where_numpy_s_is_not_finite_and_nothing_else() -> None:
+    """jnp.fft's edge rows: one special value a row; where numpy.fft's answer is not finite any
+    non-finite one agrees (which of inf and NaN is the algorithm's), a finite answer there fails,
+    and so does a wrong finite value in a row of ordinary values."""
+    h = _fft_rows("fft")
+    rec, args, outs = _judge(h)
+    assert rec.status == "ok" and rec.facts["excused"] > 0, rec
+    x = np.asarray(args[0])
+    inf_row = int(np.flatnonzero(np.isinf(x[:, 0]))[0])
+    plain_row = int(np.flatnonzero(x[:, 0] == 1.0)[0])
+
+    def finite_where_inf(o: np.ndarray, a: list) -> np.ndarray:
+        o[inf_row] = 0.0
+        return o
+    assert _judge(h, finite_where_inf)[0].status == "fail"
+
+    def nan_for_inf(o: np.ndarray, a: list) -> np.ndarray:  # non-finite stays non-finite: the algorithm's choice
+        o[inf_row] = np.where(np.isfinite(o[inf_row]), o[inf_row], np.nan)
+        return o
+    assert _judge(h, nan_for_inf)[0].status == "ok"
+
+    def off_in_a_plain_row(o: np.ndarray, a: list) -> np.ndarray:
+        o[plain_row, 1] = o[plain_row, 1] * 1.01 + 0.01
+        return o
+    assert _judge(h, off_in_a_plain_row)[0].status == "fail"
+
+
+def test_the_n_dimensional_transforms_have_no_edge_rows() -> None:
+    """fftn and its kin transform every axis by default: a row would not be a test of its own."""
+    hs = [h for h in catalog.select(catalog.Filters(catalog="api", group=("jnp.fft",)))
+          if dict(h.key.params).get("edge") == "rows"]
+    assert {h.primitive for h in hs} >= {"fft", "ifft", "rfft", "irfft", "fft2", "irfft2", "hfft", "ihfft"}
+    assert not {h.primitive for h in hs} & {"fftn", "ifftn", "rfftn", "irfftn"}
+
+
+def test_another_platform_s_module_agrees_on_non_finite_rows_only_where_both_are_non_finite() -> None:
+    from farm.judge.edges import nonfinite_alike
+    h = _fft_rows("irfft2")
+    outs = [np.array([np.nan, np.inf, 1.0, np.inf], np.float32)]
+    native = [np.array([np.inf, -np.inf, 1.0, 2.0], np.float32)]
+    got = nonfinite_alike(h, outs, native)[0]
+    assert np.isnan(got[0]) and got[1] == np.inf and got[2] == 1.0 and got[3] == 2.0  # inf vs 2.0 still differs
+    assert nonfinite_alike(_stats_edge("geom", "pmf", "all"), outs, native)[0] is native[0]  # only edge rows

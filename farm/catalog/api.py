@@ -411,6 +411,9 @@ def declare(label: str, specs: Iterable[Spec], *, limitations: Iterable[Limitati
                         tol=s.tol, catalog=CATALOG, source=f"{labels()[label]}.{s.name}", shapes=shapes))
             if s.edge and (dtype in FLOAT or dtype in INTEGER) and s.kind != "custom":
                 out += _edges(label, s, fn, ref, dtype, base + chlo_limitations(s, dtype, "edge", chlo or {}, chlo_on))
+            elif s.edge and s.kind == "custom" and d == 0 and ref is not None:
+                out.append(_edge_rows(label, s, fn, ref, dtype,
+                                      base + chlo_limitations(s, dtype, "edge", chlo or {}, chlo_on)))
     return out
 
 
@@ -452,6 +455,39 @@ def _edges(label: str, s: Spec, fn: Callable[..., Any], ref: Callable[..., Any] 
             reference=_bind(s.call, ref, kw) if twin else None, compare=compare,
             limitations=s.limitations + tuple(lim for c, lim in s.edge_limitations if c == case) + shared, tol=s.tol, catalog=CATALOG, source=f"{labels()[label]}.{s.name}"))
     return out
+
+
+def _edge_rows(label: str, s: Spec, fn: Callable[..., Any], ref: Callable[..., Any], dtype: str,
+               shared: tuple[Limitation, ...]) -> Harness:
+    """A transform's edge-value variant (a custom spec of one operand with ``edge=True``: jnp.fft's):
+    a batch of rows of the spec's first shape, row i holding special value i (for a complex dtype,
+    in the real part, then in the imaginary part) at its first element and values of the operand's
+    own domain elsewhere. The transform acts on each row alone (its trailing axes), so each row
+    tests one value; judged against the twin (``edge="rows"``: ``farm.judge.edges.twin_at_edges``
+    takes any non-finite answer where the twin's is non-finite: which of inf and NaN a transform
+    of inf gives is its algorithm's)."""
+    if len(s.operands) != 1:
+        raise ValueError(f"{s.name}: edge rows need one operand")
+    dom, dt = _operand_dtype(s.operands[0], dtype)
+    shape = s.shapes[0][0]
+    vals = special.values(dt)
+    if dt in COMPLEX:
+        im = np.zeros_like(vals)
+        im.imag = vals.real
+        vals = np.concatenate([vals, im])
+
+    def make(rng: np.random.Generator) -> np.ndarray:
+        rows = operand(dom, (len(vals), *shape), dt).make(np.random.default_rng(len(vals)))
+        rows[(slice(None), *(0,) * len(shape))] = vals
+        return rows
+
+    kw = dict(s.variants[0])
+    arg = CustomArg(f"special_rows:{dt}:{shape}:api:{dom}", make, (len(vals), *shape), dt)
+    return define(label, s.name, _bind(s.call, fn, kw), [arg], dtype=dtype, group=label,
+                  params={**kw, **({"v": s.tag} if s.tag else {}), "edge": "rows"},
+                  reference=_bind(s.call, ref, kw), compare="edges",
+                  limitations=s.limitations + tuple(lim for c, lim in s.edge_limitations if c == "rows") + shared, tol=s.tol,
+                  catalog=CATALOG, source=f"{labels()[label]}.{s.name}")
 
 
 # ---- JAX's documented gaps that several modules meet ---------------------------------------

@@ -173,18 +173,43 @@ def _nan_in(operands: list[np.ndarray], shape: tuple[int, ...]) -> np.ndarray:
         else np.zeros(shape, bool)
 
 
+def is_rows(h: Harness) -> bool:
+    """A transform's edge variant (``farm.catalog.api._edge_rows``: one special value a row)."""
+    return dict(h.key.params).get("edge") == "rows"
+
+
+def _both_nonfinite(a: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Elements where neither output is finite (a component inf or NaN)."""
+    if a.dtype.kind not in "fc" or np.shape(r) != a.shape:
+        return np.zeros(a.shape, bool)
+    return ~np.isfinite(a) & ~np.isfinite(np.asarray(r))
+
+
+def nonfinite_alike(h: Harness, outs: list[np.ndarray], others: list[np.ndarray]) -> list[np.ndarray]:
+    """For a transform's edge rows: ``others`` with ``outs``' values where neither is finite.
+    Which of inf and NaN (and in which component) a transform of inf gives is its algorithm's:
+    pocketfft, XLA:CPU's FFT and another platform's lowering of the same function differ there,
+    and a finite answer where the other is not still differs."""
+    if not is_rows(h):
+        return others
+    return [np.where(_both_nonfinite(np.asarray(o), r), o, r) if np.shape(o) == np.shape(r) else r
+            for o, r in zip(outs, others)]
+
+
 def twin_at_edges(h: Harness, args: list[Any], platform: str, actual: list[np.ndarray], ref: list[np.ndarray],
                   rtol: float, atol: float, exact: bool, promised: list[dict[str, Any]] | None) -> Record:
     """An elementwise api function at edge values against its twin (``at_edges``), under the
     harness's tolerance. Taken out of the comparison (the device's value put in the twin's
     place, and counted: ``excused``): NaN where an operand is NaN, and what a convention of
     ``farm.catalog.known.api_edge_values`` covers (JAX and SciPy choose differently, both
-    defensible). A known finding's elements: failing with them and passing without them is
+    defensible), and for a transform's edge rows (``is_rows``) whatever is non-finite on both
+    sides. A known finding's elements: failing with them and passing without them is
     that finding (``expected_fail``); failing without them too is ``fail``; passing with them
     says the finding was not seen (``with_finding``, as the ``--edges`` check)."""
     ref, flushed = at_edges(h, args, actual, ref)
     operands = [np.asarray(upcast(a)) for a in args if isinstance(a, np.ndarray) or np.isscalar(a)]
     known = api_edge_values(h.family, h.primitive, h.dtype)
+    rows = is_rows(h)
 
     def excusing(edges: list[EdgeValue], nan: bool) -> tuple[list[np.ndarray], int]:
         refs, n = [], 0
@@ -194,6 +219,8 @@ def twin_at_edges(h: Harness, args: list[Any], platform: str, actual: list[np.nd
                 refs.append(r)
                 continue
             m = _nan_in(operands, a.shape) & np.isnan(a) if nan and a.dtype.kind in "fc" else np.zeros(a.shape, bool)
+            if rows:
+                m = m | _both_nonfinite(a, r)
             for e in edges:
                 m = m | _covered(e.where, operands, a.shape)
             n += int(np.sum(m & (_distance(a, np.asarray(r)) > 0)))

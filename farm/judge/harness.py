@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from farm.catalog import Harness
-from farm.judge.edges import at_edges, twin_at_edges
+from farm.judge.edges import at_edges, nonfinite_alike, twin_at_edges
 from farm.judge.outputs import compared
 from farm.judge.tolerance import Computation, allowed, declared, of_harness, rtol_atol
 from farm.judge.xhost import judge_xhost
@@ -172,8 +172,8 @@ def crossexec(job: Job, platform: str, native_platform: str, outs: list[np.ndarr
                             error=f"outputs {got} differ in dtype or shape from {native_platform}'s {like}",
                             facts={"against": native_platform})
         return invariant(job.h, job.args, outs, platform, stage="crossexec")
-    return compared(outs, native_out, platform=platform, against=native_platform, rtol=tol.rtol, atol=tol.atol,
-                    exact=tol.exact, stage="crossexec")
+    return compared(outs, nonfinite_alike(job.h, outs, native_out), platform=platform, against=native_platform,
+                    rtol=tol.rtol, atol=tol.atol, exact=tol.exact, stage="crossexec")
 
 
 def invariant(h: Harness, args: list[Any], actual: list[np.ndarray], platform: str,
