@@ -321,3 +321,30 @@ def test_another_platform_s_module_agrees_on_non_finite_rows_only_where_both_are
     got = nonfinite_alike(h, outs, native)[0]
     assert np.isnan(got[0]) and got[1] == np.inf and got[2] == 1.0 and got[3] == 2.0  # inf vs 2.0 still differs
     assert nonfinite_alike(_stats_edge("geom", "pmf", "all"), outs, native)[0] is native[0]  # only edge rows
+
+
+def test_mpmath_decides_where_scipy_is_the_one_that_is_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """laplace.logpdf(±3.4e38): SciPy takes the log of its underflowed pdf (-inf); JAX's
+    -log 2 - |x| is right, and mpmath says so: the variant passes by mpmath's values, and fails
+    against SciPy alone. A wrong value where mpmath agrees with SciPy still fails."""
+    from farm.reference import exact
+    h = _stats_edge("laplace", "logpdf", "x0")
+    rec, _, _ = _judge(h)
+    assert rec.status == "ok" and rec.facts["mpmath"] >= 2, rec
+    with monkeypatch.context() as m:
+        m.setattr(exact, "EXACT", {})
+        assert _judge(h)[0].status == "fail"
+
+    def off_where_finite(o: np.ndarray, a: list) -> np.ndarray:
+        i = int(np.flatnonzero(np.asarray(a[0]) == 1.0)[0])
+        o[i] = o[i] + 0.5
+        return o
+    assert _judge(h, off_where_finite)[0].status == "fail"
+
+
+def test_mpmath_is_not_asked_at_a_pole_nor_for_a_slow_series_and_nan_is_no_answer() -> None:
+    from farm.reference import exact
+    assert exact.value("scipy.special.beta", [0.0, -1.0]) is None  # a pole: one side's limit is not truth
+    assert exact.value("scipy.special.hyp1f1", [3e38, 1.0, 1.0]) is None  # the series would not end
+    assert exact.value("scipy.special.erf", [float("nan")]) is None
+    assert exact.value("scipy.special.boxcox", [0.0, 1.1754943508222875e-38]) == pytest.approx(-8.507059e37, rel=1e-6)
