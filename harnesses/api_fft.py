@@ -7,7 +7,7 @@ C = dict(kind="custom", edge=False)
 #: a batch of rows, one special value a row, judged against numpy.fft). The n-dimensional ones
 #: transform every axis by default, so one non-finite value reaches every output: their rows would
 #: not be independent (they lower to the same stablehlo.fft as fft2's, over more axes).
-E = dict(kind="custom", edge=True)
+E = dict(kind="custom", edge=False, edge_rows=True)
 #: Found by irfft2's edge rows (docs/findings.md): jax 0.12's cuda lowering of a multi-dimensional
 #: irfft symmetrizes its input first (0.5 * (s + conj(r))), which overflows at a DC term of ±3.4e38 and
 #: turns an ignored infinite or NaN imaginary DC part into NaN: the cuda module, run here, is inf/NaN

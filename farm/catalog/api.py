@@ -230,6 +230,8 @@ class Spec:
     #: special values left out of the edge operands: where the function hangs (a finding, a
     #: timeout no limitation can expect; its repro keeps it)
     edge_withheld: tuple[float, ...] = ()
+    #: a custom spec's edge variant of rows, one special value a row (``_edge_rows``: transforms over trailing axes)
+    edge_rows: bool = False
     #: known gaps of one case alone (main, empty, s1...), (case, limitation) pairs
     case_limitations: tuple[tuple[str, Limitation], ...] = ()
     empty: bool = True
@@ -411,7 +413,7 @@ def declare(label: str, specs: Iterable[Spec], *, limitations: Iterable[Limitati
                         tol=s.tol, catalog=CATALOG, source=f"{labels()[label]}.{s.name}", shapes=shapes))
             if s.edge and (dtype in FLOAT or dtype in INTEGER) and s.kind != "custom":
                 out += _edges(label, s, fn, ref, dtype, base + chlo_limitations(s, dtype, "edge", chlo or {}, chlo_on))
-            elif s.edge and s.kind == "custom" and d == 0 and ref is not None:
+            elif s.edge_rows and s.kind == "custom" and d == 0 and ref is not None:
                 out.append(_edge_rows(label, s, fn, ref, dtype,
                                       base + chlo_limitations(s, dtype, "edge", chlo or {}, chlo_on)))
     return out
@@ -459,7 +461,7 @@ def _edges(label: str, s: Spec, fn: Callable[..., Any], ref: Callable[..., Any] 
 
 def _edge_rows(label: str, s: Spec, fn: Callable[..., Any], ref: Callable[..., Any], dtype: str,
                shared: tuple[Limitation, ...]) -> Harness:
-    """A transform's edge-value variant (a custom spec of one operand with ``edge=True``: jnp.fft's):
+    """A transform's edge-value variant (a custom spec of one operand with ``edge_rows=True``: jnp.fft's):
     a batch of rows of the spec's first shape, row i holding special value i (for a complex dtype,
     in the real part, then in the imaginary part) at its first element and values of the operand's
     own domain elsewhere. The transform acts on each row alone (its trailing axes), so each row
