@@ -11,7 +11,8 @@ E = dict(kind="custom", edge=False, edge_rows=True)
 #: Found by irfft2's edge rows (docs/findings.md): jax 0.12's cuda lowering of a multi-dimensional
 #: irfft symmetrizes its input first (0.5 * (s + conj(r))), which overflows at a DC term of ±3.4e38 and
 #: turns an ignored infinite or NaN imaginary DC part into NaN: the cuda module, run here, is inf/NaN
-#: where the cpu module and NumPy are finite. rocm keeps a 1-D real transform.
+#: where the cpu module and NumPy are finite. rocm keeps a 1-D real transform. The step came with
+#: jax-ml/jax#40144 (no report of this regression found).
 IRFFT_CUDA_SYMMETRIZE = Limitation(
     "finding: jax 0.12's cuda lowering of a multi-dimensional irfft symmetrizes its input (0.5 * (s + conj(r))), "
     "which overflows at a DC term of 3.4e38 and makes an ignored inf/NaN imaginary DC part NaN "

@@ -10,7 +10,8 @@ NumPy's convention. It does not at the edges:
 
 Found by the api catalog's edge rows of jnp.fft (docs/api.md): the cuda module run on XLA:CPU
 (crossexec) differed from the cpu module; the rocm lowering keeps a 1-D real transform and does
-not symmetrize; jax 0.10.2 has no such step. Not run on a GPU here (no device lent). This script
+not symmetrize; jax 0.10.2 has no such step (it decomposes into an IFFT and a 1-D IRFFT). The step
+came with jax-ml/jax#40144 (fixing the speed issue #40143); no report of this regression found. Not run on a GPU here (no device lent). This script
 needs only jax and numpy: it applies the symmetrization the cuda lowering inserts (on the CPU) and
 compares NumPy's irfft2 of its output with NumPy's irfft2 of the input. Exits 1 while they differ.
 """
