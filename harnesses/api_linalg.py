@@ -9,6 +9,21 @@ from farm.catalog.api import EIG, declare, lib, spec, without
 
 SQ = (4, 4)
 C = dict(kind="custom", edge=False)
+#: A matrix function's edge variant too (``farm.catalog.api._edge_matrices``: a batch of matrices, a
+#: special value at [0, 0] of each, then a zero, a singular, a huge and a tiny one), against the twin.
+M = dict(C, edge_matrices=True)
+#: An SVD with its vectors (LAPACK's gesdd: svd, pinv, lstsq) never returns for a matrix holding
+#: ±inf, in JAX and in NumPy before 2.5 alike: gesdd's rescaling turns inf into NaN and bdsqr then
+#: loops (Reference-LAPACK/lapack#1409, numpy/numpy#32591; docs/findings.md). A hang is a timeout no
+#: limitation can expect, so their edge matrices withhold ±inf; docs/repros/svd_inf_hang.py keeps it.
+SVD_HANG = dict(M, edge_withheld=(np.inf, -np.inf))
+#: tpu's pinv and lstsq lowering (JAX's own SVD, not LAPACK) does not scale the matrix first: for the
+#: edge batch's matrix scaled by 2**-66 its squares fall below float32's smallest normal and are
+#: flushed where crossexec runs it (XLA:CPU flushes subnormals; TPUs do too, not verified on one
+#: here), and the answer is off by its own size. The cpu part (LAPACK) is right.
+TPU_SVD_TINY = Limitation("tpu's SVD lowering has no scaling: a matrix of entries near 2**-66 forms squares "
+                          "below float32's smallest normal, flushed where crossexec runs it", platforms=("tpu",),
+                          stage="crossexec", status="fail", error="elements differ")
 #: jax.scipy.linalg.schur and hessenberg (and what is built on schur: funm, sqrtm, solve_sylvester)
 #: have a CPU lowering only (their docstrings: "only implemented on CPU"; on cuda, rocm and tpu
 #: lowering raises NotImplementedError: no MLIR translation rule).
@@ -62,40 +77,41 @@ def _lstsq(f, a, b):
 
 
 NUMPY = [
-    spec("cholesky", "spd", shapes=((SQ,), ((2, 3, 3),)), dtypes=("float32", "complex64"), **C),
-    spec("cond", "matrix", shapes=((SQ,),), variants=({}, {"p": "fro"}, {"p": 1}), **C),
+    spec("cholesky", "spd", shapes=((SQ,), ((2, 3, 3),)), dtypes=("float32", "complex64"), **M),
+    spec("cond", "matrix", shapes=((SQ,),), variants=({}, {"p": "fro"}, {"p": 1}), **M),
     spec("cross", "real", "real", shapes=(((5, 3), (5, 3)),), **C),
     spec("det", "matrix", shapes=((SQ,), ((2, 3, 3),), ((0, 0),)), dtypes=("float32", "complex64"),
-         case_limitations=(("s2", DET_EMPTY_GRAD),), **C),
+         case_limitations=(("s2", DET_EMPTY_GRAD),), **M),
     spec("diagonal", shapes=(((3, 4),),), **C),
-    spec("eig", "matrix", shapes=((SQ,),), call=_eig, limitations=EIG, **C),
-    spec("eigvals", "matrix", shapes=((SQ,),), call=_sorted_eigvals, limitations=EIG, **C),
-    spec("eigh", "spd", shapes=((SQ,), ((2, 3, 3),)), call=_eigh, tol=FACTORS, dtypes=("float32", "complex64"), **C),
-    spec("eigvalsh", "spd", shapes=((SQ,),), variants=({}, {"UPLO": "U"}), **C),
-    spec("inv", "matrix", shapes=((SQ,), ((2, 3, 3),)), dtypes=("float32", "complex64"), **C),
-    spec("lstsq", "matrix", "real", shapes=((((6, 4)), (6,)), ((6, 4), (6, 2))), call=_lstsq, **C),
+    spec("eig", "matrix", shapes=((SQ,),), call=_eig, limitations=EIG, **M),
+    spec("eigvals", "matrix", shapes=((SQ,),), call=_sorted_eigvals, limitations=EIG, **M),
+    spec("eigh", "spd", shapes=((SQ,), ((2, 3, 3),)), call=_eigh, tol=FACTORS, dtypes=("float32", "complex64"), **M),
+    spec("eigvalsh", "spd", shapes=((SQ,),), variants=({}, {"UPLO": "U"}), **M),
+    spec("inv", "matrix", shapes=((SQ,), ((2, 3, 3),)), dtypes=("float32", "complex64"), **M),
+    spec("lstsq", "matrix", "real", shapes=((((6, 4)), (6,)), ((6, 4), (6, 2))), call=_lstsq,
+         edge_limitations=(("matrices", TPU_SVD_TINY),), **SVD_HANG),
     spec("matmul", "real", "real", shapes=(((2, 3, 4), (4, 5)),), **C),
     spec("matrix_norm", "real", shapes=(((3, 4),),), variants=({}, {"ord": "nuc"}, {"ord": 1}, {"ord": np.inf},
-                                                             {"ord": 2}, {"ord": -2}), **C),
-    spec("matrix_power", "matrix", shapes=((SQ,),), variants=({"n": 3}, {"n": 0}, {"n": -2}), **C),
-    spec("matrix_rank", "real", shapes=(((4, 6),),), **C),
+                                                             {"ord": 2}, {"ord": -2}), **M),
+    spec("matrix_power", "matrix", shapes=((SQ,),), variants=({"n": 3}, {"n": 0}, {"n": -2}), **M),
+    spec("matrix_rank", "real", shapes=(((4, 6),),), **M),
     spec("matrix_transpose", shapes=(((2, 3, 4),),), **C),
     spec("multi_dot", "real", "real", "real", shapes=(((3, 4), (4, 5), (5, 2)),),
          call=lambda f, a, b, c: f([a, b, c]), **C),
     spec("norm", "real", shapes=(((6,),), ((3, 4),)), variants=({}, {"ord": 1}, {"ord": np.inf}, {"ord": -np.inf},
-                                                           {"ord": 0}, {"ord": 3}), **C),
+                                                           {"ord": 0}, {"ord": 3}), **M),
     spec("norm", "real", shapes=(((3, 4),),), tag="matrix", variants=({"ord": "fro"}, {"ord": "nuc"}, {"ord": -1},
-                                                                       {"ord": 2}, {"axis": 1}), **C),
+                                                                       {"ord": 2}, {"axis": 1}), **M),
     spec("outer", "real", "real", shapes=(((5,), (4,)),), **C),
-    spec("pinv", "real", shapes=(((5, 3),), ((3, 5),)), **C),
-    spec("qr", "real", shapes=(((5, 3),), ((3, 5),)), call=_qr, tol=FACTORS, variants=({}, {"mode": "complete"}), **C),
-    spec("qr", "real", shapes=(((5, 3),),), tag="r", call=lambda f, a: lib(f).abs(f(a, mode="r")), **C),
-    spec("slogdet", "matrix", shapes=((SQ,), ((2, 3, 3),)), **C),
+    spec("pinv", "real", shapes=(((5, 3),), ((3, 5),)), edge_limitations=(("matrices", TPU_SVD_TINY),), **SVD_HANG),
+    spec("qr", "real", shapes=(((5, 3),), ((3, 5),)), call=_qr, tol=FACTORS, variants=({}, {"mode": "complete"}), **M),
+    spec("qr", "real", shapes=(((5, 3),),), tag="r", call=lambda f, a: lib(f).abs(f(a, mode="r")), **M),
+    spec("slogdet", "matrix", shapes=((SQ,), ((2, 3, 3),)), **M),
     spec("solve", "matrix", "real", shapes=((SQ, (4,)), (SQ, (4, 2)), ((2, 4, 4), (2, 4, 1))),
-         dtypes=("float32", "complex64"), **C),
-    spec("svd", "matrix", shapes=(((5, 3),), ((2, 3, 4),)), call=_svd, tol=FACTORS, **C),
-    spec("svd", "real", shapes=(((5, 3),),), tag="values", call=lambda f, a: f(a, compute_uv=False), **C),
-    spec("svdvals", "real", shapes=(((5, 3),),), **C),
+         dtypes=("float32", "complex64"), **M),
+    spec("svd", "matrix", shapes=(((5, 3),), ((2, 3, 4),)), call=_svd, tol=FACTORS, **SVD_HANG),
+    spec("svd", "real", shapes=(((5, 3),),), tag="values", call=lambda f, a: f(a, compute_uv=False), **M),
+    spec("svdvals", "real", shapes=(((5, 3),),), **M),
     spec("tensordot", "real", "real", shapes=(((2, 3, 4), (3, 4, 2)),), **C),
     spec("tensorinv", "matrix", shapes=(((6, 2, 3),),), call=lambda f, a: f(a.reshape(6, 6).reshape(6, 2, 3), ind=1),
          **C),
@@ -146,53 +162,53 @@ def _funm(f, a):
 
 SCIPY = [
     spec("block_diag", "real", "real", shapes=(((2, 3), (3, 2)),), **C),
-    spec("cho_factor", "spd", shapes=((SQ,),), call=_cho, variants=({}, {"lower": True}), **C),
-    spec("cho_solve", "spd", "real", shapes=((SQ, (4, 2)),), call=_cho_solve, **C),
-    spec("cholesky", "spd", shapes=((SQ,),), variants=({}, {"lower": True}), **C),
+    spec("cho_factor", "spd", shapes=((SQ,),), call=_cho, variants=({}, {"lower": True}), **M),
+    spec("cho_solve", "spd", "real", shapes=((SQ, (4, 2)),), call=_cho_solve, **M),
+    spec("cholesky", "spd", shapes=((SQ,),), variants=({}, {"lower": True}), **M),
     spec("circulant", "real", shapes=(((5,),),), **C),
     spec("companion", "nonzero", shapes=(((5,),),), **C),
     spec("convolution_matrix", "real", shapes=(((4,),),), variants=({"n": 5}, {"n": 5, "mode": "same"},
                                                                {"n": 6, "mode": "valid"}), **C),
-    spec("det", "matrix", shapes=((SQ,),), **C),
+    spec("det", "matrix", shapes=((SQ,),), **M),
     spec("dft", shapes=(((1,),),), call=lambda f, x, **kw: f(5, **kw), variants=({}, {"scale": "n"}),
          dtypes=("float32",), **C),
-    spec("eigh", "spd", shapes=((SQ,),), call=_eigh, tol=FACTORS, variants=({}, {"lower": False}), **C),
-    spec("eigh", "spd", shapes=((SQ,),), tag="values", call=lambda f, a: f(a, eigvals_only=True), **C),
+    spec("eigh", "spd", shapes=((SQ,),), call=_eigh, tol=FACTORS, variants=({}, {"lower": False}), **M),
+    spec("eigh", "spd", shapes=((SQ,),), tag="values", call=lambda f, a: f(a, eigvals_only=True), **M),
     # tol: its compare's band against SciPy, for its symbolic calls' float64-jaxpr judge too (a float32
     # bisection's eigenvalue 3.5e-6 off at b = 3)
     spec("eigh_tridiagonal", "real", "real", shapes=(((5,), (4,)),), call=lambda f, d, e: f(d, e, eigvals_only=True),
          tol=(2e-5, 1e-6), **C),
-    spec("expm", "small", shapes=((SQ,), ((2, 3, 3),)), **C),
+    spec("expm", "small", shapes=((SQ,), ((2, 3, 3),)), **M),
     spec("expm_frechet", "small", "small", shapes=((SQ, SQ),), **C),
     spec("fiedler", "real", shapes=(((5,),),), **C),
     spec("fiedler_companion", "nonzero", shapes=(((5,),),), **C),
-    spec("funm", "small", shapes=((SQ,),), call=_funm, limitations=CPU_ONLY, **C),
+    spec("funm", "small", shapes=((SQ,),), call=_funm, limitations=CPU_ONLY, **M),
     spec("hadamard", shapes=(((1,),),), call=lambda f, x: f(8), **C),
     spec("hankel", "real", "real", shapes=(((4,), (3,)),), **C),
     spec("helmert", shapes=(((1,),),), call=lambda f, x, **kw: f(5, **kw), variants=({}, {"full": True}), **C),
-    spec("hessenberg", "matrix", shapes=((SQ,),), call=_hess, tol=FACTORS, limitations=CPU_ONLY, **C),
+    spec("hessenberg", "matrix", shapes=((SQ,),), call=_hess, tol=FACTORS, limitations=CPU_ONLY, **M),
     spec("hilbert", shapes=(((1,),),), call=lambda f, x: f(5), **C),
-    spec("inv", "matrix", shapes=((SQ,),), **C),
+    spec("inv", "matrix", shapes=((SQ,),), **M),
     spec("invhilbert", shapes=(((1,),),), call=lambda f, x: f(4), **C),
     spec("invpascal", shapes=(((1,),),), call=lambda f, x, **kw: f(4, **kw), variants=({}, {"kind": "lower"}), **C),
     spec("leslie", "positive", "prob", shapes=(((4,), (3,)),), **C),
-    spec("lu", "matrix", shapes=((SQ,),), call=_lu, tol=FACTORS, **C),
-    spec("lu_factor", "matrix", shapes=((SQ,),), **C),
-    spec("lu_solve", "matrix", "real", shapes=((SQ, (4, 2)),), call=_lu_solve, **C),
+    spec("lu", "matrix", shapes=((SQ,),), call=_lu, tol=FACTORS, **M),
+    spec("lu_factor", "matrix", shapes=((SQ,),), **M),
+    spec("lu_solve", "matrix", "real", shapes=((SQ, (4, 2)),), call=_lu_solve, **M),
     spec("pascal", shapes=(((1,),),), call=lambda f, x, **kw: f(5, **kw), variants=({}, {"kind": "upper"}), **C),
-    spec("polar", "matrix", shapes=((SQ,),), **C),
-    spec("qr", "real", shapes=(((5, 3),),), call=_qr, tol=FACTORS, variants=({}, {"mode": "economic"}), **C),
-    spec("schur", "matrix", shapes=((SQ,),), call=_schur, tol=FACTORS, limitations=CPU_ONLY, **C),
-    spec("solve", "matrix", "real", shapes=((SQ, (4, 2)),), variants=({}, {"assume_a": "gen"}), **C),
+    spec("polar", "matrix", shapes=((SQ,),), **M),
+    spec("qr", "real", shapes=(((5, 3),),), call=_qr, tol=FACTORS, variants=({}, {"mode": "economic"}), **M),
+    spec("schur", "matrix", shapes=((SQ,),), call=_schur, tol=FACTORS, limitations=CPU_ONLY, **M),
+    spec("solve", "matrix", "real", shapes=((SQ, (4, 2)),), variants=({}, {"assume_a": "gen"}), **M),
     spec("solve", "spd", "real", shapes=((SQ, (4, 2)),), tag="spd", variants=({"assume_a": "pos"},),
-         limitations=(SOLVE_POS_GRAD,), **C),
-    spec("solve", "spd", "real", shapes=((SQ, (4, 2)),), tag="spd", variants=({"assume_a": "sym"},), **C),
+         limitations=(SOLVE_POS_GRAD,), **M),
+    spec("solve", "spd", "real", shapes=((SQ, (4, 2)),), tag="spd", variants=({"assume_a": "sym"},), **M),
     spec("solve_sylvester", "matrix", "matrix", "real", shapes=(((3, 3), (2, 2), (3, 2)),), limitations=CPU_ONLY, **C),
     spec("solve_triangular", "matrix", "real", shapes=((SQ, (4, 2)),),
-         variants=({}, {"lower": True}, {"trans": 1}, {"unit_diagonal": True}), **C),
-    spec("sqrtm", "spd", shapes=((SQ,),), limitations=CPU_ONLY, **C),
-    spec("svd", "real", shapes=(((5, 3),),), tag="values", call=lambda f, a: f(a, compute_uv=False), **C),
-    spec("svd", "matrix", shapes=(((5, 3),),), call=_svd, tol=FACTORS, **C),
+         variants=({}, {"lower": True}, {"trans": 1}, {"unit_diagonal": True}), **M),
+    spec("sqrtm", "spd", shapes=((SQ,),), limitations=CPU_ONLY, **M),
+    spec("svd", "real", shapes=(((5, 3),),), tag="values", call=lambda f, a: f(a, compute_uv=False), **M),
+    spec("svd", "matrix", shapes=(((5, 3),),), call=_svd, tol=FACTORS, **SVD_HANG),
     spec("toeplitz", "real", "real", shapes=(((4,), (3,)),), **C),
 ]
 SCIPY_CHLO = {"eigh_tridiagonal": f"{ALL}: square", "funm": "cpu: square", "solve_sylvester": "cpu: square"}

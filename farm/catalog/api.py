@@ -232,6 +232,8 @@ class Spec:
     edge_withheld: tuple[float, ...] = ()
     #: a custom spec's edge variant of rows, one special value a row (``_edge_rows``: transforms over trailing axes)
     edge_rows: bool = False
+    #: a matrix function's edge variant of matrices (``_edge_matrices``: jnp.linalg's, scipy.linalg's)
+    edge_matrices: bool = False
     #: known gaps of one case alone (main, empty, s1...), (case, limitation) pairs
     case_limitations: tuple[tuple[str, Limitation], ...] = ()
     empty: bool = True
@@ -416,6 +418,9 @@ def declare(label: str, specs: Iterable[Spec], *, limitations: Iterable[Limitati
             elif s.edge_rows and s.kind == "custom" and d == 0 and ref is not None:
                 out.append(_edge_rows(label, s, fn, ref, dtype,
                                       base + chlo_limitations(s, dtype, "edge", chlo or {}, chlo_on)))
+            elif s.edge_matrices and s.kind == "custom" and d == 0 and ref is not None:
+                out.append(_edge_matrices(label, s, fn, ref, dtype,
+                                          base + chlo_limitations(s, dtype, "edge", chlo or {}, chlo_on)))
     return out
 
 
@@ -490,6 +495,110 @@ def _edge_rows(label: str, s: Spec, fn: Callable[..., Any], ref: Callable[..., A
                   reference=_bind(s.call, ref, kw), compare="edges",
                   limitations=s.limitations + tuple(lim for c, lim in s.edge_limitations if c == "rows") + shared, tol=s.tol,
                   catalog=CATALOG, source=f"{labels()[label]}.{s.name}")
+
+
+#: The structural edges of a matrix (``_edge_matrices``), after one special value at [0, 0] each:
+#: all zeros; two equal rows and columns (exactly singular: elimination gives an exact zero pivot,
+#: and a symmetric matrix stays symmetric); scaled by 2**66 (float32's squares overflow: sqrt(max)
+#: is 1.8e19) and by 2**-66 (its squares are subnormal, flushed by XLA:CPU). Powers of two scale
+#: exactly.
+STRUCTURAL = ("zero", "singular", "huge", "tiny")
+_SCALES = {"huge": 2.0 ** 66, "tiny": 2.0 ** -66}
+
+
+def edge_matrix_names(dtype: str, withheld: tuple[float, ...] = ()) -> list[str]:
+    """What each member of a matrix edge batch holds, in order (``_edge_matrices``)."""
+    vals = special.kept(special.values(dtype), withheld)
+    names = [f"a00={v!r}" for v in vals.real.tolist()]
+    if dtype in COMPLEX:
+        names += [f"a00={v!r}j" for v in vals.real.tolist()]
+    return names + list(STRUCTURAL)
+
+
+def _edge_matrices(label: str, s: Spec, fn: Callable[..., Any], ref: Callable[..., Any], dtype: str,
+                   shared: tuple[Limitation, ...]) -> Harness:
+    """A matrix function's edge-value variant (a custom spec with ``edge_matrices=True``): a batch
+    of matrices of the first operand's main shape, each testing one thing (``edge_matrix_names``):
+    a special value at [0, 0] (for a complex dtype, in the real part, then in the imaginary part;
+    a symmetric matrix stays symmetric) among values of the operand's own domain, then the
+    ``STRUCTURAL`` edges. The other operands hold their domain's values, the same for every member.
+    JAX maps the function over the batch (``jax.vmap``, as a batched call lowers); the twin is
+    called matrix by matrix, and a matrix it refuses (NumPy's LinAlgError, SciPy's "must not
+    contain infs or NaNs") has NaN for its answer. Judged against the twin (``edge="matrices"``:
+    ``farm.judge.edges.twin_at_edges``): normwise per matrix, as LAPACK's own tests hold a
+    factorization, and a refused or all-non-finite answer is matched by any non-finite one."""
+    doms = [_operand_dtype(op, dtype) for op in s.operands]
+    dom, dt = doms[0]
+    shape = s.shapes[0][0]
+    vals = special.kept(special.values(dt), s.edge_withheld)
+    if dt in COMPLEX:
+        im = np.zeros_like(vals)
+        im.imag = vals.real
+        vals = np.concatenate([vals, im])
+    n = len(vals) + len(STRUCTURAL)
+    wide = np.complex128 if dt in COMPLEX else np.float64
+
+    def make(rng: np.random.Generator) -> np.ndarray:
+        base = operand(dom, shape, dt).make(np.random.default_rng(n))
+        mats = np.repeat(base[None], n, axis=0)
+        mats[(slice(None, len(vals)), *(0,) * len(shape))] = vals
+        mats[len(vals)] = 0
+        sing = mats[len(vals) + 1]
+        sing[1] = sing[0]
+        if len(shape) == 2 and shape[0] == shape[1]:
+            sing[:, 1] = sing[:, 0]
+        for i, k in enumerate(("huge", "tiny")):
+            mats[len(vals) + 2 + i] = (base.astype(wide) * _SCALES[k]).astype(mats.dtype)
+        return mats
+
+    kw = dict(s.variants[0])
+    jf, rf = _bind(s.call, fn, kw), _bind(s.call, ref, kw)
+    rest = [operand(d, sh, t) for (d, t), sh in zip(doms[1:], s.shapes[0][1:])]
+
+    def batched(mats: Any, *others: Any) -> Any:
+        import jax  # noqa: PLC0415  (the catalog is built without importing jax)
+        return jax.vmap(jf, in_axes=(0, *(None,) * len(others)))(mats, *others)
+
+    batched.__qualname__ = f"vmap({jf.__qualname__})"
+
+    def per_matrix(mats: Any, *others: Any) -> Any:
+        return _stacked([_answer(rf, m, others) for m in np.asarray(mats)])
+
+    arg = CustomArg(f"special_matrices:{dt}:{shape}:{len(STRUCTURAL)}:api:{dom}", make, (n, *shape), dt)
+    return define(label, s.name, batched, [arg, *rest], dtype=dtype, group=label,
+                  params={**kw, **({"v": s.tag} if s.tag else {}), "edge": "matrices"},
+                  reference=per_matrix, compare="edges",
+                  limitations=s.limitations + tuple(lim for c, lim in s.edge_limitations if c == "matrices") + shared,
+                  tol=s.tol, catalog=CATALOG, source=f"{labels()[label]}.{s.name}")
+
+
+def _answer(f: Callable[..., Any], m: np.ndarray, others: tuple[Any, ...]) -> Any:
+    """The twin's answer for one matrix, or None where it refuses the matrix (NumPy's
+    LinAlgError; SciPy's check_finite: "array must not contain infs or NaNs")."""
+    try:
+        with np.errstate(all="ignore"):
+            return f(m, *others)
+    except np.linalg.LinAlgError:
+        return None
+    except ValueError as e:
+        if "infs or NaNs" in str(e):
+            return None
+        raise
+
+
+def _stacked(answers: list[Any]) -> Any:
+    """The twin's answers for a batch, stacked (a tuple of outputs stacked output by output); a
+    refused matrix's answer is NaN of the shape the others have."""
+    template = next((a for a in answers if a is not None), None)
+    if template is None:
+        raise np.linalg.LinAlgError("the twin refused every matrix of the batch")
+    if isinstance(template, tuple):
+        return tuple(_stacked([None if a is None else a[i] for a in answers]) for i in range(len(template)))
+    t = np.asarray(template)
+    if any(a is None for a in answers):
+        t = t.astype(np.result_type(t.dtype, np.float64))
+        return np.stack([np.full(t.shape, np.nan, t.dtype) if a is None else np.asarray(a, t.dtype) for a in answers])
+    return np.stack([np.asarray(a) for a in answers])
 
 
 # ---- JAX's documented gaps that several modules meet ---------------------------------------

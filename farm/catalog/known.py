@@ -545,6 +545,81 @@ STATS_EDGE_VALUES: tuple[EdgeValue, ...] = (
 )
 
 
+# ---- matrix functions at edge matrices (``farm.catalog.api._edge_matrices``) -------------------
+# A ``where`` here takes one matrix of the batch (float64) and says whether the entry covers that
+# matrix's answer (every element of it); the judge asks it matrix by matrix.
+
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
+def _m_a00_max(m: np.ndarray) -> bool:
+    """The matrix holding ±float32's largest value at [0, 0]."""
+    return bool(np.abs(m.flat[0]) >= _F32_MAX)
+
+
+def _m_tiny(m: np.ndarray) -> bool:
+    """The matrix scaled by 2**-66 (``STRUCTURAL``'s tiny): every entry below 2**-60, not all zero."""
+    a = np.abs(m)
+    return bool(np.all(np.isfinite(a)) and 0 < a.max() <= 2.0 ** -60)
+
+
+def _m_huge(m: np.ndarray) -> bool:
+    """The matrix scaled by 2**66 (``STRUCTURAL``'s huge): finite, its largest entry past 2**60."""
+    a = np.abs(m)
+    return bool(np.all(np.isfinite(a)) and 2.0 ** 60 <= a.max() < _F32_MAX)
+
+
+def singular_matrix(m: np.ndarray) -> bool:
+    """The matrix with two equal rows (``STRUCTURAL``'s singular), or all zeros."""
+    return bool(m.ndim == 2 and m.shape[0] > 1 and np.array_equal(m[0], m[1]))
+
+
+_SYMMETRIZE = ("symmetrize_input computes (A + A^H) / 2, which overflows where an entry is above half the "
+               "largest float32 (jax._src.lax.linalg.symmetrize): NaN or inf where the answer is finite "
+               "(docs/repros/linalg_edges.py)")
+_GEEV_SCALING = ("eigenvalues of a matrix whose largest entry is above about 2**40 or below 2**-40 come out "
+                 "scaled to that bound on CPU: the LAPACK SciPy 1.17.1 ships (jaxlib's CPU kernels call SciPy's) "
+                 "does not undo sgeev's scaling on the eigenvalues; SciPy 1.18.1's does (docs/repros/linalg_edges.py)")
+_FTZ = ("XLA:CPU flushes subnormal intermediates to zero (FTZ, by design): the squares or products of a "
+        "matrix scaled by 2**-66 are below float32's smallest normal")
+MATRIX_EDGE_VALUES: tuple[EdgeValue, ...] = (
+    *(EdgeValue(k, _GEEV_SCALING, lambda m: _m_a00_max(m) or _m_tiny(m) or bool(np.max(np.abs(m)) >= 2.0 ** 60),
+                finding=True) for k in ("jnp.linalg.eig", "jnp.linalg.eigvals")),
+    *(EdgeValue(k, _SYMMETRIZE, _m_a00_max, finding=True) for k in (
+        "jnp.linalg.cholesky", "jnp.linalg.eigh", "jnp.linalg.eigvalsh", "scipy.linalg.eigh")),
+    *(EdgeValue(k, "no scaling against overflow: the squares of entries past 2**64 overflow to inf, as NumPy's own "
+                "float32 norm does (sqrt(dot(x, x)))", lambda m: _m_a00_max(m) or _m_huge(m))
+      for k in ("jnp.linalg.norm", "jnp.linalg.matrix_norm", "jnp.linalg.vector_norm")),
+    EdgeValue("scipy.linalg.funm", "sin of a matrix with entries past 2**60 has no float32 answer (the argument's "
+              "spacing is past 2*pi)", lambda m: _m_a00_max(m) or _m_huge(m)),
+    EdgeValue("scipy.linalg.expm", "exp of a matrix holding -float32's largest value is NaN where the answer is "
+              "finite (scaling and squaring: docs/repros/linalg_edges.py)",
+              lambda m: bool(m.flat[0] <= -_F32_MAX), finding=True),
+    *(EdgeValue(k, "Householder QR of a matrix holding float32's largest value: inf and NaN in R "
+              "where LAPACK's sgeqrf (NumPy in float32) is finite (docs/repros/linalg_edges.py)", _m_a00_max,
+                finding=True) for k in ("jnp.linalg.qr", "scipy.linalg.qr")),
+    EdgeValue("jnp.linalg.matrix_rank", "its tolerance S.max() * max(M, N) * eps overflows to inf for a matrix "
+              "holding float32's largest value: rank 0 where NumPy in float32 gives 1 (docs/repros/linalg_edges.py)",
+              _m_a00_max, finding=True),
+    EdgeValue("scipy.linalg.polar", "the polar factors of a matrix holding float32's largest value are all zero "
+              "(its QDWH iteration's scaling overflows; docs/repros/linalg_edges.py)", _m_a00_max, finding=True),
+    EdgeValue("scipy.linalg.polar", "the unitary polar factor of a singular matrix is not unique (SciPy's, from "
+              "the SVD, is one choice; JAX's QDWH gives another)", singular_matrix),
+    EdgeValue("jnp.linalg.cond", "the condition number of a singular or numerically singular matrix (its "
+              "smallest singular value below float32's resolution of the largest) has no float32 answer but "
+              "'huge': JAX's and the float64 twin's differ", lambda m: singular_matrix(m) or _m_a00_max(m)),
+    EdgeValue("scipy.linalg.expm", "exp of a matrix holding 100: scaling and squaring in float32 loses about "
+              "||A|| * eps relative (2**7 squarings), 1% near float32's overflow: no float32 answer closer",
+              lambda m: bool(np.all(np.isfinite(m)) and 100 <= np.max(np.abs(m)) < 2.0 ** 60)),
+    EdgeValue("scipy.linalg.sqrtm", "a matrix with a negative eigenvalue has no principal square root, and a "
+              "singular one's is infinitely ill-conditioned: JAX's (complex, from the Schur form) and SciPy's "
+              "are different square roots", lambda m: bool(np.all(np.isfinite(m)) and (
+                  singular_matrix(m) or np.linalg.eigvalsh(m).min() <= 0))),
+    *(EdgeValue(k, _FTZ, _m_tiny) for k in ("jnp.linalg.norm", "jnp.linalg.matrix_norm", "jnp.linalg.vector_norm",
+                                          "scipy.linalg.funm")),
+)
+
+
 #: api functions that are one lax primitive (same operands, same order): what is known of the
 #: primitive at edge values holds for them (``api_edge_values``).
 API_EDGE_ALIASES = {
@@ -565,5 +640,6 @@ def api_edge_values(label: str, name: str, dtype: str) -> tuple[EdgeValue, ...]:
 
 def edge_values(primitive: str, dtype: str) -> tuple[EdgeValue, ...]:
     """What is known of ``primitive`` at edge values, for a harness of ``dtype`` (on the running jax)."""
-    return tuple(e for e in EDGE_VALUES + API_EDGE_VALUES + STATS_EDGE_VALUES if e.primitive == primitive and (not e.dtypes or dtype in e.dtypes)
+    return tuple(e for e in EDGE_VALUES + API_EDGE_VALUES + STATS_EDGE_VALUES + MATRIX_EDGE_VALUES
+                 if e.primitive == primitive and (not e.dtypes or dtype in e.dtypes)
                  and holds_on(e.jax))

@@ -86,7 +86,7 @@ def operand_sets(dtypes: list[str] | tuple[str, ...], extra: tuple[float, ...] =
     is at its edges, where ``ordinary``'s generic values lie outside its domain (a probability).
     ``withheld``: special values left out of every operand (a value that makes the function
     hang, a finding: a hang is a timeout no limitation can expect); they name the arguments."""
-    vals = [_without(_with(values(d), extra, d), withheld) for d in dtypes]
+    vals = [kept(_with(values(d), extra, d), withheld) for d in dtypes]
     if withheld:  # another set of values: other arguments, other harness keys
         extra = (*extra, "withheld", *withheld)
     out: list[tuple[str, tuple[CustomArg, ...]]] = []
@@ -116,7 +116,7 @@ def operand_sets(dtypes: list[str] | tuple[str, ...], extra: tuple[float, ...] =
     return out
 
 
-def _without(v: np.ndarray, withheld: tuple[float, ...]) -> np.ndarray:
+def kept(v: np.ndarray, withheld: tuple[float, ...]) -> np.ndarray:
     """The values but those ``withheld``: integers compared exactly in their dtype, floats
     by value (NaN by ``isnan``: it never equals itself)."""
     if not withheld or v.dtype == bool:

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from farm.catalog import Harness
-from farm.catalog.known import EdgeValue, api_edge_values
+from farm.catalog.known import EdgeValue, api_edge_values, singular_matrix
 from farm.judge.outputs import compared
 from farm.judge.tolerance import declared
 from farm.reference.evaluator import flushed as flushed_inputs
@@ -175,8 +175,14 @@ def _nan_in(operands: list[np.ndarray], shape: tuple[int, ...]) -> np.ndarray:
 
 
 def is_rows(h: Harness) -> bool:
-    """A transform's edge variant (``farm.catalog.api._edge_rows``: one special value a row)."""
-    return dict(h.key.params).get("edge") == "rows"
+    """A transform's or a matrix function's edge variant (``farm.catalog.api._edge_rows``: one
+    special value a row; ``_edge_matrices``: one edge a matrix)."""
+    return dict(h.key.params).get("edge") in ("rows", "matrices")
+
+
+def is_matrices(h: Harness) -> bool:
+    """A matrix function's edge variant (``farm.catalog.api._edge_matrices``: one edge a matrix)."""
+    return dict(h.key.params).get("edge") == "matrices"
 
 
 def _both_nonfinite(a: np.ndarray, r: np.ndarray) -> np.ndarray:
@@ -186,15 +192,94 @@ def _both_nonfinite(a: np.ndarray, r: np.ndarray) -> np.ndarray:
     return ~np.isfinite(a) & ~np.isfinite(np.asarray(r))
 
 
-def nonfinite_alike(h: Harness, outs: list[np.ndarray], others: list[np.ndarray]) -> list[np.ndarray]:
-    """For a transform's edge rows: ``others`` with ``outs``' values where neither is finite.
-    Which of inf and NaN (and in which component) a transform of inf gives is its algorithm's:
-    pocketfft, XLA:CPU's FFT and another platform's lowering of the same function differ there,
-    and a finite answer where the other is not still differs."""
+def _members(x: np.ndarray) -> np.ndarray:
+    """``x`` with one row per matrix of the batch (its leading axis)."""
+    return x.reshape(x.shape[0], -1) if x.ndim else x.reshape(1, 1)
+
+
+def _refused_alike(a: np.ndarray, r: np.ndarray, given: np.ndarray) -> np.ndarray:
+    """Elements of the matrices whose twin answer is not finite anywhere (NumPy refused it, or its
+    answer is all inf and NaN), judged per matrix: where the matrix given (``given``: the operand
+    batch) holds inf or NaN, a factorization has no unique answer (NaN, or a limit the algorithm
+    finds: SciPy refuses such a matrix outright), so any answer agrees; where it is finite, the
+    breakdown (a singular matrix, one not positive definite) must show as some inf or NaN
+    (jnp.linalg.cholesky's documented contract), and a finite answer still differs."""
+    if np.shape(r) != a.shape or not a.size or not given.size or given.shape[0] != a.shape[0]:
+        return np.zeros(a.shape, bool)
+    ra, rr = _members(a), _members(np.asarray(r))
+    with np.errstate(all="ignore"):
+        twin_none = ~np.isfinite(rr.astype(np.complex128)).any(axis=1)
+        wild = ~np.isfinite(_members(given).astype(np.complex128)).all(axis=1)
+        shown = ~np.isfinite(ra.astype(np.complex128)).all(axis=1) if a.dtype.kind in "fc" \
+            else np.zeros(len(ra), bool)
+    member = twin_none & (wild | shown)
+    return np.broadcast_to(member[:, None], ra.shape).reshape(a.shape)
+
+
+def _member_covered(where: Any, given: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """The elements of a batched output of ``shape`` an edge entry covers, asked matrix by matrix
+    (``MATRIX_EDGE_VALUES``: ``where`` takes one matrix of the operand batch ``given``)."""
+    if not shape or not given.size or given.shape[0] != shape[0]:
+        return np.zeros(shape, bool)
+    with np.errstate(all="ignore"):
+        member = np.array([bool(where(m)) for m in given])
+    return np.broadcast_to(member.reshape((-1,) + (1,) * (len(shape) - 1)), shape)
+
+
+def _smallest_normal(dtype: np.dtype) -> float:
+    return float(np.finfo(np.float32 if dtype.kind == "c" and dtype.itemsize == 8 else dtype).tiny) \
+        if dtype.kind in "fc" else 0.0
+
+
+def _normwise(a: np.ndarray, r: np.ndarray, rtol: float, atol: float) -> np.ndarray:
+    """Elements within a normwise band of their matrix's answer: |a - r| <= rtol * s + atol * min(s, 1),
+    s the largest finite |r| of the matrix. A backward-stable factorization is accurate to eps
+    times the matrix's norm, not element by element (a singular value far below the largest one
+    is lost in float32 rounding), and at a unit scale the band is the harness's tolerance; below it
+    the band shrinks with the matrix (a matrix scaled by 2**-66 is held relatively, not by atol)."""
+    if a.dtype.kind not in "fc" or np.shape(r) != a.shape or not a.size:
+        return np.zeros(a.shape, bool)
+    with np.errstate(all="ignore"):
+        rr = _members(np.asarray(r)).astype(np.complex128 if np.iscomplexobj(r) else np.float64)
+        mag = np.where(np.isfinite(rr), np.abs(rr), 0.0)
+        s = mag.max(axis=1, initial=0.0)[:, None]
+        # and the output dtype's smallest normal: XLA:CPU flushes a subnormal result to zero
+        band = rtol * s + atol * np.minimum(s, 1.0) + _smallest_normal(a.dtype)
+        d = _distance(_members(a), rr)
+    return (np.isfinite(d) & (d <= band)).reshape(a.shape)
+
+
+def nonfinite_alike(h: Harness, outs: list[np.ndarray], others: list[np.ndarray], args: list[Any] = (),
+                    rtol: float = 0.0, atol: float = 0.0) -> list[np.ndarray]:
+    """For a transform's edge rows and a matrix function's edge matrices: ``others`` with ``outs``'
+    values where neither is finite. Which of inf and NaN (and in which component) a transform of
+    inf gives is its algorithm's: pocketfft, XLA:CPU's FFT and another platform's lowering of the
+    same function differ there, and a finite answer where the other is not still differs. For edge
+    matrices also (``args``: the operands) where the matrix given holds inf, NaN or entries past
+    ``OVERFLOWING``, or is singular (no unique answer: each platform's algorithm finds its own, as
+    for the lax factorizations' ``NO_UNIQUE_ANSWER``) and within the normwise band of the other
+    (``_normwise``, under ``rtol`` and ``atol``)."""
     if not is_rows(h):
         return others
-    return [np.where(_both_nonfinite(np.asarray(o), r), o, r) if np.shape(o) == np.shape(r) else r
-            for o, r in zip(outs, others)]
+    given = np.asarray(upcast(args[0])) if is_matrices(h) and len(args) else None
+    out = []
+    for o, r in zip(outs, others):
+        o = np.asarray(o)
+        if np.shape(o) != np.shape(r):
+            out.append(r)
+            continue
+        m = _both_nonfinite(o, r)
+        if given is not None and given.shape[:1] == o.shape[:1] and o.ndim:
+            with np.errstate(all="ignore"):  # inf, NaN or overflowing entries: each algorithm's own (NO_UNIQUE_ANSWER)
+                g = np.abs(_members(given).astype(np.complex128))
+                wild = ~(np.isfinite(g) & (g <= OVERFLOWING)).all(axis=1)
+            # and a singular matrix: its smallest singular value is rounding noise, on which side of a
+            # cutoff it falls (pinv, lstsq, matrix_rank) or how small it is (cond) is each algorithm's
+            wild = wild | np.array([singular_matrix(x) for x in given])
+            m = m | np.broadcast_to(wild.reshape((-1,) + (1,) * (o.ndim - 1)), o.shape) \
+                | _normwise(o, np.asarray(r), rtol, atol)
+        out.append(np.where(m, o, r))
+    return out
 
 
 def by_mpmath(key: str, args: list[Any], operands: list[np.ndarray], actual: list[np.ndarray],
@@ -226,7 +311,12 @@ def twin_at_edges(h: Harness, args: list[Any], platform: str, actual: list[np.nd
     ref, flushed = at_edges(h, args, actual, ref)
     operands = [np.asarray(upcast(a)) for a in args if isinstance(a, np.ndarray) or np.isscalar(a)]
     known = api_edge_values(h.family, h.primitive, h.dtype)
-    rows = is_rows(h)
+    rows, matrices = is_rows(h), is_matrices(h)
+    if matrices:  # normwise per matrix (``_normwise``), no absolute band beside it
+        atol, band_atol = 0.0, atol
+
+    def cover(e: EdgeValue, shape: tuple[int, ...]) -> np.ndarray:
+        return _member_covered(e.where, operands[0], shape) if matrices else _covered(e.where, operands, shape)
 
     def excusing(edges: list[EdgeValue], nan: bool) -> tuple[list[np.ndarray], int]:
         refs, n = [], 0
@@ -238,13 +328,21 @@ def twin_at_edges(h: Harness, args: list[Any], platform: str, actual: list[np.nd
             m = _nan_in(operands, a.shape) & np.isnan(a) if nan and a.dtype.kind in "fc" else np.zeros(a.shape, bool)
             if rows:
                 m = m | _both_nonfinite(a, r)
+            if matrices:
+                m = m | _refused_alike(a, r, operands[0])
             for e in edges:
-                m = m | _covered(e.where, operands, a.shape)
+                m = m | cover(e, a.shape)
             n += int(np.sum(m & (_distance(a, np.asarray(r)) > 0)))
             refs.append(np.where(m, a, r) if m.any() else r)
         return refs, n
 
     def judged(refs: list[np.ndarray], facts: dict[str, Any]) -> Record:
+        if matrices:  # within the normwise band: JAX's value in the twin's place, counted where an elementwise band would not hold it
+            held = [_normwise(np.asarray(a), r, rtol, band_atol) for a, r in zip(actual, refs)]
+            loose = sum(int(np.sum(m & (_distance(np.asarray(a), np.asarray(r)) > rtol * np.abs(np.asarray(r)) + band_atol)))
+                        for a, r, m in zip(actual, refs, held) if m.shape == np.shape(r))
+            refs = [np.where(m, np.asarray(a), r) if m.any() else r for a, r, m in zip(actual, refs, held)]
+            facts = {**facts, **({"normwise": loose} if loose else {})}
         rec = compared(actual, refs, platform=platform, against="reference", rtol=rtol, atol=atol, exact=exact,
                        promised=promised)
         return rec.with_status(rec.status, facts={**rec.facts, "edges": "twin", **facts})
@@ -257,7 +355,7 @@ def twin_at_edges(h: Harness, args: list[Any], platform: str, actual: list[np.nd
                                 if excused else {}),
                              **({"mpmath": recomputed} if recomputed else {})}
     rec = judged(base, facts)
-    masks = [(e, [_covered(e.where, operands, np.shape(a)) for a in actual]) for e in known if e.finding]
+    masks = [(e, [cover(e, np.shape(a)) for a in actual]) for e in known if e.finding]
     masks = [(e, ms) for e, ms in masks if any(m.any() for m in ms)]  # the findings that cover elements here
     findings = [e for e, _ in masks]
     if not findings or rec.status not in ("ok", "fail"):

@@ -172,7 +172,8 @@ def crossexec(job: Job, platform: str, native_platform: str, outs: list[np.ndarr
                             error=f"outputs {got} differ in dtype or shape from {native_platform}'s {like}",
                             facts={"against": native_platform})
         return invariant(job.h, job.args, outs, platform, stage="crossexec")
-    return compared(outs, nonfinite_alike(job.h, outs, native_out), platform=platform, against=native_platform,
+    return compared(outs, nonfinite_alike(job.h, outs, native_out, job.args, tol.rtol, tol.atol),
+                    platform=platform, against=native_platform,
                     rtol=tol.rtol, atol=tol.atol, exact=tol.exact, stage="crossexec")
 
 
