@@ -348,3 +348,130 @@ def test_mpmath_is_not_asked_at_a_pole_nor_for_a_slow_series_and_nan_is_no_answe
     assert exact.value("scipy.special.hyp1f1", [3e38, 1.0, 1.0]) is None  # the series would not end
     assert exact.value("scipy.special.erf", [float("nan")]) is None
     assert exact.value("scipy.special.boxcox", [0.0, 1.1754943508222875e-38]) == pytest.approx(-8.507059e37, rel=1e-6)
+
+
+# ---- jnp.linalg and scipy.linalg at edge matrices --------------------------------------------
+
+def _matrices(label: str, name: str) -> catalog.Harness:
+    hs = [h for h in catalog.select(catalog.Filters(catalog="api", group=(label,)))
+          if h.primitive == name and dict(h.key.params).get("edge") == "matrices"]
+    assert hs, name
+    return hs[0]
+
+
+def test_an_edge_batch_holds_each_edge_in_a_matrix_of_its_own() -> None:
+    """A special value at [0, 0] of each matrix (the rest the operand's domain), then a zero, a
+    singular (two equal rows and columns), a 2**66- and a 2**-66-scaled matrix; the SVDs with
+    vectors withhold ±inf (they never return), and the withheld values are in the harness's
+    identity (a cached result of the full batch cannot stand for the smaller one)."""
+    from farm.catalog.api import edge_matrix_names
+    from farm.catalog.special import values
+    h = _matrices("jnp.linalg", "inv")
+    x = np.asarray(h.make_args()[0])
+    names = edge_matrix_names("float32")
+    assert x.shape == (len(names), 4, 4) and names[-4:] == ["zero", "singular", "huge", "tiny"]
+    v = values("float32")
+    np.testing.assert_array_equal(x[:len(v), 0, 0], v)
+    assert not x[-4].any() and np.array_equal(x[-3][0], x[-3][1]) and np.array_equal(x[-3][:, 0], x[-3][:, 1])
+    rest = x[0].ravel()[1:]  # every matrix shares the domain's values off [0, 0]
+    assert all(np.array_equal(m.ravel()[1:], rest) for m in x[1:len(v)])
+    np.testing.assert_array_equal(x[-2].ravel()[1:], rest * np.float32(2.0 ** 66))
+    np.testing.assert_array_equal(x[-1].ravel()[1:], rest * np.float32(2.0 ** -66))
+    assert float(x[-2, 0, 0]) * 2.0 ** -66 == float(x[-1, 0, 0]) * 2.0 ** 66
+    p = _matrices("jnp.linalg", "pinv")
+    y = np.asarray(p.make_args()[0])
+    assert not np.isinf(y).any() and y.shape[0] == len(names) - 2
+    assert "withheld=inf,-inf" in p.args[0].name and "withheld" not in h.args[0].name
+
+
+def test_edge_matrices_are_held_normwise_per_matrix_not_by_the_absolute_band() -> None:
+    """inv at its edges: ok; an element of an ordinary matrix 0.1% off fails, and so does an
+    error of 1e-21 in the inverse of the 2**66-scaled matrix (entries near 1e-20), which the
+    harness's absolute band (1e-6) would have let through."""
+    h = _matrices("jnp.linalg", "inv")
+    rec, args, outs = _judge(h)
+    assert rec.status == "ok", rec.error
+
+    def off(o: np.ndarray, a: list) -> np.ndarray:
+        o[11, 1, 1] *= 1.001
+        return o
+    assert _judge(h, off)[0].status == "fail"
+
+    def off_in_the_small_inverse(o: np.ndarray, a: list) -> np.ndarray:
+        assert np.abs(o[-2]).max() < 1e-18
+        o[-2, 2, 2] += np.float32(3e-20)
+        return o
+    rec = _judge(h, off_in_the_small_inverse)[0]
+    assert rec.status == "fail" and rec.facts["atol"] == 0.0
+
+
+def test_a_matrix_numpy_refuses_must_give_some_nan_and_a_non_finite_one_any_answer() -> None:
+    """cholesky of the singular matrix: NumPy raises LinAlgError, JAX gives NaN (its documented
+    contract): ok; a finite answer there fails. A matrix holding inf that the twin refuses (SciPy's
+    check_finite) has no unique answer: any finite value JAX gives there stands (where NumPy
+    answers a non-finite matrix in part, JAX is held to those numbers as to any other)."""
+    h = _matrices("jnp.linalg", "cholesky")
+    assert _judge(h)[0].status in ("ok", "expected_fail")
+
+    def finite_for_singular(o: np.ndarray, a: list) -> np.ndarray:
+        o[-3] = np.nan_to_num(o[-3])
+        return o
+    assert _judge(h, finite_for_singular)[0].status == "fail"
+
+    def garbage_for_inf(o: np.ndarray, a: list) -> np.ndarray:
+        o[1] = 7.0  # matrix 1 holds inf at [0, 0]
+        return o
+    i = _matrices("scipy.linalg", "inv")  # SciPy refuses a non-finite matrix (check_finite): all NaN
+    args = i.make_args()
+    assert np.isinf(np.asarray(args[0])[1, 0, 0]) and np.isnan(reference_outputs(i, args)[0][1]).all()
+    assert _judge(i, garbage_for_inf)[0].status == "ok"
+
+    def finite_for_singular_inv(o: np.ndarray, a: list) -> np.ndarray:
+        o[-3] = 7.0  # the singular matrix, finite: NumPy's LinAlgError must show as inf or NaN
+        return o
+    assert _judge(i, finite_for_singular_inv)[0].status == "fail"
+
+
+def test_a_matrix_finding_covers_its_matrices_and_is_expected_only_there(monkeypatch: pytest.MonkeyPatch) -> None:
+    """eigvalsh's symmetrize_input overflow at float32's largest value is a finding: expected_fail
+    with its data, fail without it; a wrong eigenvalue of another matrix still fails beside it."""
+    h = _matrices("jnp.linalg", "eigvalsh")
+    rec = _judge(h)[0]
+    assert rec.status == "expected_fail" and "symmetrize_input" in rec.facts["limitation"]
+
+    def off(o: np.ndarray, a: list) -> np.ndarray:
+        o[11, 0] *= 1.01
+        return o
+    assert _judge(h, off)[0].status == "fail"
+    monkeypatch.setattr(known, "MATRIX_EDGE_VALUES", tuple(
+        e for e in known.MATRIX_EDGE_VALUES if e.primitive != "jnp.linalg.eigvalsh"))
+    assert _judge(h)[0].status == "fail"
+
+
+def test_another_platform_s_matrices_agree_where_the_answer_is_not_unique_only() -> None:
+    """crossexec at edge matrices: a matrix holding inf or an overflowing entry, or a singular one,
+    has each algorithm's own answer; an ordinary matrix's wrong value still differs."""
+    from farm.judge.edges import nonfinite_alike
+    h = _matrices("jnp.linalg", "pinv")
+    args = h.make_args()
+    x = np.asarray(args[0])
+    native = np.asarray(jax.jit(h.fun)(*args))
+    other = native.copy()
+    wild = [i for i in range(len(x)) if not np.isfinite(x[i]).all() or np.abs(x[i]).max() > 1.8e19]
+    other[wild] += 5.0
+    other[-3] += 5.0  # the singular matrix
+    got = nonfinite_alike(h, [other], [native], args, 2e-5, 1e-6)[0]
+    np.testing.assert_array_equal(got[wild], other[wild])
+    np.testing.assert_array_equal(got[-3], other[-3])
+    other[11, 0, 0] += 1.0
+    assert nonfinite_alike(h, [other], [native], args, 2e-5, 1e-6)[0][11, 0, 0] == native[11, 0, 0]
+
+
+def test_the_twin_answers_matrix_by_matrix_and_a_refusal_is_nan() -> None:
+    from farm.catalog.api import _stacked
+    ok = (np.ones(2), np.zeros((2, 2), np.int32))
+    out = _stacked([ok, None, ok])
+    assert out[0].shape == (3, 2) and np.isnan(out[0][1]).all() and out[1].shape == (3, 2, 2)
+    assert np.isnan(out[1][1]).all() and out[1][0].tolist() == [[0, 0], [0, 0]]
+    with pytest.raises(np.linalg.LinAlgError):
+        _stacked([None, None])

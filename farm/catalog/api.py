@@ -564,7 +564,8 @@ def _edge_matrices(label: str, s: Spec, fn: Callable[..., Any], ref: Callable[..
     def per_matrix(mats: Any, *others: Any) -> Any:
         return _stacked([_answer(rf, m, others) for m in np.asarray(mats)])
 
-    arg = CustomArg(f"special_matrices:{dt}:{shape}:{len(STRUCTURAL)}:api:{dom}", make, (n, *shape), dt)
+    held = f":withheld={','.join(map(repr, s.edge_withheld))}" if s.edge_withheld else ""
+    arg = CustomArg(f"special_matrices:{dt}:{shape}:{len(STRUCTURAL)}{held}:api:{dom}", make, (n, *shape), dt)
     return define(label, s.name, batched, [arg, *rest], dtype=dtype, group=label,
                   params={**kw, **({"v": s.tag} if s.tag else {}), "edge": "matrices"},
                   reference=per_matrix, compare="edges",
