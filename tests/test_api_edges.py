@@ -382,6 +382,13 @@ def test_an_edge_batch_holds_each_edge_in_a_matrix_of_its_own() -> None:
     y = np.asarray(p.make_args()[0])
     assert not np.isinf(y).any() and y.shape[0] == len(names) - 2
     assert "withheld=inf,-inf" in p.args[0].name and "withheld" not in h.args[0].name
+    c = [k for k in catalog.select(catalog.Filters(catalog="api", group=("jnp.linalg",), dtype=("complex64",)))
+         if k.primitive == "inv" and dict(k.key.params).get("edge") == "matrices"][0]
+    z = np.asarray(c.make_args()[0])  # complex: each value in the real part, then in the imaginary part
+    assert z.shape[0] == 2 * len(v) + 4
+    np.testing.assert_array_equal(z[:len(v), 0, 0].real, v)
+    np.testing.assert_array_equal(z[len(v):2 * len(v), 0, 0].imag, v)
+    assert not z[len(v):2 * len(v), 0, 0].real.any()
 
 
 def test_edge_matrices_are_held_normwise_per_matrix_not_by_the_absolute_band() -> None:

@@ -418,7 +418,7 @@ def declare(label: str, specs: Iterable[Spec], *, limitations: Iterable[Limitati
             elif s.edge_rows and s.kind == "custom" and d == 0 and ref is not None:
                 out.append(_edge_rows(label, s, fn, ref, dtype,
                                       base + chlo_limitations(s, dtype, "edge", chlo or {}, chlo_on)))
-            elif s.edge_matrices and s.kind == "custom" and d == 0 and ref is not None:
+            elif s.edge_matrices and s.kind == "custom" and ref is not None and (d == 0 or dtype in COMPLEX):
                 out.append(_edge_matrices(label, s, fn, ref, dtype,
                                           base + chlo_limitations(s, dtype, "edge", chlo or {}, chlo_on)))
     return out
@@ -521,7 +521,7 @@ def _edge_matrices(label: str, s: Spec, fn: Callable[..., Any], ref: Callable[..
     of matrices of the first operand's main shape, each testing one thing (``edge_matrix_names``):
     a special value at [0, 0] (for a complex dtype, in the real part, then in the imaginary part;
     a symmetric matrix stays symmetric) among values of the operand's own domain, then the
-    ``STRUCTURAL`` edges. The other operands hold their domain's values, the same for every member.
+    ``STRUCTURAL`` edges (for the first dtype, and for complex64 where the spec has it). The other operands hold their domain's values, the same for every member.
     JAX maps the function over the batch (``jax.vmap``, as a batched call lowers); the twin is
     called matrix by matrix, and a matrix it refuses (NumPy's LinAlgError, SciPy's "must not
     contain infs or NaNs") has NaN for its answer. Judged against the twin (``edge="matrices"``:
