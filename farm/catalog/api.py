@@ -477,11 +477,7 @@ def _edge_rows(label: str, s: Spec, fn: Callable[..., Any], ref: Callable[..., A
         raise ValueError(f"{s.name}: edge rows need one operand")
     dom, dt = _operand_dtype(s.operands[0], dtype)
     shape = s.shapes[0][0]
-    vals = special.values(dt)
-    if dt in COMPLEX:
-        im = np.zeros_like(vals)
-        im.imag = vals.real
-        vals = np.concatenate([vals, im])
+    vals = _one_each(dt)
 
     def make(rng: np.random.Generator) -> np.ndarray:
         rows = operand(dom, (len(vals), *shape), dt).make(np.random.default_rng(len(vals)))
@@ -506,13 +502,20 @@ STRUCTURAL = ("zero", "singular", "huge", "tiny")
 _SCALES = {"huge": 2.0 ** 66, "tiny": 2.0 ** -66}
 
 
+def _one_each(dtype: str, withheld: tuple[float, ...] = ()) -> np.ndarray:
+    """The dtype's special values but those ``withheld``, one an edge row or matrix; for a complex
+    dtype each in the real part, then each in the imaginary part."""
+    vals = special.kept(special.values(dtype), withheld)
+    if dtype in COMPLEX:
+        im = np.zeros_like(vals)
+        im.imag = vals.real
+        vals = np.concatenate([vals, im])
+    return vals
+
+
 def edge_matrix_names(dtype: str, withheld: tuple[float, ...] = ()) -> list[str]:
     """What each member of a matrix edge batch holds, in order (``_edge_matrices``)."""
-    vals = special.kept(special.values(dtype), withheld)
-    names = [f"a00={v!r}" for v in vals.real.tolist()]
-    if dtype in COMPLEX:
-        names += [f"a00={v!r}j" for v in vals.real.tolist()]
-    return names + list(STRUCTURAL)
+    return [f"a00={v!r}" for v in _one_each(dtype, withheld).tolist()] + list(STRUCTURAL)
 
 
 def _edge_matrices(label: str, s: Spec, fn: Callable[..., Any], ref: Callable[..., Any], dtype: str,
@@ -521,8 +524,8 @@ def _edge_matrices(label: str, s: Spec, fn: Callable[..., Any], ref: Callable[..
     of matrices of the first operand's main shape, each testing one thing (``edge_matrix_names``):
     a special value at [0, 0] (for a complex dtype, in the real part, then in the imaginary part;
     a symmetric matrix stays symmetric) among values of the operand's own domain, then the
-    ``STRUCTURAL`` edges (for the first dtype, and for complex64 where the spec has it). The other operands hold their domain's values, the same for every member.
-    JAX maps the function over the batch (``jax.vmap``, as a batched call lowers); the twin is
+    ``STRUCTURAL`` edges; for the spec's first dtype, and for complex64 where the spec has it. The
+    other operands hold their domain's values, the same for every member. JAX maps the function over the batch (``jax.vmap``, as a batched call lowers); the twin is
     called matrix by matrix, and a matrix it refuses (NumPy's LinAlgError, SciPy's "must not
     contain infs or NaNs") has NaN for its answer. Judged against the twin (``edge="matrices"``:
     ``farm.judge.edges.twin_at_edges``): normwise per matrix, as LAPACK's own tests hold a
@@ -530,11 +533,7 @@ def _edge_matrices(label: str, s: Spec, fn: Callable[..., Any], ref: Callable[..
     doms = [_operand_dtype(op, dtype) for op in s.operands]
     dom, dt = doms[0]
     shape = s.shapes[0][0]
-    vals = special.kept(special.values(dt), s.edge_withheld)
-    if dt in COMPLEX:
-        im = np.zeros_like(vals)
-        im.imag = vals.real
-        vals = np.concatenate([vals, im])
+    vals = _one_each(dt, s.edge_withheld)
     n = len(vals) + len(STRUCTURAL)
     wide = np.complex128 if dt in COMPLEX else np.float64
 

@@ -209,11 +209,17 @@ def _refused_alike(a: np.ndarray, r: np.ndarray, given: np.ndarray) -> np.ndarra
     ra, rr = _members(a), _members(np.asarray(r))
     with np.errstate(all="ignore"):
         twin_none = ~np.isfinite(rr.astype(np.complex128)).any(axis=1)
-        wild = ~np.isfinite(_members(given).astype(np.complex128)).all(axis=1)
         shown = ~np.isfinite(ra.astype(np.complex128)).all(axis=1) if a.dtype.kind in "fc" \
             else np.zeros(len(ra), bool)
-    member = twin_none & (wild | shown)
+    member = twin_none & (_wild(given) | shown)
     return np.broadcast_to(member[:, None], ra.shape).reshape(a.shape)
+
+
+def _wild(given: np.ndarray, bound: float = np.inf) -> np.ndarray:
+    """Per matrix of the batch ``given``: whether it holds inf or NaN, or an entry past ``bound``."""
+    with np.errstate(all="ignore"):
+        g = np.abs(_members(given).astype(np.complex128))
+        return ~(np.isfinite(g) & (g <= bound)).all(axis=1)
 
 
 def _member_covered(where: Any, given: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -227,8 +233,7 @@ def _member_covered(where: Any, given: np.ndarray, shape: tuple[int, ...]) -> np
 
 
 def _smallest_normal(dtype: np.dtype) -> float:
-    return float(np.finfo(np.float32 if dtype.kind == "c" and dtype.itemsize == 8 else dtype).tiny) \
-        if dtype.kind in "fc" else 0.0
+    return float(np.finfo(dtype).tiny) if dtype.kind in "fc" else 0.0  # a complex dtype's: its parts'
 
 
 def _normwise(a: np.ndarray, r: np.ndarray, rtol: float, atol: float) -> np.ndarray:
@@ -270,12 +275,10 @@ def nonfinite_alike(h: Harness, outs: list[np.ndarray], others: list[np.ndarray]
             continue
         m = _both_nonfinite(o, r)
         if given is not None and given.shape[:1] == o.shape[:1] and o.ndim:
-            with np.errstate(all="ignore"):  # inf, NaN or overflowing entries: each algorithm's own (NO_UNIQUE_ANSWER)
-                g = np.abs(_members(given).astype(np.complex128))
-                wild = ~(np.isfinite(g) & (g <= OVERFLOWING)).all(axis=1)
-            # and a singular matrix: its smallest singular value is rounding noise, on which side of a
-            # cutoff it falls (pinv, lstsq, matrix_rank) or how small it is (cond) is each algorithm's
-            wild = wild | np.array([singular_matrix(x) for x in given])
+            # inf, NaN or overflowing entries: each algorithm's own (NO_UNIQUE_ANSWER); and a singular
+            # matrix: its smallest singular value is rounding noise, on which side of a cutoff it falls
+            # (pinv, lstsq, matrix_rank) or how small it is (cond) is each algorithm's
+            wild = _wild(given, OVERFLOWING) | np.array([singular_matrix(x) for x in given])
             m = m | np.broadcast_to(wild.reshape((-1,) + (1,) * (o.ndim - 1)), o.shape) \
                 | _normwise(o, np.asarray(r), rtol, atol)
         out.append(np.where(m, o, r))
